@@ -1,0 +1,256 @@
+"""The ``gpuaccept`` command: node facts, node type detection, reference checks, verdicts, baselines.
+
+Exit codes: 0 success (or node accepted), 1 node rejected, 4 bad input (message on stderr names it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import __version__, baseline, exporter, facts, references, verdict
+from .atomic import OutputError, write_text_atomic
+from .checks import CHECKS, SUITES
+
+EXIT_REJECTED = 1
+EXIT_INPUT = 4
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_reference_dir() -> Path:
+    return Path(os.environ.get("GPUACCEPT_REFERENCE_DIR") or PROJECT_ROOT / "reference_values")
+
+
+class InputError(Exception):
+    pass
+
+
+def _load_json(path: str, what: str) -> dict:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found") from None
+    except (OSError, json.JSONDecodeError) as err:
+        raise InputError(f"{path}: cannot read {what}: {err}") from None
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    text = json.dumps(facts.gather(), indent=2, sort_keys=True) + "\n"
+    if args.output:
+        write_text_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    node = _load_json(args.facts, "node facts") if args.facts else facts.gather()
+    if args.expect and args.expect != "auto":
+        node_type = references.load_node_type(args.reference_dir, args.expect)
+        why = references.mismatches(node_type, node)
+        if why:
+            raise references.ReferenceError(
+                f"this node ({node.get('hostname')}) is not a {node_type.name} as {node_type.path} describes it: "
+                f"{'; '.join(why)}"
+            )
+    else:
+        node_type = references.detect(args.reference_dir, node)
+    print(node_type.name)
+    return 0
+
+
+def cmd_references(args: argparse.Namespace) -> int:
+    if args.node_type:
+        loaded = [references.load_node_type(args.reference_dir, t) for t in args.node_type]
+    else:
+        loaded = references.load_all(args.reference_dir)
+    for t in loaded:
+        metrics = sum(len(m) for m in t.checks.values())
+        print(f"{t.path}: {t.name}: {len(t.checks)} checks, {metrics} metrics, sources: {', '.join(t.sources)}")
+    return 0
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    node_facts = _load_json(args.facts, "node facts") if args.facts else facts.gather()
+    report, report_error = None, None
+    try:
+        report = verdict.load_report(run_dir / "reframe-report.json")
+    except verdict.ReportError as err:
+        report_error = str(err)
+    result = verdict.build(
+        report,
+        node_facts,
+        args.reference_dir,
+        args.node_type,
+        args.suite,
+        expected_gpus=args.expected_gpus,
+        report_error=report_error,
+    )
+    result.run_dir = str(run_dir.resolve())
+    if result.started_unix is None:
+        result.finished_unix = dt.datetime.now(dt.UTC).timestamp()
+    write_text_atomic(run_dir / "verdict.json", json.dumps(result.to_json(), indent=2) + "\n")
+    written = exporter.write(result, run_dir, args.textfile_dir)
+    print(verdict.table(result))
+    print(f"\nreport:  {run_dir / 'verdict.json'}")
+    print(f"reframe: {run_dir / 'reframe-report.json'}")
+    for path in written:
+        print(f"prom:    {path}")
+    return 0 if result.accepted else EXIT_REJECTED
+
+
+def _newest_verdicts(results: Path, newer_than: float | None) -> list[Path]:
+    """verdict.json files under a results tree, newest run per node first."""
+    found = [p for p in results.rglob("verdict.json") if newer_than is None or p.stat().st_mtime > newer_than]
+    newest: dict[Path, Path] = {}
+    for p in sorted(found, key=lambda p: p.stat().st_mtime):
+        newest[p.parent.parent] = p  # results/<node>/<run>/verdict.json: the last one per node wins
+    return list(newest.values())
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    path = Path(args.run_dir)
+    if path.is_dir() and not (path / "verdict.json").exists():
+        since = Path(args.newer_than).stat().st_mtime if args.newer_than else None
+        paths = _newest_verdicts(path, since)
+        if not paths:
+            raise InputError(
+                f"{path}: no verdict.json from this run: the suite did not get to judge the node "
+                "(see the playbook's output above)"
+            )
+        return max(cmd_show(argparse.Namespace(run_dir=str(p), newer_than=None)) for p in paths)
+    path = path / "verdict.json" if path.is_dir() else path
+    result = verdict.Verdict.from_json(_load_json(str(path), "verdict"))
+    print(verdict.table(result))
+    print(f"\nreport:  {path}")
+    if (path.parent / "reframe-report.json").exists():
+        print(f"reframe: {path.parent / 'reframe-report.json'}")
+    prom = path.parent / "gpuaccept.prom"
+    if prom.exists():
+        print(f"prom:    {prom}")
+    return 0 if result.accepted else EXIT_REJECTED
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    run_dirs = [Path(d) for d in args.runs]
+    for d in run_dirs:
+        if not d.is_dir():
+            raise InputError(f"{d}: not a run directory")
+    docs = {key: baseline.find_documents(run_dirs, key) for key in CHECKS}
+    counts = {k: len(v) for k, v in docs.items() if v}
+    if not counts:
+        raise InputError("no benchmark documents found under the run directories given")
+    node = _load_json(args.facts, "node facts") if args.facts else None
+    gpus = (node or {}).get("gpus") or []
+    match = {"gpu_model": gpus[0]["name"], "gpu_count": len(gpus)} if gpus else {"gpu_count": 0}
+    if gpus and gpus[0].get("pcie_gen_max"):
+        match.update(pcie_gen=gpus[0]["pcie_gen_max"], pcie_width=gpus[0]["pcie_width_max"])
+    runs = min(counts.values())
+    source = {
+        "kind": "measured",
+        "machine": args.machine,
+        "date": args.date or dt.date.today().isoformat(),
+        "runs": runs,
+        "statistic": f"median of {runs} runs of each check; each run's figure is the benchmark's own statistic "
+        f"(docs/benchmark-json.md); tolerance = max(unit floor, 1.5 x largest deviation from the median), "
+        f"capped at {baseline.CAP:.0%}",
+        "evidence": args.evidence,
+    }
+    checks, stats = baseline.derive(docs, args.source_id)
+    text = baseline.proposal(args.node_type, args.description, match, args.source_id, source, checks)
+    if args.output:
+        out = Path(args.output)
+        if out.exists() and not args.force:
+            raise InputError(
+                f"{out} exists: baseline writes proposals, never over a reviewed file "
+                "(write elsewhere and diff, or pass --force)"
+            )
+        write_text_atomic(out, text)
+        print(f"wrote {out} from {counts} documents")
+    else:
+        sys.stdout.write(text)
+    for key, s in sorted(stats.items()):
+        print(
+            f"# {key}: runs={s['runs']} median={s['median']:.4g} min={s['min']:.4g} max={s['max']:.4g} "
+            f"tolerance={s['tolerance']:.1%}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpuaccept", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"gpuaccept {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def refdir(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--reference-dir",
+            default=default_reference_dir(),
+            help="directory of <node_type>.yaml files (default: %(default)s)",
+        )
+
+    sp = sub.add_parser("facts", help="print this node's facts (CPU, NUMA, GPUs via NVML or nvidia-smi) as JSON")
+    sp.add_argument("--output", help="write to this file (atomically) instead of stdout")
+    sp.set_defaults(func=cmd_facts)
+
+    sp = sub.add_parser("detect", help="print the node type whose reference file matches this node")
+    refdir(sp)
+    sp.add_argument("--facts", help="facts JSON (default: gather them now)")
+    sp.add_argument("--expect", help="fail unless the node matches this node type")
+    sp.set_defaults(func=cmd_detect)
+
+    sp = sub.add_parser("references", help="validate reference files (all, or the node types named)")
+    refdir(sp)
+    sp.add_argument("node_type", nargs="*")
+    sp.set_defaults(func=cmd_references)
+
+    sp = sub.add_parser("summarize", help="judge a run directory: verdict.json, gpuaccept.prom, verdict table")
+    refdir(sp)
+    sp.add_argument("--run-dir", required=True, help="holds reframe-report.json; results are written here")
+    sp.add_argument("--node-type", required=True)
+    sp.add_argument("--suite", required=True, choices=SUITES)
+    sp.add_argument("--facts", help="facts JSON (default: gather them now)")
+    sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
+    sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
+    sp.set_defaults(func=cmd_summarize)
+
+    sp = sub.add_parser(
+        "show",
+        help="print the verdict table of a run directory, a verdict.json, or the newest runs under a results directory",
+    )
+    sp.add_argument("run_dir")
+    sp.add_argument("--newer-than", help="with a results directory: only runs newer than this file")
+    sp.set_defaults(func=cmd_show)
+
+    sp = sub.add_parser("baseline", help="propose reference values from repeated runs")
+    sp.add_argument("--node-type", required=True)
+    sp.add_argument("--description", required=True)
+    sp.add_argument("--machine", required=True, help="what the runs ran on, for the provenance")
+    sp.add_argument("--evidence", required=True, help="where the runs' outputs are kept")
+    sp.add_argument("--source-id", required=True, help="name of the provenance entry")
+    sp.add_argument("--facts", help="facts JSON of a measured node, for the match rules")
+    sp.add_argument("--date")
+    sp.add_argument("--output", help="write the proposal here (refuses to replace a file without --force)")
+    sp.add_argument("--force", action="store_true")
+    sp.add_argument("runs", nargs="+", help="run directories")
+    sp.set_defaults(func=cmd_baseline)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (InputError, references.ReferenceError, OutputError, ValueError) as err:
+        print(f"gpuaccept {args.command}: {err}", file=sys.stderr)
+        return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""The verdict as a Prometheus textfile for node_exporter's textfile collector.
+
+A dedicated registry; base units in the names (values converted from the benchmarks' GB/s, us, TFLOP/s);
+no timestamps inside the file (node_exporter rejects them); labels bounded to suite, node type, check and
+metric. Written atomically so node_exporter never reads half a file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+from . import __version__
+from .atomic import write_text_atomic
+from .verdict import FAIL, INFO, NOT_RUN, PASS, WAIVED, Verdict
+
+# benchmark unit -> (Prometheus base-unit suffix, factor to that unit)
+UNITS: dict[str, tuple[str, float]] = {
+    "GB/s": ("bytes_per_second", 1e9),
+    "us": ("seconds", 1e-6),
+    "s": ("seconds", 1.0),
+    "TFLOP/s": ("flops", 1e12),
+    "GFLOP/s": ("flops", 1e9),
+    "ratio": ("ratio", 1.0),
+    "W": ("watts", 1.0),
+    "J": ("joules", 1.0),
+    "C": ("celsius", 1.0),
+    "": ("count", 1.0),
+}
+STATUSES = (PASS, FAIL, NOT_RUN)
+LABELS = ("suite", "node_type", "check", "metric")
+
+
+def textfile_name(suite: str) -> str:
+    """One file per suite, so a nightly run does not replace the commissioning figures."""
+    return f"gpuaccept_{suite}.prom"
+
+
+def render(verdict: Verdict) -> str:
+    reg = CollectorRegistry()
+    base = {"suite": verdict.suite, "node_type": verdict.node_type}
+    facts = verdict.facts or {}
+    gpus = facts.get("gpus") or []
+    info = Gauge(
+        "gpuaccept_info",
+        "gpuaccept run: versions and the node type it judged",
+        ["suite", "node_type", "version", "reframe_version", "driver_version", "gpu_model"],
+        registry=reg,
+    )
+    info.labels(
+        **base,
+        version=__version__,
+        reframe_version=verdict.reframe_version or "",
+        driver_version=facts.get("driver_version") or "",
+        gpu_model=gpus[0].get("name", "") if gpus else "",
+    ).set(1)
+    if verdict.finished_unix is not None:
+        Gauge(
+            "gpuaccept_last_run_timestamp_seconds",
+            "When the last run of this suite finished (Unix time)",
+            ["suite", "node_type"],
+            registry=reg,
+        ).labels(**base).set(verdict.finished_unix)
+    if verdict.duration_s is not None:
+        Gauge(
+            "gpuaccept_run_duration_seconds",
+            "Wall time of the last run of this suite",
+            ["suite", "node_type"],
+            registry=reg,
+        ).labels(**base).set(verdict.duration_s)
+    Gauge(
+        "gpuaccept_node_accepted",
+        "1 when the node passed every check of the suite, else 0",
+        ["suite", "node_type"],
+        registry=reg,
+    ).labels(**base).set(1 if verdict.accepted else 0)
+    Gauge("gpuaccept_gpus", "NVIDIA GPUs seen on the node", ["suite", "node_type"], registry=reg).labels(**base).set(
+        len(gpus)
+    )
+
+    status = Gauge(
+        "gpuaccept_check_status",
+        "Verdict of each check: 1 for the state it is in (pass, fail, not_run), 0 for the others",
+        ["suite", "node_type", "check", "status"],
+        registry=reg,
+    )
+    for row in verdict.rows:
+        if row.metric is None:
+            for state in STATUSES:
+                status.labels(**base, check=row.check, status=state).set(1 if row.status == state else 0)
+
+    passed = Gauge(
+        "gpuaccept_metric_passed",
+        "1 when the metric is within its reference's tolerance, else 0 (judged metrics only)",
+        list(LABELS),
+        registry=reg,
+    )
+    families: dict[str, dict[str, Gauge]] = {}
+
+    def family(suffix: str) -> dict[str, Gauge]:
+        if suffix not in families:
+            families[suffix] = {
+                "value": Gauge(f"gpuaccept_result_{suffix}", f"Measured value ({suffix})", list(LABELS), registry=reg),
+                "reference": Gauge(
+                    f"gpuaccept_reference_{suffix}", f"Reference value ({suffix})", list(LABELS), registry=reg
+                ),
+                "lower": Gauge(
+                    f"gpuaccept_reference_lower_bound_{suffix}",
+                    f"Lowest value that passes ({suffix})",
+                    list(LABELS),
+                    registry=reg,
+                ),
+                "upper": Gauge(
+                    f"gpuaccept_reference_upper_bound_{suffix}",
+                    f"Highest value that passes ({suffix})",
+                    list(LABELS),
+                    registry=reg,
+                ),
+            }
+        return families[suffix]
+
+    for row in verdict.rows:
+        if row.metric is None or row.status in (WAIVED,):
+            continue
+        suffix, factor = UNITS.get(row.unit, ("count", 1.0))
+        labels = {**base, "check": row.check, "metric": row.metric}
+        fam = family(suffix)
+        for key, value in (
+            ("value", row.value),
+            ("reference", row.reference),
+            ("lower", row.lower_bound),
+            ("upper", row.upper_bound),
+        ):
+            if value is not None:
+                fam[key].labels(**labels).set(value * factor)
+        if row.status != INFO:
+            passed.labels(**labels).set(1 if row.status == PASS else 0)
+    return generate_latest(reg).decode("utf-8")
+
+
+def write(verdict: Verdict, run_dir: str | Path, textfile_dir: str | Path | None = None) -> list[Path]:
+    """Write the run's ``gpuaccept.prom`` and, if asked, the copy node_exporter reads."""
+    text = render(verdict)
+    written = [write_text_atomic(Path(run_dir) / "gpuaccept.prom", text)]
+    if textfile_dir:
+        written.append(write_text_atomic(Path(textfile_dir) / textfile_name(verdict.suite), text))
+    return written

@@ -1,0 +1,202 @@
+"""Generic ReFrame tests for gpuaccept's micro-benchmarks: no site data here.
+
+The node type comes from the partition's ``extras`` (written by the gpuaccept_reframe role), the reference
+values from ``reference_values/<node_type>.yaml``; the thin check files in ``reframe_checks/`` bind a
+benchmark to a check key. ReFrame passes a test with no reference unless told not to, and only warns when a
+performance function raises: so ``require_reference`` is on, and the sanity function itself demands that
+every metric has a reference and every referenced metric was measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import performance_function, run_after, run_before, sanity_function, variable
+from reframe.core.exceptions import SanityError
+
+from .checks import CHECKS
+from .references import NodeType, ReferenceError, load_node_type
+
+__all__ = ["BenchBuild", "BenchCheck", "performance_function"]
+
+
+def _extras(test: rfm.RegressionTest) -> dict:
+    return test.current_partition.extras or {}
+
+
+class BenchBuild(rfm.CompileOnlyRegressionTest):
+    """Compile-only fixture: builds micro-benchmarks with ``src/Makefile`` beside the check file.
+
+    Variables: ``make_targets`` (Makefile targets), ``binaries`` (what must exist afterwards).
+    Build settings come from the partition's extras: ``cuda_arch``, ``blas``, ``mklroot``, ``openblas_inc``,
+    ``openblas_lib``, ``git_revision``.
+    """
+
+    #: Makefile targets to build (``gpu``, ``cpu``).
+    #:
+    #: :type: :class:`List[str]`
+    make_targets = variable(typ.List[str], value=[])
+
+    #: Executables the build must leave in the stage directory.
+    #:
+    #: :type: :class:`List[str]`
+    binaries = variable(typ.List[str], value=[])
+
+    build_system = "Make"
+    sourcesdir = "src"
+    build_locally = True
+
+    @run_before("compile")
+    def set_make_options(self):
+        extras = _extras(self)
+        opts = [f"GIT_REV={shlex.quote(str(extras.get('git_revision', 'unknown')))}"]
+        if extras.get("cuda_arch"):
+            opts.append(f"CUDA_ARCH={shlex.quote(extras['cuda_arch'])}")
+        if "cpu" in self.make_targets:
+            blas = extras.get("blas", "none")
+            if blas == "none":
+                raise ReferenceError(
+                    f"{socket.gethostname()}: no BLAS for the host GEMM: install Intel MKL "
+                    "(gpuaccept_toolenv_mkl: true) or OpenBLAS (libopenblas-dev), then rerun the gpuaccept_reframe role"
+                )
+            opts.append(f"BLAS={blas}")
+            paths = (("mklroot", "MKLROOT"), ("openblas_inc", "OPENBLAS_INC"), ("openblas_lib", "OPENBLAS_LIB"))
+            for key, var in paths:
+                if extras.get(key):
+                    opts.append(f"{var}={shlex.quote(str(extras[key]))}")
+        self.build_system.flags_from_environ = False
+        self.build_system.max_concurrency = max(1, min(8, os.cpu_count() or 1))
+        self.build_system.options = opts + list(self.make_targets)
+
+    @sanity_function
+    def binaries_exist(self):
+        missing = [b for b in self.binaries if not os.path.isfile(os.path.join(self.stagedir, b))]
+        if missing:
+            raise SanityError(f"{socket.gethostname()}: the build left no {', '.join(missing)}; see {self.stagedir}")
+        return True
+
+
+@sn.deferrable
+def _metric(path: str, name: str) -> float:
+    with open(path, encoding="utf-8") as handle:
+        return float(json.load(handle)["metrics"][name]["value"])
+
+
+class BenchCheck(rfm.RunOnlyRegressionTest):
+    """Runs one micro-benchmark and judges its JSON document (docs/benchmark-json.md).
+
+    Variables: ``check_key`` (the key in reference files and gpuaccept.checks), ``mode`` (``full`` or
+    ``quick``), ``bench_opts`` (extra options).
+    Metrics: every entry of the document's ``metrics``, each judged against the node type's reference.
+    Fails when the benchmark exits non-zero, reports errors, fails its own verification, sees another GPU
+    count than the node has, or when a metric lacks a reference or a referenced metric is missing or waived.
+    """
+
+    #: The check's key in reference files and in :data:`gpuaccept.checks.CHECKS`.
+    #:
+    #: :type: :class:`str`
+    check_key = variable(str)
+
+    #: ``full`` (commissioning, evaluation) or ``quick`` (nightly); set with ``-S mode=quick``.
+    #:
+    #: :type: :class:`str`
+    mode = variable(str, value="full")
+
+    #: Extra options for the benchmark.
+    #:
+    #: :type: :class:`List[str]`
+    bench_opts = variable(typ.List[str], value=[])
+
+    valid_prog_environs = ["builtin"]
+    require_reference = True
+
+    @property
+    def result_file(self) -> str:
+        return CHECKS[self.check_key].result_file
+
+    @run_after("init")
+    def check_mode(self):
+        if self.mode not in ("full", "quick"):
+            raise ValueError(f"mode must be 'full' or 'quick', not {self.mode!r}")
+
+    @run_after("setup")
+    def bind_references(self):
+        extras = _extras(self)
+        node_type = extras.get("node_type")
+        if not node_type or node_type == "auto":
+            raise ReferenceError(
+                f"partition {self.current_partition.fullname} has no extras.node_type: generate the ReFrame "
+                "configuration with the gpuaccept_reframe role (it resolves the node type)"
+            )
+        self._node_type: NodeType = load_node_type(extras.get("reference_dir", "reference_values"), node_type)
+        self.reference = self._node_type.reframe_reference(self.check_key)
+        self.keep_files = [self.result_file]
+        self.executable_opts = [
+            "--output",
+            self.result_file,
+            *(["--quick"] if self.mode == "quick" else []),
+            *self.bench_opts,
+        ]
+
+    def _document(self) -> dict:
+        host = socket.gethostname()
+        path = os.path.join(self.stagedir, self.result_file)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except (OSError, json.JSONDecodeError) as err:
+            tail = ""
+            try:
+                with open(os.path.join(self.stagedir, str(self.stderr)), encoding="utf-8", errors="replace") as h:
+                    tail = h.read()[-600:].strip()
+            except OSError:
+                pass
+            raise SanityError(
+                f"{host}: {self.executable} left no readable {self.result_file} "
+                f"(exit code {self.job.exitcode}): {err}; stderr: {tail or '(empty)'}"
+            ) from None
+
+    @sanity_function
+    def validate(self):
+        host = socket.gethostname()
+        doc = self._document()
+        problems = list(doc.get("errors") or [])
+        failures = (doc.get("verification") or {}).get("failures") or []
+        if not (doc.get("verification") or {}).get("passed", False):
+            problems.append("verification failed: " + ("; ".join(failures[:5]) or "no details"))
+        if self.job.exitcode != 0 and not problems:
+            problems.append(f"exit code {self.job.exitcode}")
+        if CHECKS[self.check_key].needs_gpu:
+            expected = _extras(self).get("gpu_count")
+            seen = len(doc.get("devices") or [])
+            if expected is not None and seen != expected:
+                problems.append(f"the benchmark saw {seen} GPUs, the node has {expected}")
+        refs = self._node_type.check(self.check_key)
+        metrics, waived = doc.get("metrics") or {}, doc.get("waived") or {}
+        for name in sorted(set(metrics) - set(refs)):
+            problems.append(f"{self._node_type.path} has no reference for metric {name!r} of check {self.check_key!r}")
+        for name, ref in sorted(refs.items()):
+            if ref.judged and name not in metrics:
+                why = f"waived: {waived[name]}" if name in waived else "not reported"
+                problems.append(f"metric {name!r} is referenced for node type {self._node_type.name} but was {why}")
+        if problems:
+            raise SanityError(f"{host}: " + "; ".join(problems))
+        return True
+
+    @run_before("performance")
+    def set_perf_variables(self):
+        path = os.path.join(self.stagedir, self.result_file)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                metrics = json.load(handle).get("metrics") or {}
+        except (OSError, json.JSONDecodeError):
+            metrics = {}
+        self.perf_variables = {
+            name: sn.make_performance_function(_metric(path, name), m.get("unit", "")) for name, m in metrics.items()
+        }
