@@ -1,0 +1,46 @@
+"""Host checks: SGEMM/DGEMM through Intel MKL (OpenBLAS as fallback) over 1, 2, 4 ... all cores.
+
+Runs on every partition; the CPU figures are the baseline the GPU figures are compared with (the CPU/GPU
+ratio in the verdict). What it measures: docs/checks/gemm.md.
+"""
+
+import os
+
+import reframe as rfm
+from reframe.core.builtins import fixture, run_after
+
+from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.rfm import BenchBuild, BenchCheck
+
+
+class CpuBenchBuild(BenchBuild):
+    """Builds gpuaccept-cpugemm against the BLAS the node has."""
+
+    make_targets = ["cpu"]
+    binaries = ["gpuaccept-cpugemm"]
+
+
+@rfm.simple_test
+class CpuGemm(BenchCheck):
+    """Host SGEMM and DGEMM thread scaling, threads pinned to cores.
+
+    Metrics: dgemm_gflops, sgemm_gflops (all cores), dgemm_scaling_efficiency.
+    """
+
+    check_key = "cpu_gemm"
+    descr = CHECKS["cpu_gemm"].title
+    valid_systems = ["*"]
+    tags = tags_for("cpu_gemm")
+    time_limit = "20m"
+    build = fixture(CpuBenchBuild, scope="environment")
+    env_vars = {
+        # Intel OpenMP (MKL wheels) and GNU OpenMP read different variables; OpenBLAS-pthread pins itself.
+        "KMP_AFFINITY": "granularity=fine,compact,1,0",
+        "OMP_PROC_BIND": "close",
+        "OMP_PLACES": "cores",
+        "LC_ALL": "C",
+    }
+
+    @run_after("setup")
+    def set_executable(self):
+        self.executable = os.path.join(self.build.stagedir, "gpuaccept-cpugemm")

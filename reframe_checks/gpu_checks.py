@@ -1,0 +1,63 @@
+"""GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw) and cuBLAS GEMM (gpuaccept-gemm).
+
+Both run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
+compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md.
+"""
+
+import os
+
+import reframe as rfm
+from reframe.core.builtins import fixture, run_after
+
+from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.rfm import BenchBuild, BenchCheck
+
+
+class GpuBenchBuild(BenchBuild):
+    """Builds gpuaccept-bw and gpuaccept-gemm with nvcc."""
+
+    make_targets = ["gpu"]
+    binaries = ["gpuaccept-bw", "gpuaccept-gemm"]
+
+
+class GpuBenchCheck(BenchCheck):
+    """A GPU micro-benchmark; ``binary`` names the executable the fixture built."""
+
+    valid_systems = ["+gpu"]
+    build = fixture(GpuBenchBuild, scope="environment")
+
+    @run_after("setup")
+    def set_executable(self):
+        self.executable = os.path.join(self.build.stagedir, self.binary)
+
+
+@rfm.simple_test
+class GpuBandwidth(GpuBenchCheck):
+    """Host<->GPU bandwidth: NetPIPE-style size sweep, NUMA node x GPU matrix, GPU x GPU peers, PCIe model.
+
+    Metrics (docs/benchmark-json.md): h2d/d2h pinned and pageable (min over GPUs, local NUMA node),
+    bidir_pinned_min, d2d_min, p2p_*_min (waived without peers), latency_*_max, affinity_far_near_min
+    (waived with one NUMA node), h2d/d2h_fit_lo_max.
+    """
+
+    check_key = "bandwidth"
+    binary = "gpuaccept-bw"
+    descr = CHECKS["bandwidth"].title
+    tags = tags_for("bandwidth")
+    time_limit = "20m"
+
+
+@rfm.simple_test
+class GpuGemm(GpuBenchCheck):
+    """cuBLAS/cuBLASLt GEMM in FP64, FP32, TF32, BF16, FP16 and FP8 (waived below compute capability 8.9).
+
+    Metrics: <precision>_tflops_min (solo, median of a sustained window, min over GPUs),
+    <precision>_concurrent_tflops_min (all GPUs at once; waived with one GPU),
+    <precision>_xfer_tflops_min (including host<->device transfers).
+    """
+
+    check_key = "gemm"
+    binary = "gpuaccept-gemm"
+    descr = CHECKS["gemm"].title
+    tags = tags_for("gemm")
+    time_limit = "20m"
