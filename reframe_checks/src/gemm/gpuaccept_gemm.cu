@@ -79,7 +79,7 @@ const PrecInfo kPrecs[] = {
     {Prec::tf32, "tf32", 4, 4, 5e-3, "cublasGemmEx A,B,C CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, OP_N/OP_N"},
     {Prec::bf16, "bf16", 2, 2, 2e-2, "cublasGemmEx A,B,C CUDA_R_16BF, CUBLAS_COMPUTE_32F, OP_N/OP_N"},
     {Prec::fp16, "fp16", 2, 2, 1e-2, "cublasGemmEx A,B,C CUDA_R_16F, CUBLAS_COMPUTE_32F, OP_N/OP_N"},
-    {Prec::fp8, "fp8", 1, 2, 1.5e-1,
+    {Prec::fp8, "fp8", 1, 2, 2e-2,
      "cublasLtMatmul A,B CUDA_R_8F_E4M3, C,D CUDA_R_16BF, CUBLAS_COMPUTE_32F, scale CUDA_R_32F, TRANSA=T TRANSB=N, "
      "unit scales, no fast accumulation, algorithm from cublasLtMatmulAlgoGetHeuristic, 32 MiB workspace"},
 };
@@ -141,7 +141,8 @@ __global__ void fill_x_kernel(double* x, double* xa, int n, uint64_t seed) {
   }
 }
 
-// y = M x and (if ya) ya = |M| xa, for column-major n x n M (element (i,j) at M[i + j*n]): one thread per
+// y = M x and (if ya) ya_i = sqrt(sum_j (M_ij x_j)^2), the root-sum-square of the row's products (xa is
+// unused), for column-major n x n M (element (i,j) at M[i + j*n]): one thread per
 // row; the warp's loads at each j are contiguous.
 template <typename T>
 __global__ void gemv_n_kernel(const T* __restrict__ M, int n, const double* __restrict__ x,
@@ -152,12 +153,12 @@ __global__ void gemv_n_kernel(const T* __restrict__ M, int n, const double* __re
   const T* col = M + i;
 #pragma unroll 8
   for (int j = 0; j < n; ++j) {
-    double m = to_d(col[static_cast<size_t>(j) * n]);
-    s = fma(m, x[j], s);
-    if (ya) sa = fma(fabs(m), xa[j], sa);
+    double t = to_d(col[static_cast<size_t>(j) * n]) * x[j];
+    s += t;
+    if (ya) sa = fma(t, t, sa);
   }
   y[i] = s;
-  if (ya) ya[i] = sa;
+  if (ya) ya[i] = sqrt(sa);
 }
 
 // The same with M transposed: element (i,j) at M[j + i*n] (a row of op(M) is contiguous): one warp per row.
@@ -170,9 +171,9 @@ __global__ void gemv_t_kernel(const T* __restrict__ M, int n, const double* __re
   const T* r = M + static_cast<size_t>(row) * n;
   double s = 0.0, sa = 0.0;
   for (int j = lane; j < n; j += 32) {
-    double m = to_d(r[j]);
-    s = fma(m, x[j], s);
-    if (ya) sa = fma(fabs(m), xa[j], sa);
+    double t = to_d(r[j]) * x[j];
+    s += t;
+    if (ya) sa = fma(t, t, sa);
   }
   for (int off = 16; off > 0; off /= 2) {
     s += __shfl_down_sync(0xffffffffu, s, off);
@@ -180,7 +181,7 @@ __global__ void gemv_t_kernel(const T* __restrict__ M, int n, const double* __re
   }
   if (lane == 0) {
     y[row] = s;
-    if (ya) ya[row] = sa;
+    if (ya) ya[row] = sqrt(sa);
   }
 }
 
@@ -381,9 +382,11 @@ class Gemm {
     CUDA_CHECK_LAST();
   }
 
-  // Freivalds' test in double on what C holds now: x random, y = B x, z = op(A) y, w = C x; the same with
-  // absolute values, ya = |B||x|, za = |op(A)| ya. Returns max_i |w_i - z_i| / max_i za_i (NaN when C holds a
-  // NaN, inf when it holds an inf).
+  // Freivalds' test in double on what C holds now: x random, y = B x, z = op(A) y, w = C x, and
+  // za_i = sqrt(sum_k (op(A)_ik y_k)^2). Returns max_i |w_i - z_i| / max_i za_i (NaN when C holds a NaN, inf
+  // when it holds an inf). The root-sum-square scale grows like sqrt(n), as rounding errors of a correct
+  // product do, so a single wrong element or a wrong tile stands out (a sum of absolute values would grow
+  // like n and hide them in the low precisions).
   double freivalds(uint64_t seed) {
     const int n = n_;
     double* x = vec_;
