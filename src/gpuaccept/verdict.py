@@ -131,8 +131,15 @@ def _testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-def _bench_document(tc: dict[str, Any], result_file: str) -> dict[str, Any] | None:
-    for directory in (tc.get("outputdir"), tc.get("stagedir")):
+def _bench_document(tc: dict[str, Any], result_file: str, moved: list[Path]) -> dict[str, Any] | None:
+    """The benchmark's JSON document of a test case: where ReFrame kept it, or, for a run directory that was
+    moved (fetched to the controller, recorded as a test fixture), at the same place relative to it."""
+    candidates = [Path(d) for d in (tc.get("outputdir"), tc.get("stagedir")) if d]
+    for prefix in moved:
+        output = tc.get("outputdir")
+        if output and output.startswith(str(prefix[0])):
+            candidates.append(prefix[1] / Path(output).relative_to(prefix[0]))
+    for directory in candidates:
         if directory:
             path = Path(directory) / result_file
             try:
@@ -148,7 +155,7 @@ def _num(value: Any) -> float | None:
     return float(value)
 
 
-def _metric_rows(tc: dict[str, Any], key: str, node_type: NodeType | None) -> list[Row]:
+def _metric_rows(tc: dict[str, Any], key: str, node_type: NodeType | None, moved: list) -> list[Row]:
     rows = []
     refs = node_type.checks.get(key, {}) if node_type else {}
     seen = set()
@@ -169,7 +176,7 @@ def _metric_rows(tc: dict[str, Any], key: str, node_type: NodeType | None) -> li
             if row.status == FAIL:
                 row.reason = "outside the reference's tolerance" if row.value is not None else "no value"
         rows.append(row)
-    doc = _bench_document(tc, CHECKS[key].result_file)
+    doc = _bench_document(tc, CHECKS[key].result_file, moved)
     for metric, why in ((doc or {}).get("waived") or {}).items():
         if metric in seen:
             continue
@@ -210,8 +217,10 @@ def build(
     suite: str,
     expected_gpus: int | None = None,
     report_error: str | None = None,
+    run_dir: str | Path | None = None,
 ) -> Verdict:
-    """Judge one run. ``report`` None means ReFrame left no report; ``report_error`` says why."""
+    """Judge one run. ``report`` None means ReFrame left no report; ``report_error`` says why. ``run_dir``
+    holds the report and ReFrame's output tree under ``reframe/output`` (also after a move)."""
     rows: list[Row] = []
     node_type: NodeType | None = None
     try:
@@ -253,6 +262,10 @@ def build(
         )
 
     cases = _testcases(report) if report else []
+    moved = []
+    prefix_output = (report or {}).get("session_info", {}).get("prefix_output")
+    if run_dir is not None and prefix_output:
+        moved.append((Path(prefix_output), Path(run_dir) / "reframe" / "output"))
     for check in in_suite(suite):
         expected = node_type is None or check.key in node_type.checks
         mine = [tc for tc in cases if tc.get("check_key") == check.key]
@@ -272,7 +285,7 @@ def build(
                 status = FAIL
                 phase = tc.get("fail_phase") or "run"
                 reason = f"{phase}: {tc.get('fail_reason') or result}"
-            metric_rows = _metric_rows(tc, check.key, node_type)
+            metric_rows = _metric_rows(tc, check.key, node_type, moved)
             if status == PASS and any(r.status == FAIL for r in metric_rows):
                 status, reason = FAIL, "a metric failed its reference"
             rows.append(Row(check.key, None, status, reason=reason))
