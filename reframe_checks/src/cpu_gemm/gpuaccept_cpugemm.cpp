@@ -232,7 +232,7 @@ const char* kUsage =
     "usage: gpuaccept-cpugemm [options]\n"
     "Host DGEMM and SGEMM throughput (cblas, row major, square) at several thread counts, verified\n"
     "(Freivalds, in double).\n"
-    "  --size N          matrix size (default 4096; --quick 2048)\n"
+    "  --size N          matrix size (default 2048; --quick 1024)\n"
     "  --threads LIST    comma list of thread counts (default 1,2,4,... and all usable CPUs)\n"
     "  --window-s S      sustained window per thread count, at least 3 calls (default 1.0)\n"
     "  --quick           nightly: size 2048\n"
@@ -251,7 +251,7 @@ Options parse_options(int argc, char** argv, bool& help) {
   if (help) return o;
   o.quick = a.flag("quick");
   o.inject_error = a.flag("inject-error");
-  long size = a.get_long("size", o.quick ? 2048 : 4096);
+  long size = a.get_long("size", o.quick ? 1024 : 2048);
   if (size < 16 || size > 65536) throw std::invalid_argument("option --size: " + std::to_string(size) + " out of range 16..65536");
   o.size = static_cast<int>(size);
   std::string threads = a.get("threads", "");
