@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -217,16 +218,24 @@ inline std::string hostname() {
   return buf;
 }
 
+// The release in a /proc/driver/nvidia/version line: its first token shaped like 580.159.04, or "".
+//   "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..."
+//   "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."
+inline std::string parse_driver_release(const std::string& line) {
+  std::stringstream ss(line);
+  std::string tok;
+  while (ss >> tok) {
+    bool digits_and_dots = !tok.empty() && std::isdigit(static_cast<unsigned char>(tok[0])) &&
+                           tok.find('.') != std::string::npos &&
+                           tok.find_first_not_of("0123456789.") == std::string::npos;
+    if (digits_and_dots) return tok;
+  }
+  return "";
+}
+
 // The NVIDIA kernel driver's release ("580.159.04"), or "" where the driver is not loaded.
 inline std::string driver_release() {
-  std::string line = read_first_line("/proc/driver/nvidia/version");
-  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..."
-  auto pos = line.find("Kernel Module");
-  if (pos == std::string::npos) return "";
-  std::stringstream ss(line.substr(pos + 13));
-  std::string rel;
-  ss >> rel;
-  return rel;
+  return parse_driver_release(read_first_line("/proc/driver/nvidia/version"));
 }
 
 inline std::string utc_now() {

@@ -1,0 +1,91 @@
+"""Every benchmark source compiles (nvcc and the CUDA libraries are here; no GPU), the host GEMM runs with
+both BLAS libraries, and each benchmark fails clearly where it cannot run."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+SRC = ROOT / "reframe_checks" / "src"
+VENV = Path(sys.prefix)
+OPENBLAS_H = Path("/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h")
+
+
+def make(build: Path, *args: str) -> subprocess.CompletedProcess:
+    res = subprocess.run(["make", "-C", str(SRC), f"BUILD_DIR={build}", "GIT_REV=test", *args],
+                         capture_output=True, text=True, check=False, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res
+
+
+@pytest.fixture(scope="module")
+def gpu_build(tmp_path_factory):
+    if not shutil.which("nvcc") and not Path("/usr/local/cuda/bin/nvcc").exists():
+        pytest.fail("nvcc not found: CI's machine has the CUDA toolkit; install it to run these tests")
+    build = tmp_path_factory.mktemp("gpu")
+    env_path = f"/usr/local/cuda/bin:{os.environ['PATH']}"
+    res = subprocess.run(["make", "-C", str(SRC), f"BUILD_DIR={build}", "GIT_REV=test", "-j2", "gpu"],
+                         capture_output=True, text=True, check=False, timeout=900, env={**os.environ, "PATH": env_path})
+    assert res.returncode == 0, res.stderr[-3000:]
+    return build
+
+
+def test_cuda_sources_compile(gpu_build):
+    # The Makefile's default CUDA_ARCH: sm_80, sm_89, sm_90, sm_100 and PTX for newer GPUs.
+    for name in ("gpuaccept-bw", "gpuaccept-gemm"):
+        assert (gpu_build / name).stat().st_size > 0
+
+
+@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm"])
+def test_no_gpu_is_reported_not_passed(gpu_build, tmp_path, tool):
+    out = tmp_path / "doc.json"
+    res = subprocess.run([str(gpu_build / tool), "--output", str(out)], capture_output=True, text=True, check=False)
+    assert res.returncode == 1
+    assert "no CUDA device found" in res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["errors"] and doc["devices"] == [] and doc["metrics"] == {}
+
+
+@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm"])
+def test_bad_option_names_it(gpu_build, tool):
+    res = subprocess.run([str(gpu_build / tool), "--no-such-option"], capture_output=True, text=True, check=False)
+    assert res.returncode == 3 and "--no-such-option" in res.stderr
+
+
+def blas_builds():
+    builds = []
+    if (VENV / "lib" / "libmkl_rt.so.3").exists():
+        builds.append(("mkl", [f"MKLROOT={VENV}"], "Intel MKL"))
+    if OPENBLAS_H.exists():
+        builds.append(("openblas", [], "OpenBLAS"))
+    if not builds:
+        pytest.fail("neither MKL (GPUACCEPT_MKL=1 scripts/venv.sh) nor OpenBLAS (libopenblas-dev) is installed")
+    return builds
+
+
+@pytest.mark.parametrize(("blas", "args", "library"), blas_builds(), ids=lambda v: v if isinstance(v, str) else "")
+def test_host_gemm_runs_verified_and_its_verifier_can_fail(tmp_path, blas, args, library):
+    make(tmp_path, f"BLAS={blas}", *args, f"{tmp_path}/gpuaccept-cpugemm")
+    binary, out = tmp_path / "gpuaccept-cpugemm", tmp_path / "cpu.json"
+    res = subprocess.run([str(binary), "--size", "512", "--window-s", "0.1", "--output", str(out)],
+                         capture_output=True, text=True, check=False, env={**os.environ, "OMP_PROC_BIND": "close"})
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["results"]["blas"]["library"] == library and doc["verification"]["passed"]
+    res = subprocess.run([str(binary), "--size", "256", "--window-s", "0.05", "--inject-error", "--output", str(out)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 2
+    assert json.loads(out.read_text())["verification"]["passed"] is False
+
+
+def test_bench_common_unit_tests(tmp_path):
+    binary = tmp_path / "test_bench_common"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{SRC / 'common'}",
+                    str(ROOT / "tests" / "native" / "test_bench_common.cpp"), "-o", str(binary)], check=True)
+    res = subprocess.run([str(binary)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
