@@ -26,7 +26,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "W": ("watts", 1.0),
     "J": ("joules", 1.0),
     "C": ("celsius", 1.0),
-    "": ("count", 1.0),
+    "": ("number", 1.0),  # the GPU count; "_count" is reserved for histograms and summaries
 }
 STATUSES = (PASS, FAIL, NOT_RUN)
 LABELS = ("suite", "node_type", "check", "metric")
@@ -123,7 +123,7 @@ def render(verdict: Verdict) -> str:
     for row in verdict.rows:
         if row.metric is None or row.status in (WAIVED,):
             continue
-        suffix, factor = UNITS.get(row.unit, ("count", 1.0))
+        suffix, factor = UNITS.get(row.unit, ("number", 1.0))
         labels = {**base, "check": row.check, "metric": row.metric}
         fam = family(suffix)
         for key, value in (
