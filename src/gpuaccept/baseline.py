@@ -27,16 +27,19 @@ SPREAD_FACTOR = 1.5
 def find_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
     """Every benchmark document of ``check`` under the run directories (ReFrame's output trees)."""
     name = CHECKS[check].result_file
-    docs = []
+    docs: dict[tuple, dict[str, Any]] = {}
     for run_dir in run_dirs:
+        # Passed checks keep their document in ReFrame's output tree, failed ones in the stage tree; with
+        # --keep-stage-files both hold a copy, so documents are told apart by when and where they ran.
         for path in sorted(Path(run_dir).rglob(name)):
-            if "/stage/" in str(path):
-                continue
             try:
-                docs.append(json.loads(path.read_text(encoding="utf-8")))
+                doc = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError) as err:
                 raise ValueError(f"{path}: not a benchmark JSON document: {err}") from err
-    return docs
+            key = (doc.get("tool"), doc.get("started_utc"), (doc.get("host") or {}).get("hostname"),
+                   doc.get("elapsed_s"))
+            docs.setdefault(key, doc)
+    return list(docs.values())
 
 
 def waived_unit(metric: str) -> str:
