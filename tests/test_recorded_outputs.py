@@ -1,0 +1,150 @@
+"""Behaviour on outputs recorded on the GPU machines (docs/evidence): node facts, the benchmarks' JSON
+documents, verdicts of real runs, and the reference files they produced."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import H100_COMMISSION, H100_DEGRADED, H100_RUNS, H100_SMOKE, H200_RUNS, H200X2, REFERENCE_DIR
+
+from gpuaccept import baseline, facts, references, verdict
+from gpuaccept.checks import CHECKS
+
+BW_METRICS = {"h2d_pinned_min", "d2h_pinned_min", "h2d_pageable_min", "d2h_pageable_min", "bidir_pinned_min",
+              "d2d_min", "p2p_write_min", "p2p_read_min", "p2p_bidir_min", "latency_h2d_max", "latency_d2h_max",
+              "affinity_far_near_min", "h2d_fit_lo_max", "d2h_fit_lo_max"}
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
+GEMM_METRICS = {f"{p}_{k}" for p in PRECISIONS for k in ("tflops_min", "concurrent_tflops_min", "xfer_tflops_min")}
+CPU_METRICS = {"dgemm_gflops", "sgemm_gflops", "dgemm_scaling_efficiency"}
+
+
+def documents():
+    paths = [*H100_SMOKE.glob("*.json"), *H200X2.glob("*.json"), *H200_RUNS.rglob("*.json"), *H100_RUNS.rglob("*.json")]
+    return [p for p in paths if p.name in {c.result_file for c in CHECKS.values()} or p.name == "gemm-inject.json"]
+
+
+def numbers_are_numbers(node, where="$"):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            numbers_are_numbers(v, f"{where}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            numbers_are_numbers(v, f"{where}[{i}]")
+    elif isinstance(node, str):
+        try:
+            float(node)
+        except ValueError:
+            return
+        text_keys = ("git_revision", "compute_capability", "tool_version", "driver_release", "hostname", "serial",
+                     "uuid", "version")
+        assert where.endswith(text_keys) or "command_line" in where, f"number stored as a string at {where}: {node!r}"
+
+
+@pytest.mark.parametrize("path", documents(), ids=lambda p: str(p.relative_to(p.parents[2])))
+def test_recorded_documents_follow_the_contract(path: Path):
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "gpuaccept.bench/1"
+    for key in ("tool", "tool_version", "git_revision", "timing", "host", "devices", "metrics", "waived",
+                "verification", "errors", "parameters", "results"):
+        assert key in doc, key
+    expected = {"gpuaccept-bw": BW_METRICS, "gpuaccept-gemm": GEMM_METRICS, "gpuaccept-cpugemm": CPU_METRICS}
+    if path.name != "gemm-inject.json":  # the self-test runs FP64 only
+        assert set(doc["metrics"]) | set(doc["waived"]) == expected[doc["tool"]]
+    for name, m in doc["metrics"].items():
+        assert isinstance(m["value"], float | int) and math.isfinite(m["value"]) and m["value"] > 0, name
+        assert m["unit"] in references.UNITS and m["better"] in ("higher", "lower"), name
+    numbers_are_numbers(doc)
+    if doc["tool"] != "gpuaccept-cpugemm":
+        # Recorded before parse_driver_release learnt the open kernel module's wording (tests/test_build.py).
+        assert doc["cuda"]["driver_version"] == 13000 and doc["devices"]
+    if path.name == "gemm-inject.json":
+        assert doc["verification"]["passed"] is False and "inject-error" in doc["verification"]["failures"][0]
+    else:
+        assert doc["verification"]["passed"] is True and not doc["errors"]
+
+
+def test_bandwidth_fidelity_on_the_h100():
+    """H2D/D2H pinned within 3% of what nvbandwidth reports on that machine (about 54.4 GB/s each way)."""
+    doc = json.loads((H100_SMOKE / "bandwidth.json").read_text())
+    for name in ("h2d_pinned_min", "d2h_pinned_min"):
+        assert abs(doc["metrics"][name]["value"] / 54.4 - 1) < 0.03
+    assert doc["waived"]["p2p_write_min"] == "one GPU: no peers"
+    sweep = {row["case"]: row for row in doc["results"]["sweep"]}
+    sizes = [p["bytes"] for p in sweep["h2d_pinned_oneway"]["points"]]
+    assert sizes[0] == 1 and max(sizes) >= 1 << 30 and (1 << 20) + 3 in sizes and (1 << 20) - 3 in sizes
+    pinned = {p["bytes"]: p["gb_per_s"] for p in sweep["h2d_pinned_oneway"]["points"]}
+    pageable = {p["bytes"]: p["gb_per_s"] for p in sweep["h2d_pageable_oneway"]["points"]}
+    assert pinned[1 << 28] > 3 * pageable[1 << 28]  # seed 000: pinned beats paged
+    model = {m["direction"]: m for m in doc["results"]["model"]}
+    assert 1 < model["h2d"]["lo_fit_us"] < 10 and abs(model["h2d"]["asymptotic_gb_per_s"] / 54.4 - 1) < 0.05
+
+
+def test_peer_matrix_on_two_h200():
+    doc = json.loads((H200X2 / "bandwidth.json").read_text())
+    assert len(doc["devices"]) == 2 and len(doc["results"]["peer"]) == 2
+    assert all(p["access"] and p["verified"] for p in doc["results"]["peer"])
+    assert doc["metrics"]["p2p_bidir_min"]["value"] > 1.8 * doc["metrics"]["p2p_write_min"]["value"] > 500
+    gemm = json.loads((H200X2 / "gemm.json").read_text())
+    modes = {(r["gpu"], r["mode"]) for r in gemm["results"]["gemm"] if "tflops_median" in r}
+    assert {(0, "concurrent"), (1, "concurrent"), (0, "solo"), (1, "solo")} <= modes
+
+
+def test_nvidia_smi_fallback_parses_the_recorded_query():
+    parsed = facts.parse_nvidia_smi_csv((H100_SMOKE / "nvidia-smi-query.csv").read_text())
+    nvml = json.loads((H100_SMOKE / "facts.json").read_text())
+    assert parsed["driver_version"] == nvml["driver_version"] == "580.159.04"
+    (gpu,) = parsed["gpus"]
+    for key in ("name", "uuid", "serial", "pcie_gen_max", "pcie_width_max", "compute_capability"):
+        assert gpu[key] == nvml["gpus"][0][key], key
+    assert gpu["memory_bytes"] == 81559 * 1024 * 1024
+    with pytest.raises(ValueError, match="line 1: 3 fields"):
+        facts.parse_nvidia_smi_csv("0, NVIDIA H100, x\n")
+
+
+def test_helpers():
+    assert facts.sysfs_bus_id("00000000:2A:00.0") == "0000:2a:00.0"
+    assert facts.parse_cpulist("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert facts.cpu_model("processor: 0\nmodel name\t: Intel(R) Xeon(R) Processor\n") == "Intel(R) Xeon(R) Processor"
+
+
+def judge(run_dir: Path, node_type: str):
+    report = verdict.load_report(run_dir / "reframe-report.json")
+    node = json.loads((run_dir / "node-facts.json").read_text())
+    return verdict.build(report, node, REFERENCE_DIR, node_type, "commission", run_dir=run_dir)
+
+
+def test_recorded_h100_run_is_accepted_and_detected():
+    node = json.loads((H100_COMMISSION / "node-facts.json").read_text())
+    assert references.detect(REFERENCE_DIR, node).name == "h100_sxm5_80gb"
+    v = judge(H100_COMMISSION, "h100_sxm5_80gb")
+    assert v.accepted, verdict.table(v)
+    waived = {r.metric for r in v.rows if r.status == "waived"}
+    assert {"p2p_write_min", "affinity_far_near_min", "fp64_concurrent_tflops_min"} <= waived
+
+
+def test_recorded_h100_run_fails_as_another_node_type():
+    v = judge(H100_COMMISSION, "h200")
+    failed = {r.metric for r in v.rows if r.status == "fail"}
+    assert not v.accepted and "d2d_min" in failed  # HBM3 copies run at ~1.5 TB/s, HBM3e at ~2.1
+
+
+def test_recorded_degraded_run_is_rejected():
+    """A foreign process on the GPU during the GEMM check (docs/evidence/2026-11-22-h100-degraded)."""
+    v = judge(H100_DEGRADED, "h100_sxm5_80gb")
+    rows = {(r.check, r.metric): r for r in v.rows}
+    assert rows[("gemm", "fp64_tflops_min")].status == "fail"
+    assert rows[("gemm", "fp64_tflops_min")].value < 0.6 * rows[("gemm", "fp64_tflops_min")].reference
+    assert rows[("bandwidth", None)].status == "not_run"
+    assert not v.accepted
+
+
+@pytest.mark.parametrize(("node_type", "runs"), [("h100_sxm5_80gb", [H100_RUNS]), ("h200", [H200_RUNS])])
+def test_shipped_references_are_reproducible_from_the_evidence(node_type, runs):
+    shipped = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())
+    (source_id,) = shipped["sources"]
+    docs = {key: baseline.find_documents(runs, key) for key in CHECKS}
+    assert min(len(d) for d in docs.values()) >= 5
+    checks, _ = baseline.derive(docs, source_id)
+    assert checks == shipped["checks"]
