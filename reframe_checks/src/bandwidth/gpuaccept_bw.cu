@@ -1683,31 +1683,20 @@ int main(int argc, char** argv) {
     }
   };
 
-  int count = 0;
-  cudaError_t ce = cudaGetDeviceCount(&count);
-  if (ce != cudaSuccess || count <= 0) {
-    std::string why = ce != cudaSuccess ? std::string(cudaGetErrorName(ce)) + ": " + cudaGetErrorString(ce)
-                                        : std::string("cudaGetDeviceCount returned 0 devices");
-    cudaGetLastError();
-    std::string msg = "no CUDA device found: " + why;
+  std::string msg;
+  const int count = visible_devices(msg);
+  if (count == 0) {
     std::cerr << kTool << ": " << msg << "\n";
     st.errors.push_back(msg);
     write_doc();
     return kExitCallFailed;
   }
   std::vector<int> gpu_ids;
-  if (o.gpus == "all") {
-    for (int i = 0; i < count; ++i) gpu_ids.push_back(i);
-  } else {
-    for (const auto& s : split_csv(o.gpus)) {
-      int id = std::stoi(s);
-      if (id >= count) {
-        std::cerr << kTool << ": option --gpus: device " << id << " not visible (" << count
-                  << " device(s); CUDA_VISIBLE_DEVICES applies)\n";
-        return kExitUsage;
-      }
-      if (std::find(gpu_ids.begin(), gpu_ids.end(), id) == gpu_ids.end()) gpu_ids.push_back(id);
-    }
+  try {
+    gpu_ids = select_gpus(o.gpus, count);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << kTool << ": " << e.what() << "\n";
+    return kExitUsage;
   }
 
   try {

@@ -369,6 +369,10 @@ class Args {
   std::vector<size_t> used_;
 };
 
+// Device indices chosen with --gpus ("all" or a list such as "0,2"), each below `count`, without repeats.
+// Throws std::invalid_argument naming the option for an index that is not visible.
+inline std::vector<int> select_gpus(const std::string& spec, int count);
+
 // Splits "a,b,c".
 inline std::vector<std::string> split_csv(const std::string& s) {
   std::vector<std::string> out;
@@ -378,5 +382,35 @@ inline std::vector<std::string> split_csv(const std::string& s) {
     if (!part.empty()) out.push_back(part);
   return out;
 }
+
+inline std::vector<int> select_gpus(const std::string& spec, int count) {
+  std::vector<int> ids;
+  if (spec == "all") {
+    for (int i = 0; i < count; ++i) ids.push_back(i);
+    return ids;
+  }
+  for (const auto& s : split_csv(spec)) {
+    int id = std::stoi(s);
+    if (id >= count)
+      throw std::invalid_argument("option --gpus: device " + std::to_string(id) + " not visible (" +
+                                  std::to_string(count) + " device(s); CUDA_VISIBLE_DEVICES applies)");
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
+#ifdef __CUDACC__
+// The number of visible CUDA devices; 0 when there is none or the runtime cannot start, with `why` saying
+// "no CUDA device found: <the runtime's error>".
+inline int visible_devices(std::string& why) {
+  int count = 0;
+  cudaError_t ce = cudaGetDeviceCount(&count);
+  if (ce == cudaSuccess && count > 0) return count;
+  why = "no CUDA device found: " + (ce != cudaSuccess ? std::string(cudaGetErrorName(ce)) + ": " + cudaGetErrorString(ce)
+                                                      : std::string("cudaGetDeviceCount returned 0 devices"));
+  cudaGetLastError();
+  return 0;
+}
+#endif
 
 }  // namespace gpuaccept
