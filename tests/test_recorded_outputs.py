@@ -122,6 +122,8 @@ def test_recorded_h100_run_is_accepted_and_detected():
     assert v.accepted, verdict.table(v)
     waived = {r.metric for r in v.rows if r.status == "waived"}
     assert {"p2p_write_min", "affinity_far_near_min", "fp64_concurrent_tflops_min"} <= waived
+    ratio = next(r for r in v.rows if r.metric == "cpu_gpu_dgemm_ratio")
+    assert ratio.status == "info" and 0.001 < ratio.value < 0.005  # ~110 GFLOP/s host vs ~53 TFLOP/s GPU
 
 
 def test_recorded_h100_run_fails_as_another_node_type():

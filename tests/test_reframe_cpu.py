@@ -40,12 +40,13 @@ def runs(tmp_path_factory):
     facts_file = base / "node-facts.json"
     facts_file.write_text(json.dumps(facts))
     out = {}
-    for name in ("ci_pass", "ci_fail"):
+    for name, extra in (("ci_pass", ()), ("ci_fail", ()), ("ci_hang", ("-S", "time_limit=1s"))):
         run_dir = base / name
         run_dir.mkdir()
-        config = render_config(run_dir / "settings.py", name, refs, facts, facts_file)
-        proc = run_reframe(config, run_dir, "commission", "-S", "bench_opts=--size,768,--window-s,0.2")
-        summary = subprocess.run([*GPUACCEPT, "summarize", "--run-dir", str(run_dir), "--node-type", name,
+        node_type = "ci_pass" if name == "ci_hang" else name
+        config = render_config(run_dir / "settings.py", node_type, refs, facts, facts_file)
+        proc = run_reframe(config, run_dir, "commission", "-S", "bench_opts=--size,768,--window-s,0.5", *extra)
+        summary = subprocess.run([*GPUACCEPT, "summarize", "--run-dir", str(run_dir), "--node-type", node_type,
                                   "--suite", "commission", "--facts", str(facts_file), "--reference-dir", str(refs),
                                   "--textfile-dir", str(run_dir / "textfile")],
                                  capture_output=True, text=True, check=False)
@@ -89,3 +90,13 @@ def test_cpu_gemm_below_reference_fails(runs):
     assert table[("cpu_gemm", "dgemm_gflops")]["status"] == "fail"
     assert table[("cpu_gemm", "sgemm_gflops")]["status"] == "pass"
     assert "REJECTED" in summary.stdout
+
+
+def test_a_benchmark_past_its_time_limit_fails_the_check(runs):
+    """A hung benchmark: ReFrame stops it at the check's time limit and the verdict says so."""
+    run_dir, proc, summary = runs["ci_hang"]
+    assert proc.returncode == 1
+    assert summary.returncode == 1
+    table, _doc = rows(run_dir)
+    check = table[("cpu_gemm", None)]
+    assert check["status"] == "fail" and "job timed out" in check["reason"], check

@@ -291,6 +291,7 @@ def build(
             rows.append(Row(check.key, None, status, reason=reason))
             rows.extend(metric_rows)
 
+    rows.extend(_cpu_gpu_ratios(rows))
     judged = [r for r in rows if r.expected and r.status not in (INFO, WAIVED)]
     accepted = (
         node_type is not None
@@ -309,6 +310,20 @@ def build(
         reframe_version=session.get("version"),
         facts=facts,
     )
+
+
+def _cpu_gpu_ratios(rows: list[Row]) -> list[Row]:
+    """The host's GEMM rate (all cores) over the slowest GPU's, as seed 003 compares CPU and GPU: reported,
+    not judged."""
+    values = {(r.check, r.metric): r.value for r in rows if r.metric and r.value is not None}
+    out = []
+    for cpu, gpu, name in (("dgemm_gflops", "fp64_tflops_min", "cpu_gpu_dgemm_ratio"),
+                           ("sgemm_gflops", "fp32_tflops_min", "cpu_gpu_sgemm_ratio")):
+        c, g = values.get(("cpu_gemm", cpu)), values.get(("gemm", gpu))
+        if c and g:
+            out.append(Row("cpu_gemm", name, INFO, c / (g * 1000.0), "ratio",
+                           reason=f"informational: host {cpu} (all cores) / GPU {gpu}"))
+    return out
 
 
 def _fmt(value: float | None, unit: str) -> str:
