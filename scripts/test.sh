@@ -11,6 +11,14 @@ export PATH="$PWD/$VENV/bin:$PATH" LC_ALL=C.UTF-8
 echo "== ruff"
 ruff check src tests reframe_checks
 echo "== pytest"
-pytest -q tests
+mkdir -p build
+pytest -q --junitxml=build/pytest.xml tests
 echo "== ansible"
 tests/ansible/run_checks.sh "$PWD/$VENV"
+# The closing count, after the Ansible output: pytest's own summary is far above.
+python3 - <<'PY'
+import xml.etree.ElementTree as ET
+s = ET.parse("build/pytest.xml").getroot().find("testsuite")
+n, f, e, k = (int(s.get(a, 0)) for a in ("tests", "failures", "errors", "skipped"))
+print(f"pytest: {n - f - e - k} passed, {f + e} failed, {k} skipped")
+PY
