@@ -1,22 +1,10 @@
-"""Shared paths for the tests. Fixtures recorded on the GPU machine live in tests/fixtures/ (see its README)."""
+"""Shared paths for the tests. Outputs recorded on the GPU machines are the evidence itself (docs/evidence),
+not copies of it."""
 
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
 REFERENCE_DIR = ROOT / "reference_values"
-
-
-@pytest.fixture
-def root() -> Path:
-    return ROOT
-
-
-@pytest.fixture
-def fixtures() -> Path:
-    return FIXTURES
 
 # Outputs recorded on the GPU machines (docs/evidence/README.md says how each was made).
 EVIDENCE = ROOT / "docs" / "evidence"
