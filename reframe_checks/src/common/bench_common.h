@@ -373,6 +373,38 @@ class Args {
 // Throws std::invalid_argument naming the option for an index that is not visible.
 inline std::vector<int> select_gpus(const std::string& spec, int count);
 
+// The start of every benchmark's main(): parses the options with `parse(argc, argv, help)`. Returns the exit
+// code to leave with (usage on --help, kExitUsage with a message naming the option on a bad one), or -1 to go on.
+template <typename Options, typename Parse>
+int parse_or_exit(Parse parse, int argc, char** argv, const char* tool, const char* usage, Options& o) {
+  bool help = false;
+  try {
+    o = parse(argc, argv, help);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n%s", tool, e.what(), usage);
+    return kExitUsage;
+  }
+  if (help) {
+    std::fputs(usage, stdout);
+    return kExitOk;
+  }
+  return -1;
+}
+
+// Writes a run's JSON document to `path` (nothing when `path` is empty); false, with a message naming the
+// path on stderr, when it cannot be written.
+template <typename MakeText>
+bool write_document(const std::string& path, const char* tool, MakeText make_text) {
+  if (path.empty()) return true;
+  try {
+    write_file_atomic(path, make_text());
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return false;
+  }
+}
+
 // Splits "a,b,c".
 inline std::vector<std::string> split_csv(const std::string& s) {
   std::vector<std::string> out;

@@ -379,17 +379,7 @@ int main(int argc, char** argv) {
   const std::string started = utc_now();
   const double t0 = now_s();
   Options o;
-  bool help = false;
-  try {
-    o = parse_options(argc, argv, help);
-  } catch (const std::exception& e) {
-    std::cerr << kTool << ": " << e.what() << "\n" << kUsage;
-    return kExitUsage;
-  }
-  if (help) {
-    std::fputs(kUsage, stdout);
-    return kExitOk;
-  }
+  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
   const std::vector<int> threads = o.threads.empty() ? default_threads(usable_cpus()) : o.threads;
   const std::string version = blas_version();
   std::fprintf(stderr, "%s: %s %s, n=%d, %d usable CPUs\n", kTool, blas_library(), version.c_str(), o.size,
@@ -410,15 +400,8 @@ int main(int argc, char** argv) {
     std::printf("%-6s %7d %5d %8d %12.1f %12.1f %12.1f %10.2g %s\n", r.precision.c_str(), r.threads, r.n, r.samples,
                 r.gf_median, r.gf_min, r.gf_max, r.rel_error, r.verified ? "yes" : "NO");
 
-  bool written = true;
-  if (!o.output.empty()) {
-    try {
-      write_file_atomic(o.output, document(st, o, threads, argc, argv, started, t0, version));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s: %s\n", kTool, e.what());
-      written = false;
-    }
-  }
+  const bool written =
+      write_document(o.output, kTool, [&] { return document(st, o, threads, argc, argv, started, t0, version); });
   if (!st.errors.empty() || !written) return kExitCallFailed;
   if (!st.failures.empty()) return kExitVerifyFailed;
   return kExitOk;

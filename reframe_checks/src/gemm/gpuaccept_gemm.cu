@@ -1193,30 +1193,13 @@ int main(int argc, char** argv) {
   const std::string started = utc_now();
   const double t0 = now_s();
   Options o;
-  bool help = false;
-  try {
-    o = parse_options(argc, argv, help);
-  } catch (const std::exception& e) {
-    std::cerr << kTool << ": " << e.what() << "\n" << kUsage;
-    return kExitUsage;
-  }
-  if (help) {
-    std::fputs(kUsage, stdout);
-    return kExitOk;
-  }
+  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
 
   State st;
   std::vector<DeviceInfo> devices;
   std::vector<int> gpu_ids;
-  auto write_doc = [&]() -> bool {
-    if (o.output.empty()) return true;
-    try {
-      write_file_atomic(o.output, document(st, o, argc, argv, started, t0, devices, gpu_ids));
-      return true;
-    } catch (const std::exception& e) {
-      std::cerr << kTool << ": " << e.what() << "\n";
-      return false;
-    }
+  auto write_doc = [&]() {
+    return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices, gpu_ids); });
   };
 
   std::string msg;
