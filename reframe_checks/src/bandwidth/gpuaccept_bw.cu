@@ -1298,12 +1298,6 @@ std::vector<ModelRow> build_model(const State& st) {
 
 // ---------------------------------------------------------------------------------------------
 // Metrics.
-struct Metric {
-  std::string name, unit, better, description;
-  double value;
-};
-using Waived = std::vector<std::pair<std::string, std::string>>;
-
 double matrix_value(const MatrixRow& r, int which) {
   switch (which) {
     case 0: return r.h2d_pinned;
@@ -1612,26 +1606,7 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
   j.end_array();
   j.end_object();
 
-  j.key("metrics").begin_object();
-  for (const auto& m : metrics) {
-    j.key(m.name).begin_object();
-    j.kv("value", m.value).kv("unit", m.unit).kv("better", m.better).kv("description", m.description);
-    j.end_object();
-  }
-  j.end_object();
-  j.key("waived").begin_object();
-  for (const auto& w : waived) j.kv(w.first, w.second);
-  j.end_object();
-  j.key("verification").begin_object();
-  j.kv("passed", st.failures.empty() && st.errors.empty());
-  j.kv("checked", st.checked);
-  j.key("failures").begin_array();
-  for (const auto& f : st.failures) j.value(f);
-  j.end_array();
-  j.end_object();
-  j.key("errors").begin_array();
-  for (const auto& e : st.errors) j.value(e);
-  j.end_array();
+  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty(), st.checked, st.failures, st.errors);
   j.end_object();
   return j.str() + "\n";
 }

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #ifndef GPUACCEPT_GIT_REV
@@ -135,6 +136,39 @@ class Json {
   std::vector<bool> first_;
   bool after_key_ = false;
 };
+
+// ---------------------------------------------------------------------------------------------
+// The closing sections of every document (docs/benchmark-json.md): metrics, waived metrics, verification,
+// errors. Each tool decides what `passed` means for its own measurements.
+struct Metric {
+  std::string name, unit, better, description;
+  double value;
+};
+using Waived = std::vector<std::pair<std::string, std::string>>;
+
+inline void write_outcome(Json& j, const std::vector<Metric>& metrics, const Waived& waived, bool passed,
+                          long checked, const std::vector<std::string>& failures,
+                          const std::vector<std::string>& errors) {
+  j.key("metrics").begin_object();
+  for (const auto& m : metrics) {
+    j.key(m.name).begin_object();
+    j.kv("value", m.value).kv("unit", m.unit).kv("better", m.better).kv("description", m.description);
+    j.end_object();
+  }
+  j.end_object();
+  j.key("waived").begin_object();
+  for (const auto& w : waived) j.kv(w.first, w.second);
+  j.end_object();
+  j.key("verification").begin_object();
+  j.kv("passed", passed).kv("checked", checked);
+  j.key("failures").begin_array();
+  for (const auto& f : failures) j.value(f);
+  j.end_array();
+  j.end_object();
+  j.key("errors").begin_array();
+  for (const auto& e : errors) j.value(e);
+  j.end_array();
+}
 
 // ---------------------------------------------------------------------------------------------
 // Host facts.

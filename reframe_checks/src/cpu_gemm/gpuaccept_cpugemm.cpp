@@ -333,42 +333,28 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
 
   // Metrics at the largest thread count measured (all usable CPUs unless --threads says otherwise).
   const int tmax = threads.empty() ? 0 : threads.back();
-  j.key("metrics").begin_object();
-  std::vector<std::pair<std::string, std::string>> waived;
+  std::vector<Metric> metrics;
+  Waived waived;
   for (const char* prec : {"dgemm", "sgemm"}) {
     const Row* r = find_row(st, prec, tmax);
-    if (r && std::isfinite(r->gf_median)) {
-      j.key(std::string(prec) + "_gflops").begin_object();
-      j.kv("value", r->gf_median).kv("unit", "GFLOP/s").kv("better", "higher");
-      j.kv("description", std::string(prec == std::string("dgemm") ? "DGEMM" : "SGEMM") + " n=" +
-                              std::to_string(o.size) + ", " + std::to_string(tmax) + " threads, median over the window");
-      j.end_object();
-    }
+    if (r && std::isfinite(r->gf_median))
+      metrics.push_back({std::string(prec) + "_gflops", "GFLOP/s", "higher",
+                         std::string(prec == std::string("dgemm") ? "DGEMM" : "SGEMM") + " n=" +
+                             std::to_string(o.size) + ", " + std::to_string(tmax) + " threads, median over the window",
+                         r->gf_median});
   }
   const Row* all = find_row(st, "dgemm", tmax);
   const Row* one = find_row(st, "dgemm", 1);
   if (all && one && std::isfinite(all->gf_median) && one->gf_median > 0) {
-    j.key("dgemm_scaling_efficiency").begin_object();
-    j.kv("value", all->gf_median / (tmax * one->gf_median)).kv("unit", "ratio").kv("better", "higher");
-    j.kv("description", "DGEMM " + std::to_string(tmax) + "-thread median over " + std::to_string(tmax) +
-                            " times the 1-thread median");
-    j.end_object();
+    metrics.push_back({"dgemm_scaling_efficiency", "ratio", "higher",
+                       "DGEMM " + std::to_string(tmax) + "-thread median over " + std::to_string(tmax) +
+                           " times the 1-thread median",
+                       all->gf_median / (tmax * one->gf_median)});
   } else if (st.errors.empty() && std::find(threads.begin(), threads.end(), 1) == threads.end()) {
     waived.push_back({"dgemm_scaling_efficiency", "--threads list has no 1-thread step"});
   }
-  j.end_object();
-  j.key("waived").begin_object();
-  for (const auto& w : waived) j.kv(w.first, w.second);
-  j.end_object();
-  j.key("verification").begin_object();
-  j.kv("passed", st.failures.empty() && st.errors.empty() && st.checked > 0).kv("checked", st.checked);
-  j.key("failures").begin_array();
-  for (const auto& f : st.failures) j.value(f);
-  j.end_array();
-  j.end_object();
-  j.key("errors").begin_array();
-  for (const auto& e : st.errors) j.value(e);
-  j.end_array();
+  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty() && st.checked > 0, st.checked,
+                st.failures, st.errors);
   j.end_object();
   return j.str() + "\n";
 }

@@ -993,13 +993,9 @@ Options parse_options(int argc, char** argv, bool& help) {
 
 // ---------------------------------------------------------------------------------------------
 // Metrics and the document.
-struct Metric {
-  std::string name, unit, better, description;
-  double value;
-};
 
 void compute_metrics(State& st, const Options& o, const std::vector<int>& gpu_ids, std::vector<Metric>& metrics,
-                     std::vector<std::pair<std::string, std::string>>& waived) {
+                     Waived& waived) {
   char size_txt[64];
   std::snprintf(size_txt, sizeof size_txt, "%d^3", o.metric_size);
   for (Prec p : o.precisions) {
@@ -1056,7 +1052,7 @@ const char* kTiming =
 std::string document(State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
                      const std::vector<DeviceInfo>& devices, const std::vector<int>& gpu_ids) {
   std::vector<Metric> metrics;
-  std::vector<std::pair<std::string, std::string>> waived;
+  Waived waived;
   if (st.errors.empty() || !st.rows.empty()) compute_metrics(st, o, gpu_ids, metrics, waived);
 
   Json j;
@@ -1146,26 +1142,7 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
   j.end_array();
   j.end_object();
 
-  j.key("metrics").begin_object();
-  for (const auto& m : metrics) {
-    j.key(m.name).begin_object();
-    j.kv("value", m.value).kv("unit", m.unit).kv("better", m.better).kv("description", m.description);
-    j.end_object();
-  }
-  j.end_object();
-  j.key("waived").begin_object();
-  for (const auto& w : waived) j.kv(w.first, w.second);
-  j.end_object();
-  j.key("verification").begin_object();
-  j.kv("passed", st.failures.empty() && st.errors.empty() && st.checked > 0);
-  j.kv("checked", st.checked);
-  j.key("failures").begin_array();
-  for (const auto& f : st.failures) j.value(f);
-  j.end_array();
-  j.end_object();
-  j.key("errors").begin_array();
-  for (const auto& e : st.errors) j.value(e);
-  j.end_array();
+  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty() && st.checked > 0, st.checked, st.failures, st.errors);
   j.end_object();
   return j.str() + "\n";
 }
