@@ -12,6 +12,7 @@
 # Exit status: 0 every node accepted, 1 a node rejected or missing, other: the run could not be made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+checks=$PWD/reframe_checks
 inventory=${1:?usage: scripts/slurm-accept.sh INVENTORY [SUITE] [--drain] [-- REFRAME OPTIONS...]}
 suite=${2:-commission}
 shift $(( $# < 2 ? $# : 2 ))
@@ -50,9 +51,9 @@ done < "$work/nodes.txt"
 
 echo "== $suite suite, one job per node (reframe --distribute)"
 rc=0
-"$VENV/bin/reframe" -C "$work/reframe_settings.py" -c reframe_checks -R --tag "$suite" \
+(cd "$work" && "$VENV/bin/reframe" -C reframe_settings.py -c "$checks" -R --tag "$suite" \
   --prefix "$work/reframe" --report-file "$work/reframe-report.json" --save-log-files --nocolor \
-  --distribute=avail "$@" -r > "$work/reframe.out" 2>&1 || rc=$?
+  --distribute=avail "$@" -r) > "$work/reframe.out" 2>&1 || rc=$?
 tail -n 3 "$work/reframe.out"
 if [ "$rc" -gt 1 ]; then
   echo "reframe failed (exit $rc): $work/reframe.out" >&2
