@@ -97,6 +97,11 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     write_text_atomic(run_dir / "verdict.json", json.dumps(result.to_json(), indent=2) + "\n")
     written = exporter.write(result, run_dir, args.textfile_dir)
     print(verdict.table(result))
+    if args.pushgateway:
+        from . import pushgateway  # noqa: PLC0415
+
+        grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance)
+        print(f"\npushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
     print(f"\nreport:  {run_dir / 'verdict.json'}")
     print(f"reframe: {run_dir / 'reframe-report.json'}")
     for path in written:
@@ -218,6 +223,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--facts", help="facts JSON (default: gather them now)")
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
+    sp.add_argument("--pushgateway", help="also push the metrics to this Pushgateway URL (nodes without node_exporter)")
+    sp.add_argument("--pushgateway-instance", help="the instance label of the push (default: the node's hostname)")
     sp.set_defaults(func=cmd_summarize)
 
     sp = sub.add_parser(

@@ -84,6 +84,11 @@ def cmd_slurm_judge(args: argparse.Namespace) -> int:
             + (f": {', '.join(r.failed_checks())}" if not r.accepted else "")
             + f"  -> {Path(r.run_dir) / 'verdict.json'}"
         )
+        if args.pushgateway:
+            from . import pushgateway  # noqa: PLC0415
+
+            pushgateway.push(r, args.pushgateway, r.node)
+            print(f"  pushed to {args.pushgateway}")
         if args.drain and not r.accepted:
             argv = slurm.drain(r.node, slurm.drain_reason(r, args.run_id))
             print(f"  drained: {' '.join(argv)}")
@@ -129,4 +134,5 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
     sp.add_argument("--run-id", required=True, help="the run's directory name under each node")
     sp.add_argument("--suite", required=True, choices=SUITES)
     sp.add_argument("--drain", action="store_true", help="drain every rejected node in Slurm, with the reason")
+    sp.add_argument("--pushgateway", help="also push each node's metrics to this Pushgateway URL")
     sp.set_defaults(func=cmd_slurm_judge)
