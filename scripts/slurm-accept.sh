@@ -8,7 +8,8 @@
 #   4. one verdict per node (results/<node>/<run id>/), the failed nodes drained with the reason if asked, and
 #      the fleet summary.
 # Usage: scripts/slurm-accept.sh INVENTORY [SUITE] [--drain] [-- REFRAME OPTIONS...]
-# Environment: VENV (.venv), RESULTS (results), REFERENCE_DIR (reference_values), SLURM_CONF as Slurm wants.
+# Environment: VENV (.venv), RESULTS (results), REFERENCE_DIR (reference_values), SCHEDULER (ReFrame's Slurm
+# backend: squeue, or slurm where accounting (sacct) records each job's nodes), SLURM_CONF as Slurm wants.
 # Exit status: 0 every node accepted, 1 a node rejected or missing, other: the run could not be made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,9 +30,12 @@ mkdir -p "$work"
 inv_json="$work/inventory.json"
 "$VENV/bin/ansible-inventory" -i "$inventory" --list > "$inv_json"
 
+# The multinode suite's checks span nodes (MPI through srun): one job for several nodes, not one per node.
+config_args=() distribute=(--distribute=avail)
+if [ "$suite" = multinode ]; then config_args=(--mpi --launcher srun) distribute=(); fi
 echo "== ReFrame configuration from $inventory"
 "$VENV/bin/gpuaccept" slurm-config --inventory "$inv_json" --reference-dir "$REFERENCE_DIR" \
-  --output "$work/reframe_settings.py"
+  --output "$work/reframe_settings.py" --scheduler "${SCHEDULER:-squeue}" "${config_args[@]}"
 
 echo "== node facts, gathered on each node"
 "$VENV/bin/python" - "$inv_json" <<'PY' > "$work/nodes.txt"
@@ -49,11 +53,11 @@ while read -r node access; do
     || echo "$node: could not gather its facts (its verdict will say so)" >&2
 done < "$work/nodes.txt"
 
-echo "== $suite suite, one job per node (reframe --distribute)"
+echo "== $suite suite${distribute:+, one job per node (reframe --distribute)}"
 rc=0
 (cd "$work" && "$VENV/bin/reframe" -C reframe_settings.py -c "$checks" -R --tag "$suite" \
   --prefix "$work/reframe" --report-file "$work/reframe-report.json" --save-log-files --nocolor \
-  --distribute=avail "$@" -r) > "$work/reframe.out" 2>&1 || rc=$?
+  "${distribute[@]}" "$@" -r) > "$work/reframe.out" 2>&1 || rc=$?
 tail -n 3 "$work/reframe.out"
 if [ "$rc" -gt 1 ]; then
   echo "reframe failed (exit $rc): $work/reframe.out" >&2

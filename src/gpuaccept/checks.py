@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUITES = ("nightly", "commission", "evaluation")
+# multinode: checks between nodes (MPI), run through a scheduler across several nodes at once (docs/fleet.md).
+SUITES = ("nightly", "commission", "evaluation", "multinode")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,13 @@ CHECKS: dict[str, Check] = {
             ("commission", "evaluation"),
             False,
             "cpu_gemm.json",
+        ),
+        Check(
+            "mpi",
+            "MPI latency and bandwidth between nodes, host and GPU buffers (gpuaccept-mpi)",
+            ("multinode",),
+            False,
+            "mpi.json",
         ),
     )
 }

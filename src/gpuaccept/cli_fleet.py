@@ -56,7 +56,7 @@ def cmd_slurm_config(args: argparse.Namespace) -> int:
         "git_revision": _git_revision(slurm.TEMPLATE.parents[3]),
     }
     config = slurm.site_config(
-        parts, Path(args.reference_dir).resolve(), build, args.scheduler, args.launcher, args.nvcc
+        parts, Path(args.reference_dir).resolve(), build, args.scheduler, args.launcher, args.nvcc, mpi=args.mpi
     )
     slurm.write_config(config, args.output, str(args.inventory))
     for p in parts:
@@ -120,7 +120,8 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
         choices=slurm.SCHEDULERS,
         help="ReFrame's Slurm backend: squeue (no accounting needed) or slurm (sacct)",
     )
-    sp.add_argument("--launcher", default="local", choices=slurm.LAUNCHERS)
+    sp.add_argument("--launcher", default="local", choices=slurm.LAUNCHERS, help="srun for the multinode suite")
+    sp.add_argument("--mpi", action="store_true", help="the partitions can run MPI checks (the multinode suite)")
     sp.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"))
     sp.add_argument("--cuda-arch", default="", help="nvcc -gencode flags ('' = the Makefile's fat binary)")
     sp.add_argument("--openblas-inc", default="/usr/include/x86_64-linux-gnu/openblas-pthread")

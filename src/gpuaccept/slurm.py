@@ -27,7 +27,7 @@ from .atomic import write_text_atomic
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
 SCHEDULERS = ("squeue", "slurm")  # squeue: no accounting database needed; slurm: sacct
-LAUNCHERS = ("local", "srun")
+LAUNCHERS = ("local", "srun", "mpirun")
 
 
 class SlurmError(ValueError):
@@ -132,10 +132,12 @@ def site_config(
     launcher: str = "local",
     nvcc: str = "nvcc",
     max_jobs: int = 64,
+    mpi: bool = False,
 ) -> dict[str, Any]:
     """The ReFrame configuration: system ``gpuaccept``, one partition per node type on its Slurm partition.
     ``build`` holds the build settings of the extras (blas, mklroot, openblas_inc, openblas_lib, cuda_arch,
-    git_revision): ReFrame builds once, where it runs, into a stage directory the nodes must share."""
+    git_revision): ReFrame builds once, where it runs, into a stage directory the nodes must share. ``mpi`` adds
+    the ``mpi`` feature that the checks between nodes (multinode suite) need; use an MPI launcher with it."""
     if scheduler not in SCHEDULERS:
         raise SlurmError(f"scheduler {scheduler!r}: use one of {', '.join(SCHEDULERS)}")
     if launcher not in LAUNCHERS:
@@ -162,7 +164,7 @@ def site_config(
             "access": p.access_options,
             "environs": ["builtin"],
             "max_jobs": max_jobs,
-            "features": ["gpu"] if p.gpu_count else [],
+            "features": (["gpu"] if p.gpu_count else []) + (["mpi"] if mpi else []),
             "extras": extras,
         }
         if p.gpu_count:
@@ -180,34 +182,34 @@ def write_config(config: dict[str, Any], path: str | Path, source: str) -> Path:
     return write_text_atomic(path, text)
 
 
-def testcase_node(tc: dict[str, Any]) -> str | None:
-    """The node a distributed test case ran on: ReFrame's ``$nid`` parameter (``%.nid=<node>`` in the display
-    name), else the job's node list when it names exactly one node."""
+def testcase_nodes(tc: dict[str, Any]) -> list[str]:
+    """The nodes a test case ran on: ReFrame's ``$nid`` parameter of a ``--distribute`` run (``%.nid=<node>``
+    in the display name), else the job's node list (a multi-node check: every node it spanned)."""
     m = re.search(r"%\.nid=(\S+)", tc.get("display_name") or "")
     if m:
-        return m.group(1)
-    nodes = [n for n in (tc.get("job_nodelist") or []) if n and n != "None"]
-    return nodes[0] if len(nodes) == 1 else None
+        return [m.group(1)]
+    return [n for n in (tc.get("job_nodelist") or []) if n and n != "None"]
 
 
 def split_report(report: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """ReFrame's report of a ``--distribute`` run, split into one report per node (each keeps the session info
-    and only that node's test cases). Test cases that name no single node (a build fixture, a job that never
-    started) are returned by name so that the caller can say so."""
+    and only that node's test cases; a multi-node test case goes to each of its nodes). Test cases that name no
+    node (a job that never started, a scheduler backend that does not record node lists) are returned by name
+    so that the caller can say so."""
     per_node: dict[str, dict[str, Any]] = {}
     orphans: list[str] = []
     for run in report.get("runs", []):
         for tc in run.get("testcases", []):
             if tc.get("fixture"):
                 continue
-            node = testcase_node(tc)
-            if node is None:
+            nodes = testcase_nodes(tc)
+            if not nodes:
                 orphans.append(tc.get("unique_name") or tc.get("name") or "?")
-                continue
-            doc = per_node.setdefault(node, {**report, "runs": []})
-            if not doc["runs"] or doc["runs"][-1]["runid"] != run.get("runid"):
-                doc["runs"].append({**run, "testcases": []})
-            doc["runs"][-1]["testcases"].append(tc)
+            for node in nodes:
+                doc = per_node.setdefault(node, {**report, "runs": []})
+                if not doc["runs"] or doc["runs"][-1].get("runid") != run.get("runid"):
+                    doc["runs"].append({**run, "testcases": []})
+                doc["runs"][-1]["testcases"].append(tc)
     return per_node, orphans
 
 
