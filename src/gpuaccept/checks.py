@@ -51,3 +51,9 @@ def in_suite(suite: str) -> list[Check]:
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}: one of {', '.join(SUITES)}")
     return [c for c in CHECKS.values() if suite in c.suites]
+
+
+def node_checks() -> dict[str, Check]:
+    """The checks that run on one node (every suite but multinode): what a node type measured on one machine
+    covers; the checks between nodes need several nodes to measure."""
+    return {k: c for k, c in CHECKS.items() if set(c.suites) != {"multinode"}}

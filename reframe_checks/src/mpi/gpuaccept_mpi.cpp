@@ -220,7 +220,7 @@ PairResult measure_pair(const Options& o, int me, int a, int b, bool gpu, const 
           if (verify_now) {
             buf.pull();
             ++checked;
-            if (o.inject_error && s == 0 && it == o.lat_iters - 1) buf.host[0] ^= 1;  // caught here, not echoed
+            if (o.inject_error && s == 0 && it == o.lat_iters - 1) buf.host[0] ^= 1;  // caught here, and again in the echo
             if (check(buf.host, lat_words, a, sample, it) >= 0 && fails.size() < 5)
               fails.push_back(kind + " latency: rank " + std::to_string(b) + " received a wrong ping from rank " +
                               std::to_string(a) + " (sample " + std::to_string(sample) + ", round trip " +
