@@ -103,7 +103,7 @@ def table(entries: list[Entry]) -> str:
     ]
     widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    out = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    out = [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths))]
     out += [fmt.format(*row).rstrip() for row in lines]
     counts = {v: sum(e.verdict == v for e in entries) for v in (PASS, FAIL, MISSING)}
     out.append("")
