@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, baseline, exporter, facts, references, verdict
+from . import __version__, baseline, compare, exporter, facts, references, verdict
 from .atomic import OutputError, write_text_atomic
 from .checks import CHECKS, SUITES
 
@@ -211,6 +211,33 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    found = compare.find_verdicts([Path(p) for p in args.results], every_run=args.every_run)
+    devs = compare.deviations(found, args.reference_dir)
+    if args.json:
+        doc = {"schema": "gpuaccept.compare/1", "runs": [str(p) for p, _ in found],
+               "deviations": [d.to_json() for d in devs]}  # fmt: skip
+        write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")
+    outside = [d for d in devs if d.outside]
+    shown = devs if args.all else outside
+    if args.top:
+        shown = shown[: args.top]
+    nodes = {(d.node, d.node_type) for d in devs}
+    bad_nodes = {(d.node, d.node_type) for d in outside}
+    if shown:
+        print(compare.table(shown))
+        print()
+    print(
+        f"{len(outside)} of {len(devs)} judged metrics outside their tolerance on {len(bad_nodes)} of "
+        f"{len(nodes)} node(s) ({len(found)} run(s) against {args.reference_dir})"
+    )
+    inside = [d for d in devs if not d.outside]
+    if inside and not args.all:
+        d = inside[0]
+        print(f"closest to its edge among the rest: {d.node} {d.check}.{d.metric} at {d.units:.2f} tolerances")
+    return EXIT_REJECTED if outside else 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpuaccept", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"gpuaccept {__version__}")
@@ -284,6 +311,18 @@ def parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("runs", nargs="+", help="run directories (results/<node>/<run>, or folders holding them)")
     sp.set_defaults(func=cmd_baseline)
+
+    sp = sub.add_parser(
+        "compare",
+        help="compare the latest results of one node or a fleet with the references: outliers, worst first",
+    )
+    refdir(sp)
+    sp.add_argument("results", nargs="+", help="verdict.json files, run directories or results trees")
+    sp.add_argument("--every-run", action="store_true", help="every run, not only the newest per node")
+    sp.add_argument("--all", action="store_true", help="list every judged metric, not only those outside")
+    sp.add_argument("--top", type=int, default=0, help="list at most this many")
+    sp.add_argument("--json", help="also write every deviation to this file (atomically)")
+    sp.set_defaults(func=cmd_compare)
     return p
 
 
