@@ -17,8 +17,12 @@ def test_the_degraded_run_is_the_newest_and_its_gemm_is_worst_first():
     assert [p.parent for p, _ in found] == [H100_DEGRADED]  # one node, one node type: its newest run
     devs = compare.deviations(found, REFERENCE_DIR)
     measured = [d for d in devs if d.value is not None]
-    assert [d.metric for d in measured[:4]] == ["bf16_tflops_min", "fp16_tflops_min", "fp32_tflops_min",
-                                                "fp64_tflops_min"]  # fmt: skip
+    assert [d.metric for d in measured[:4]] == [
+        "bf16_tflops_min",
+        "fp16_tflops_min",
+        "fp32_tflops_min",
+        "fp64_tflops_min",
+    ]
     fp64 = next(d for d in devs if d.metric == "fp64_tflops_min")
     assert math.isclose(fp64.value / fp64.reference - 1, -0.543, abs_tol=0.001)
     assert 10 < fp64.units < 11 and fp64.outside  # 54% below with a 5% tolerance

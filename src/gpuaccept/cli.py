@@ -215,8 +215,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     found = compare.find_verdicts([Path(p) for p in args.results], every_run=args.every_run)
     devs = compare.deviations(found, args.reference_dir)
     if args.json:
-        doc = {"schema": "gpuaccept.compare/1", "runs": [str(p) for p, _ in found],
-               "deviations": [d.to_json() for d in devs]}  # fmt: skip
+        doc = {
+            "schema": "gpuaccept.compare/1",
+            "runs": [str(p) for p, _ in found],
+            "deviations": [d.to_json() for d in devs],
+        }
         write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")
     outside = [d for d in devs if d.outside]
     shown = devs if args.all else outside
@@ -236,6 +239,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
         d = inside[0]
         print(f"closest to its edge among the rest: {d.node} {d.check}.{d.metric} at {d.units:.2f} tolerances")
     return EXIT_REJECTED if outside else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    try:
+        from . import report  # noqa: PLC0415 (matplotlib is optional: requirements/report.txt)
+
+        report._pyplot()
+    except ImportError as err:
+        raise InputError(f"the report needs matplotlib ({err}): pip install -r requirements/report.txt") from None
+    groups = [report.load_group(spec) for spec in args.inputs]
+    text = report.build(groups, args.title, args.baseline, args.generated)
+    write_text_atomic(args.output, text)
+    if args.pdf:
+        report.print_pdf(Path(args.output), Path(args.pdf))
+        print(f"wrote {args.pdf} (printed by headless Chromium)")
+    inputs = ", ".join(f"{g.label} ({len(g.docs)} documents, {len(g.verdicts)} verdicts)" for g in groups)
+    print(f"wrote {args.output} ({len(text) // 1024} KiB): {inputs}")
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -323,6 +344,20 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--top", type=int, default=0, help="list at most this many")
     sp.add_argument("--json", help="also write every deviation to this file (atomically)")
     sp.set_defaults(func=cmd_compare)
+
+    sp = sub.add_parser("report", help="one self-contained HTML evaluation report from run directories")
+    sp.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="[LABEL=]PATH[,PATH...]",
+        help="runs of one node type or vendor per argument: run directories, results trees or document folders",
+    )
+    sp.add_argument("--output", required=True, help="the HTML file to write (atomically)")
+    sp.add_argument("--title", default="GPU node evaluation")
+    sp.add_argument("--baseline", help="the label ratios are taken against (default: the first input)")
+    sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")
+    sp.add_argument("--pdf", help="also print the report to this PDF with headless Chromium (Debian: chromium)")
+    sp.set_defaults(func=cmd_report)
     return p
 
 

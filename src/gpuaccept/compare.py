@@ -96,8 +96,19 @@ def deviations(verdicts: list[tuple[Path, dict[str, Any]]], reference_dir: str |
                 types[type_name] = err
         node_type = types[type_name]
         if isinstance(node_type, ReferenceError):
-            out.append(Deviation(**base, check="references", metric="-", value=None, unit="", reference=None,
-                                 off=None, tolerance=None, reason=str(node_type)))  # fmt: skip
+            out.append(
+                Deviation(
+                    **base,
+                    check="references",
+                    metric="-",
+                    value=None,
+                    unit="",
+                    reference=None,
+                    off=None,
+                    tolerance=None,
+                    reason=str(node_type),
+                )
+            )
             continue
         measured: dict[tuple[str, str], list[dict[str, Any]]] = {}
         check_rows: dict[str, dict[str, Any]] = {}
@@ -124,9 +135,19 @@ def deviations(verdicts: list[tuple[Path, dict[str, Any]]], reference_dir: str |
                         if row
                         else "the check is not in this run's verdict"
                     )
-                    out.append(Deviation(**base, check=check, metric=metric, value=None, unit=ref.unit,
-                                         reference=ref.value, off=None, tolerance=None,
-                                         reason=f"no value ({why})"))  # fmt: skip
+                    out.append(
+                        Deviation(
+                            **base,
+                            check=check,
+                            metric=metric,
+                            value=None,
+                            unit=ref.unit,
+                            reference=ref.value,
+                            off=None,
+                            tolerance=None,
+                            reason=f"no value ({why})",
+                        )
+                    )
                     continue
                 # A run that repeated the check (--repeat) counts with its worst repetition.
                 out.append(max((_deviation(base, check, metric, v, ref) for v in values), key=lambda d: d.units))
@@ -141,8 +162,9 @@ def _deviation(base: dict[str, Any], check: str, metric: str, value: float, ref:
     if ref.upper is not None:
         sides.append(((value - ref.value) / ref.value, ref.upper))
     off, tol = max(sides, key=lambda s: s[0] / s[1] if s[1] else math.inf)
-    return Deviation(**base, check=check, metric=metric, value=value, unit=ref.unit, reference=ref.value, off=off,
-                     tolerance=tol)  # fmt: skip
+    return Deviation(
+        **base, check=check, metric=metric, value=value, unit=ref.unit, reference=ref.value, off=off, tolerance=tol
+    )
 
 
 def table(devs: list[Deviation]) -> str:
