@@ -31,7 +31,8 @@ def test_every_section_has_its_figures(page):
     for label in ("h100_sxm5_80gb", "h200", "2xH200"):
         for kind in ("sweep", "matrix", "model", "gemm"):
             assert f"{kind}:{label}" in plots, f"{kind}:{label}"
-    assert {"sweep:compare", "gemm:compare", "cpu:scaling"} <= set(plots)
+    assert {"sweep:compare", "gemm:compare", "cpu:scaling", "peer:2xH200"} <= set(plots)
+    assert "peer:h200" not in plots  # one GPU: no pairs
     for plot_id, svg in plots.items():
         assert svg.lstrip().startswith("<svg"), plot_id
         # Drawn data: matplotlib writes each line as a path with one command per point.

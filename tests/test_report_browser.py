@@ -36,7 +36,7 @@ def test_the_browser_lays_out_every_plot_with_its_lines(rendered):
     for plot_id, body in figures:
         assert "<svg" in body, plot_id
         paths = re.findall(r' d="([^"]+)"', body)
-        if plot_id.startswith("matrix:"):  # heat maps: the image of the cells
+        if plot_id.startswith(("matrix:", "peer:")):  # heat maps: the image of the cells
             assert re.search(r'<image[^>]+href="data:image/png;base64,', body), f"{plot_id}: no heat map image"
         elif plot_id == "gemm:compare":  # bars: one closed path each, 6 precisions per node type
             assert sum(1 for d in paths if d.rstrip().endswith("z")) >= 12, f"{plot_id}: no bars"

@@ -235,6 +235,7 @@ def plot_matrix(group: Group, doc: dict[str, Any]) -> str | None:
         ax.set_xticks(range(len(gpus)), [f"GPU {g}" for g in gpus])
         labels = [f"node {r}" if c is None else f"core {c}" for r, c in rows]
         ax.set_yticks(range(len(rows)), labels if n == 0 else [])
+        ax.tick_params(left=n == 0)
         ax.set_title(f"{key} (GB/s)", fontsize=8)
     return _svg(
         fig,
@@ -242,6 +243,34 @@ def plot_matrix(group: Group, doc: dict[str, Any]) -> str | None:
         f"{group.label}: NUMA x GPU bandwidth at "
         f"{matrix[0].get('bytes', 0) / 2**20:.0f} MiB, thread and host buffer bound to the node",
     )
+
+
+def plot_peer(group: Group, doc: dict[str, Any]) -> str | None:
+    """GPU x GPU: source against destination, write, read and bidirectional; pairs without access blank."""
+    peer = doc["results"].get("peer") or []
+    if not peer:
+        return None
+    plt = _pyplot()
+    gpus = sorted({p["src"] for p in peer} | {p["dst"] for p in peer})
+    keys = ("write_gb_per_s", "read_gb_per_s", "bidir_gb_per_s")
+    fig, axes = plt.subplots(1, len(keys), figsize=(1.2 + (1.0 + 0.8 * len(gpus)) * len(keys), 1.0 + 0.6 * len(gpus)))
+    for n, (ax, key) in enumerate(zip(axes, keys, strict=True)):
+        grid = [[math.nan] * len(gpus) for _ in gpus]
+        for p in peer:
+            if isinstance(p.get(key), (int, float)):
+                grid[gpus.index(p["src"])][gpus.index(p["dst"])] = p[key]
+        top = max((v for row in grid for v in row if not math.isnan(v)), default=1.0)
+        ax.imshow(grid, cmap="viridis", vmin=0, vmax=top, aspect="auto")
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                text = "-" if math.isnan(v) else f"{v:.0f}"
+                color = "black" if math.isnan(v) or v >= 0.6 * top else "white"
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
+        ax.set_xticks(range(len(gpus)), [f"to {g}" for g in gpus])
+        ax.set_yticks(range(len(gpus)), [f"from {g}" for g in gpus] if n == 0 else [])
+        ax.tick_params(left=n == 0)
+        ax.set_title(f"{key.removesuffix('_gb_per_s')} (GB/s)", fontsize=8)
+    return _svg(fig, f"peer:{group.label}", f"{group.label}: GPU x GPU peer copies (- on the diagonal)")
 
 
 def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
@@ -785,6 +814,10 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
             parts.append(plot_matrix(g, doc) or "<p>No matrix.</p>")
             parts.append(matrix_table(g, doc))
     parts.append("<h2 id='peer'>GPU x GPU</h2>")
+    for g in groups:
+        doc = g.newest("gpuaccept-bw")
+        if doc:
+            parts.append(plot_peer(g, doc) or "")
     parts.append(peer_table(groups))
     parts.append("<h2 id='model'>PCIe model</h2>")
     parts.append(model_table(groups))
