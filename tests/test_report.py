@@ -8,10 +8,8 @@ import re
 import pytest
 from conftest import EVIDENCE, H100_RUNS, H200_RUNS, H200X2
 
+from gpuaccept import report  # matplotlib: requirements/report.txt, which scripts/venv.sh test installs
 from gpuaccept.cli import main
-
-report = pytest.importorskip("gpuaccept.report", reason="needs requirements/report.txt")
-pytest.importorskip("matplotlib", reason="needs requirements/report.txt (scripts/venv.sh test installs it)")
 
 INPUTS = [f"h100_sxm5_80gb={H100_RUNS}", f"h200={H200_RUNS}", f"2xH200={H200X2}"]
 

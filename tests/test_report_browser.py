@@ -7,10 +7,9 @@ import re
 
 import pytest
 from conftest import H100_RUNS, H200_RUNS, H200X2
+from PIL import Image  # requirements/report.txt, which scripts/venv.sh test installs
 
-report = pytest.importorskip("gpuaccept.report", reason="needs requirements/report.txt")
-pytest.importorskip("matplotlib", reason="needs requirements/report.txt")
-Image = pytest.importorskip("PIL.Image", reason="needs requirements/report.txt (Pillow)")
+from gpuaccept import report
 
 if not report.chromium():
     if os.environ.get("GPUACCEPT_REQUIRE_CHROMIUM") == "1":
