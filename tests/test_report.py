@@ -123,6 +123,17 @@ def test_bad_input_is_named(tmp_path, capsys, args, message):
     assert not (tmp_path / "r.html").exists()
 
 
+def test_a_damaged_document_is_listed_not_skipped(tmp_path):
+    good = next(H100_RUNS.rglob("cpu_gemm.json")).read_text()
+    (tmp_path / "a=b").mkdir()  # a path with '=' in it is a path, not LABEL=PATH
+    (tmp_path / "a=b" / "cpu_gemm.json").write_text(good)
+    (tmp_path / "a=b" / "gemm.json").write_text(good[: len(good) // 2])  # cut short, as by a crash
+    group = report.load_group(str(tmp_path / "a=b"))
+    assert group.label == str(tmp_path / "a=b") and len(group.docs) == 1
+    page = report.build([group], "damaged")
+    assert "gemm.json" in page and "not readable as JSON" in page
+
+
 def test_a_folder_without_documents_is_an_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["report", "--output", str(tmp_path / "r.html"), str(tmp_path / "empty")]) == 4

@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -65,17 +66,22 @@ class Group:
         return docs[-1] if docs else None
 
 
-def _read_json(path: Path) -> Any:
+LABEL_RE = re.compile(r"^[\w.+-]+$")
+
+
+def _read_json(path: Path) -> tuple[Any, str]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        return None
+        return json.loads(path.read_text(encoding="utf-8")), ""
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        return None, f"not readable as JSON: {err}"
 
 
 def load_group(spec: str) -> Group:
     """``[LABEL=]PATH[,PATH...]``: the runs under the paths. LABEL defaults to the verdicts' node type, or
     the GPU model and count of the documents."""
-    label, _, rest = spec.rpartition("=") if "=" in spec else ("", "", spec)
+    label, _, rest = spec.partition("=")
+    if not rest or not LABEL_RE.match(label):
+        label, rest = "", spec
     paths = [Path(p) for p in rest.split(",") if p]
     if not paths:
         raise ReportInputError(f"{spec!r}: no path given ([LABEL=]PATH[,PATH...])")
@@ -86,7 +92,10 @@ def load_group(spec: str) -> Group:
         if not path.is_dir():
             raise ReportInputError(f"{path}: not a directory of runs or benchmark documents")
         for f in sorted(path.rglob("*.json")):
-            doc = _read_json(f)
+            doc, error = _read_json(f)
+            if error:  # a half-written or damaged file is shown, not skipped
+                group.rejected.append((str(f), error))
+                continue
             if not isinstance(doc, dict):
                 continue
             if doc.get("schema") == VERDICT_SCHEMA:
@@ -795,7 +804,7 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     ]
     rejected = [(g.label, p, why) for g in groups for p, why in g.rejected]
     if rejected:
-        parts.append("<p class='fail'>Documents left out (verification failed, or errors):</p>")
+        parts.append("<p class='fail'>Documents left out (unreadable, verification failed, or errors):</p>")
         parts.append(_table(["group", "document", "why"], [list(r) for r in rejected]))
     parts.append("<h2 id='compare'>Side by side</h2>")
     parts.append(side_by_side(groups, baseline, ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm")))
