@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import EVIDENCE, H100_RUNS, H200_RUNS, H200X2
+from conftest import EVIDENCE, H100_DEGRADED, H100_RUNS, H200_RUNS, H200X2
 
 from gpuaccept import report  # matplotlib: requirements/report.txt, which scripts/venv.sh test installs
 from gpuaccept.cli import main
@@ -52,6 +52,19 @@ def test_inventory_verdicts_and_left_out_documents(page):
     assert "OpenBLAS 0.3.21" in page and "580.159.04" in page and "4.10.4" in page
     assert page.count(">ACCEPTED<") == 3 and page.count(">REJECTED<") == 2  # H200's provisional references
     assert "gemm-inject.json" in page and "Freivalds" in page  # the --inject-error self-test is left out
+    # The two-GPU folder has no verdict: its node facts (gpuaccept facts) give the driver and PCIe link.
+    driver = re.findall(r"<td>(.*?)</td>", re.search(r"<td>driver</td>(.*?)</tr>", page).group(1))
+    assert driver == ["580.159.04"] * 3
+    pcie = re.findall(r"<td>(.*?)</td>", re.search(r"<td>PCIe \(max\)</td>(.*?)</tr>", page).group(1))
+    assert pcie == ["Gen5 x16"] * 3
+
+
+def test_what_failed_is_listed_under_the_verdicts():
+    page = report.build([report.load_group(f"degraded={H100_DEGRADED}")], "degraded", generated="2026-11-22")
+    failed = page[page.index("What failed or did not run") : page.index("id='compare'")]
+    row = re.search(r"<td>fp64_tflops_min</td><td>([^<]+)</td><td>([^<]+)</td><td>fail</td>", failed)
+    assert row and row.groups() == ("24.33", "53.2")
+    assert "<td>bandwidth</td><td>(check)</td><td>-</td><td>-</td><td>not_run</td>" in failed
 
 
 def test_side_by_side_ratios_are_to_the_baseline(page):

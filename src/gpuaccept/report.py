@@ -57,6 +57,7 @@ class Group:
     docs: list[dict[str, Any]] = field(default_factory=list)  # verified benchmark documents, oldest first
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of documents left out
     verdicts: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)  # `gpuaccept facts` outputs found beside the runs
 
     def by_tool(self, tool: str) -> list[dict[str, Any]]:
         return [d for d in self.docs if d.get("tool") == tool]
@@ -67,6 +68,7 @@ class Group:
 
 
 LABEL_RE = re.compile(r"^[\w.+-]+$")
+FACTS_KEYS = {"hostname", "gpus", "driver_version", "numa_nodes", "logical_cpus"}  # `gpuaccept facts` output
 
 
 def _read_json(path: Path) -> tuple[Any, str]:
@@ -100,6 +102,8 @@ def load_group(spec: str) -> Group:
                 continue
             if doc.get("schema") == VERDICT_SCHEMA:
                 group.verdicts.append(doc)
+            elif FACTS_KEYS <= set(doc):
+                group.facts.append(doc)
             elif doc.get("schema") == BENCH_SCHEMA:
                 key = (
                     doc.get("tool"),
@@ -499,7 +503,8 @@ def inventory(groups: list[Group]) -> str:
         return None
 
     def facts(g: Group) -> dict[str, Any]:
-        return next((v.get("facts") for v in reversed(g.verdicts) if v.get("facts")), {}) or {}
+        found = [v.get("facts") for v in g.verdicts if v.get("facts")] + g.facts
+        return found[-1] if found else {}
 
     def gpus(g: Group) -> str | None:
         devs = first(g, lambda d: d["devices"])
@@ -584,6 +589,24 @@ def verdict_summary(groups: list[Group]) -> str:
             )
     if not rows:
         return "<p>No verdicts among the inputs (benchmark documents only).</p>"
+    failed = []
+    for g in groups:
+        for v in g.verdicts:
+            for r in v.get("rows", []):
+                if r.get("status") in ("fail", "not_run") and r.get("expected", True):
+                    failed.append(
+                        [
+                            g.label,
+                            v.get("node"),
+                            v.get("suite"),
+                            r["check"],
+                            r.get("metric") or "(check)",
+                            r.get("value"),
+                            r.get("reference"),
+                            r["status"],
+                            (r.get("reason") or "")[:300],
+                        ]
+                    )
     head = [
         "group",
         "node",
@@ -595,7 +618,12 @@ def verdict_summary(groups: list[Group]) -> str:
         "failed or not run",
         "metrics by status",
     ]
-    return _table(head, rows, "verdicts")
+    out = _table(head, rows, "verdicts")
+    if failed:
+        out += "<p>What failed or did not run, as each verdict judged it:</p>" + _table(
+            ["group", "node", "suite", "check", "metric", "value", "reference", "status", "reason"], failed, "failed"
+        )
+    return out
 
 
 def metric_values(group: Group, tool: str | None = None) -> dict[tuple[str, str], tuple[list[float], str, str]]:
