@@ -146,7 +146,7 @@ def test_recorded_degraded_run_is_rejected():
 def test_shipped_references_are_reproducible_from_the_evidence(node_type, runs):
     shipped = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())
     (source_id,) = shipped["sources"]
-    docs = {key: baseline.find_documents(runs, key) for key in node_checks()}
+    docs = {key: baseline.collect(runs, key) for key in node_checks()}
     assert min(len(d) for d in docs.values()) >= 5
     checks, _ = baseline.derive(docs, source_id)
     assert checks == shipped["checks"]
