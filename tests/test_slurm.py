@@ -122,22 +122,25 @@ def cluster(tmp_path_factory):
                 proc.wait()
 
 
-def inventory(path: Path, host: str, node_type: str) -> Path:
+def inventory(path: Path, host: str, node_type: str, reservation: str = "") -> Path:
     path.write_text(
         f"all:\n  children:\n    {node_type}:\n      hosts:\n        {host}:\n      vars:\n"
         f"        gpuaccept_node_type: {node_type}\n        gpuaccept_gpu_count: 0\n"
         f"        gpuaccept_slurm_partition: ci\n"
+        + (f"        gpuaccept_slurm_reservation: {reservation}\n" if reservation else "")
     )
     return path
 
 
-def accept(cluster, tmp: Path, node_type: str, *extra: str) -> tuple[subprocess.CompletedProcess, Path]:
+def accept(
+    cluster, tmp: Path, node_type: str, *extra: str, reservation: str = ""
+) -> tuple[subprocess.CompletedProcess, Path]:
     host, env, _ = cluster
     refs = tmp / "refs"
     refs.mkdir(parents=True, exist_ok=True)
     (refs / "ci_pass.yaml").write_text(REF.format(name="ci_pass", dgemm=1.0))
     (refs / "ci_fail.yaml").write_text(REF.format(name="ci_fail", dgemm=1.0e6))
-    inv = inventory(tmp / f"{node_type}.yml", host, node_type)
+    inv = inventory(tmp / f"{node_type}.yml", host, node_type, reservation)
     results = tmp / "results"
     run_env = {**env, "VENV": sys.prefix, "RESULTS": str(results), "REFERENCE_DIR": str(refs)}
     proc = subprocess.run(
@@ -166,8 +169,29 @@ def latest(results: Path, host: str) -> dict:
 
 
 def test_a_cpu_check_runs_through_slurm_with_distribute(cluster, tmp_path):
-    host, _env, _ = cluster
-    proc, results = accept(cluster, tmp_path, "ci_pass")
+    """Commissioning as a site does it: the node held in a Slurm reservation, the jobs sent into it."""
+    host, env, _ = cluster
+    subprocess.run(
+        [
+            sbin("scontrol"),
+            "create",
+            "reservation",
+            "ReservationName=commission",
+            f"Nodes={host}",
+            "StartTime=now",
+            "Duration=60",
+            "Users=root",
+            "Flags=IGNORE_JOBS",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    try:
+        proc, results = accept(cluster, tmp_path, "ci_pass", reservation="commission")
+    finally:
+        subprocess.run([sbin("scontrol"), "delete", "ReservationName=commission"], env=env, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
     doc = latest(results, host)
     assert doc["verdict"] == "pass" and doc["node"] == host and doc["node_type"] == "ci_pass"
@@ -178,6 +202,7 @@ def test_a_cpu_check_runs_through_slurm_with_distribute(cluster, tmp_path):
     assert tc["scheduler"] == "squeue" and tc["jobid"] and f"%.nid={host}" in tc["display_name"]
     script = next((work / "reframe").rglob("rfm_job.sh")).read_text()
     assert f"#SBATCH --nodelist={host}" in script and "#SBATCH --partition=ci" in script
+    assert "#SBATCH --reservation=commission" in script
     assert json.loads((results / host / work.name / "node-facts.json").read_text())["hostname"]
     assert "1 node(s): 1 accepted, 0 rejected, 0 missing" in proc.stdout
     fleet = json.loads((work / "fleet.json").read_text())
