@@ -10,7 +10,7 @@ import yaml
 from conftest import H100_COMMISSION, H100_DEGRADED, H100_RUNS, H100_SMOKE, H200_RUNS, H200X2, REFERENCE_DIR
 
 from gpuaccept import baseline, facts, references, verdict
-from gpuaccept.checks import CHECKS
+from gpuaccept.checks import CHECKS, node_checks
 
 BW_METRICS = {"h2d_pinned_min", "d2h_pinned_min", "h2d_pageable_min", "d2h_pageable_min", "bidir_pinned_min",
               "d2d_min", "p2p_write_min", "p2p_read_min", "p2p_bidir_min", "latency_h2d_max", "latency_d2h_max",
@@ -146,7 +146,7 @@ def test_recorded_degraded_run_is_rejected():
 def test_shipped_references_are_reproducible_from_the_evidence(node_type, runs):
     shipped = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())
     (source_id,) = shipped["sources"]
-    docs = {key: baseline.collect(runs, key) for key in CHECKS}
+    docs = {key: baseline.collect(runs, key) for key in node_checks()}
     assert min(len(d) for d in docs.values()) >= 5
     checks, _ = baseline.derive(docs, source_id)
     assert checks == shipped["checks"]

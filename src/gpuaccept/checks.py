@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUITES = ("nightly", "commission", "evaluation")
+# multinode: checks between nodes (MPI), run through a scheduler across several nodes at once (docs/fleet.md).
+SUITES = ("nightly", "commission", "evaluation", "multinode")
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,13 @@ CHECKS: dict[str, Check] = {
             False,
             "cpu_gemm.json",
         ),
+        Check(
+            "mpi",
+            "MPI latency and bandwidth between nodes, host and GPU buffers (gpuaccept-mpi)",
+            ("multinode",),
+            False,
+            "mpi.json",
+        ),
     )
 }
 
@@ -43,3 +51,9 @@ def in_suite(suite: str) -> list[Check]:
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}: one of {', '.join(SUITES)}")
     return [c for c in CHECKS.values() if suite in c.suites]
+
+
+def node_checks() -> dict[str, Check]:
+    """The checks that run on one node (every suite but multinode): what a node type measured on one machine
+    covers; the checks between nodes need several nodes to measure."""
+    return {k: c for k, c in CHECKS.items() if set(c.suites) != {"multinode"}}

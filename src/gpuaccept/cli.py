@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, baseline, compare, exporter, facts, references, verdict
+from . import __version__, baseline, cli_fleet, compare, exporter, facts, references, verdict
 from .atomic import OutputError, write_text_atomic
 from .checks import CHECKS, SUITES
 
@@ -97,6 +97,11 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     write_text_atomic(run_dir / "verdict.json", json.dumps(result.to_json(), indent=2) + "\n")
     written = exporter.write(result, run_dir, args.textfile_dir)
     print(verdict.table(result))
+    if args.pushgateway:
+        from . import pushgateway  # noqa: PLC0415
+
+        grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance)
+        print(f"\npushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
     print(f"\nreport:  {run_dir / 'verdict.json'}")
     print(f"reframe: {run_dir / 'reframe-report.json'}")
     for path in written:
@@ -294,6 +299,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--facts", help="facts JSON (default: gather them now)")
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
+    sp.add_argument("--pushgateway", help="also push the metrics to this Pushgateway URL (nodes without node_exporter)")
+    sp.add_argument("--pushgateway-instance", help="the instance label of the push (default: the node's hostname)")
     sp.set_defaults(func=cmd_summarize)
 
     sp = sub.add_parser(
@@ -358,6 +365,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")
     sp.add_argument("--pdf", help="also print the report to this PDF with headless Chromium (Debian: chromium)")
     sp.set_defaults(func=cmd_report)
+
+    cli_fleet.register(sub, default_reference_dir())
     return p
 
 

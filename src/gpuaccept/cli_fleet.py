@@ -1,0 +1,139 @@
+"""``gpuaccept fleet``, ``gpuaccept slurm-config`` and ``gpuaccept slurm-judge``: the fleet side of the command
+(docs/fleet.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from . import fleet, slurm
+from .atomic import write_text_atomic
+from .checks import SUITES
+
+EXIT_REJECTED = 1
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    nodes = list(args.nodes or [])
+    if args.inventory:
+        inv = slurm.load_inventory(args.inventory)
+        nodes += sorted((inv.get("_meta") or {}).get("hostvars") or {})
+    entries = fleet.collect(args.results, args.suite, nodes)
+    if not entries:
+        raise fleet.FleetError(f"{args.results}: no verdict.json under <node>/<run>/ and no nodes expected")
+    print(fleet.table(entries))
+    if args.output:
+        write_text_atomic(args.output, json.dumps(fleet.to_json(entries), indent=2) + "\n")
+        print(f"\nsummary: {args.output}")
+    return 0 if fleet.all_accepted(entries) else EXIT_REJECTED
+
+
+def _git_revision(root: Path) -> str:
+    res = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    if res.returncode == 0:
+        return res.stdout.strip()
+    rev = root / ".gitrev"
+    return rev.read_text().strip() if rev.exists() else "unknown"
+
+
+def cmd_slurm_config(args: argparse.Namespace) -> int:
+    parts = slurm.partitions(slurm.load_inventory(args.inventory), args.limit.split(",") if args.limit else None)
+    venv = Path(sys.prefix)
+    mkl = (venv / "lib" / "libmkl_rt.so.3").exists() and (venv / "include" / "mkl.h").exists()
+    openblas = Path(args.openblas_inc, "cblas.h").exists() and Path(args.openblas_lib, "libopenblas.so").exists()
+    build = {
+        "cuda_arch": args.cuda_arch,
+        "blas": "mkl" if mkl else ("openblas" if openblas else "none"),
+        "mklroot": str(venv),
+        "openblas_inc": args.openblas_inc,
+        "openblas_lib": args.openblas_lib,
+        "git_revision": _git_revision(slurm.TEMPLATE.parents[3]),
+    }
+    config = slurm.site_config(
+        parts, Path(args.reference_dir).resolve(), build, args.scheduler, args.launcher, args.nvcc, mpi=args.mpi
+    )
+    slurm.write_config(config, args.output, str(args.inventory))
+    for p in parts:
+        print(
+            f"partition gpuaccept:{p.node_type}: sbatch {' '.join(p.access_options)}; {len(p.hosts)} node(s): "
+            f"{', '.join(p.hosts)}"
+        )
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_slurm_judge(args: argparse.Namespace) -> int:
+    from .verdict import ReportError, load_report  # noqa: PLC0415
+
+    parts = slurm.partitions(slurm.load_inventory(args.inventory), args.limit.split(",") if args.limit else None)
+    try:
+        report = load_report(args.report)
+    except ReportError as err:
+        raise slurm.SlurmError(str(err)) from None
+    results = slurm.judge(report, parts, args.results, args.run_id, args.suite, args.reference_dir)
+    for r in results:
+        status = "ACCEPTED" if r.accepted else "REJECTED"
+        print(
+            f"{r.node} ({r.node_type}, suite {r.suite}): {status}"
+            + (f": {', '.join(r.failed_checks())}" if not r.accepted else "")
+            + f"  -> {Path(r.run_dir) / 'verdict.json'}"
+        )
+        if args.pushgateway:
+            from . import pushgateway  # noqa: PLC0415
+
+            pushgateway.push(r, args.pushgateway, r.node)
+            print(f"  pushed to {args.pushgateway}")
+        if args.drain and not r.accepted:
+            argv = slurm.drain(r.node, slurm.drain_reason(r, args.run_id))
+            print(f"  drained: {' '.join(argv)}")
+    return 0 if results and all(r.accepted for r in results) else EXIT_REJECTED
+
+
+def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> None:
+    sp = sub.add_parser("fleet", help="one summary of the newest verdict of every node under a results directory")
+    sp.add_argument("results", help="the results tree on the controller: <node>/<run>/verdict.json")
+    sp.add_argument("--suite", choices=SUITES, help="only this suite")
+    sp.add_argument("--nodes", nargs="*", help="nodes that must have a verdict (missing ones are not accepted)")
+    sp.add_argument(
+        "--inventory", help="expect every host of this inventory (a path, or ansible-inventory --list JSON)"
+    )
+    sp.add_argument("--output", help="also write the summary as JSON here (atomically)")
+    sp.set_defaults(func=cmd_fleet)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--inventory", required=True, help="an Ansible inventory, or its ansible-inventory --list JSON")
+        sp.add_argument("--limit", help="only these hosts (comma-separated)")
+        sp.add_argument("--reference-dir", default=reference_dir_default, help="default: %(default)s")
+
+    sp = sub.add_parser("slurm-config", help="write the ReFrame configuration of a Slurm fleet from the inventory")
+    common(sp)
+    sp.add_argument("--output", required=True, help="the ReFrame configuration file to write")
+    sp.add_argument(
+        "--scheduler",
+        default="squeue",
+        choices=slurm.SCHEDULERS,
+        help="ReFrame's Slurm backend: squeue (no accounting needed) or slurm (sacct)",
+    )
+    sp.add_argument("--launcher", default="local", choices=slurm.LAUNCHERS, help="srun for the multinode suite")
+    sp.add_argument("--mpi", action="store_true", help="the partitions can run MPI checks (the multinode suite)")
+    sp.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"))
+    sp.add_argument("--cuda-arch", default="", help="nvcc -gencode flags ('' = the Makefile's fat binary)")
+    sp.add_argument("--openblas-inc", default="/usr/include/x86_64-linux-gnu/openblas-pthread")
+    sp.add_argument("--openblas-lib", default="/usr/lib/x86_64-linux-gnu/openblas-pthread")
+    sp.set_defaults(func=cmd_slurm_config)
+
+    sp = sub.add_parser("slurm-judge", help="one verdict per node from a reframe --distribute run; drain opt-in")
+    common(sp)
+    sp.add_argument("--report", required=True, help="ReFrame's JSON report of the distributed run")
+    sp.add_argument("--results", required=True, help="results tree: writes <node>/<run id>/verdict.json")
+    sp.add_argument("--run-id", required=True, help="the run's directory name under each node")
+    sp.add_argument("--suite", required=True, choices=SUITES)
+    sp.add_argument("--drain", action="store_true", help="drain every rejected node in Slurm, with the reason")
+    sp.add_argument("--pushgateway", help="also push each node's metrics to this Pushgateway URL")
+    sp.set_defaults(func=cmd_slurm_judge)

@@ -1,0 +1,119 @@
+"""One summary of a fleet: the newest verdict of every node (and suite) in a results tree on the controller,
+as the playbooks fetch it (``results/<node>/<run id>/verdict.json``) or ``gpuaccept slurm-judge`` writes it.
+
+A node the caller expects (``--nodes``, or the inventory) that has no verdict is listed as missing and counts
+as not accepted: a node that never reported is not a pass.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .verdict import FAIL, NOT_RUN, PASS, SCHEMA
+
+MISSING = "missing"
+SUMMARY_SCHEMA = "gpuaccept.fleet/1"
+
+
+@dataclass
+class Entry:
+    node: str
+    node_type: str
+    suite: str
+    verdict: str  # pass, fail, missing
+    failed_checks: list[str] = field(default_factory=list)
+    not_run_checks: list[str] = field(default_factory=list)
+    run: str = ""
+    finished_unix: float | None = None
+    reason: str = ""
+
+
+class FleetError(ValueError):
+    """A results tree that cannot be read; the message names the file."""
+
+
+def _entry(path: Path) -> Entry:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise FleetError(f"{path}: cannot read the verdict: {err}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise FleetError(
+            f"{path}: not a gpuaccept verdict (schema {doc.get('schema') if isinstance(doc, dict) else None!r})"
+        )
+    rows = doc.get("rows") or []
+    failed = list(doc.get("failed_checks") or [])
+    not_run = sorted({r["check"] for r in rows if r.get("metric") is None and r.get("status") == NOT_RUN} & set(failed))
+    return Entry(
+        node=path.parent.parent.name,  # the directory the playbook fetched to: the inventory name
+        node_type=doc.get("node_type", ""),
+        suite=doc.get("suite", ""),
+        verdict=PASS if doc.get("verdict") == PASS else FAIL,
+        failed_checks=failed,
+        not_run_checks=not_run,
+        run=path.parent.name,
+        finished_unix=doc.get("finished_unix"),
+    )
+
+
+def collect(results: str | Path, suite: str | None = None, nodes: list[str] | None = None) -> list[Entry]:
+    """The newest run per node and suite (by the run id, which starts with its UTC start time)."""
+    results = Path(results)
+    if not results.is_dir():
+        raise FleetError(f"{results}: not a directory (the results tree the playbooks fetch to)")
+    newest: dict[tuple[str, str], Entry] = {}
+    for path in sorted(results.glob("*/*/verdict.json")):
+        entry = _entry(path)
+        if suite and entry.suite != suite:
+            continue
+        key = (entry.node, entry.suite)
+        if key not in newest or entry.run > newest[key].run:
+            newest[key] = entry
+    entries = sorted(newest.values(), key=lambda e: (e.node, e.suite))
+    for node in sorted(set(nodes or []) - {e.node for e in entries}):
+        entries.append(Entry(node, "", suite or "", MISSING, reason=f"no verdict under {results / node}"))
+    return entries
+
+
+def all_accepted(entries: list[Entry]) -> bool:
+    return bool(entries) and all(e.verdict == PASS for e in entries)
+
+
+def table(entries: list[Entry]) -> str:
+    header = ("node", "node type", "suite", "verdict", "failed checks", "run")
+    lines = [
+        (
+            e.node,
+            e.node_type or "-",
+            e.suite or "-",
+            {PASS: "ACCEPTED", FAIL: "REJECTED"}.get(e.verdict, "MISSING"),
+            ", ".join(
+                [
+                    *[c for c in e.failed_checks if c not in e.not_run_checks],
+                    *[f"{c} (not run)" for c in e.not_run_checks],
+                ]
+            )
+            or (e.reason or "-"),
+            e.run or "-",
+        )
+        for e in entries
+    ]
+    widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    out = [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths))]
+    out += [fmt.format(*row).rstrip() for row in lines]
+    counts = {v: sum(e.verdict == v for e in entries) for v in (PASS, FAIL, MISSING)}
+    out.append("")
+    out.append(f"{len(entries)} node(s): {counts[PASS]} accepted, {counts[FAIL]} rejected, {counts[MISSING]} missing")
+    return "\n".join(out)
+
+
+def to_json(entries: list[Entry]) -> dict[str, Any]:
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "accepted": all_accepted(entries),
+        "nodes": [asdict(e) for e in entries],
+    }

@@ -1,0 +1,303 @@
+"""Running a fleet through Slurm: a ReFrame configuration generated from the Ansible inventory, one verdict
+per node from a ``reframe --distribute`` run, and the opt-in drain of a failed node.
+
+The inventory (``ansible-inventory --list``, group and host variables merged) gives each node its node type
+(``gpuaccept_node_type``), its GPU count (``gpuaccept_gpu_count``) and its Slurm partition
+(``gpuaccept_slurm_partition``; optional ``gpuaccept_slurm_reservation`` for commissioning and
+``gpuaccept_slurm_access``, more sbatch options). Each node type becomes one ReFrame partition of system
+``gpuaccept`` whose jobs go to that Slurm partition, so ``reframe --distribute`` runs one job per node of it.
+The environments and logging are those of the gpuaccept_reframe role's template, rendered here, so local and
+Slurm runs log and build alike.
+"""
+
+from __future__ import annotations
+
+import json
+import pprint
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import exporter, verdict
+from .atomic import write_text_atomic
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
+SCHEDULERS = ("squeue", "slurm")  # squeue: no accounting database needed; slurm: sacct
+LAUNCHERS = ("local", "srun", "mpirun")
+
+
+class SlurmError(ValueError):
+    """Bad inventory or Slurm input; the message names the host, group or file."""
+
+
+@dataclass
+class Partition:
+    node_type: str
+    slurm_partition: str
+    reservation: str = ""
+    access: list[str] = field(default_factory=list)
+    gpu_count: int | None = None
+    hosts: list[str] = field(default_factory=list)
+
+    @property
+    def access_options(self) -> list[str]:
+        opts = [f"--partition={self.slurm_partition}"]
+        if self.reservation:
+            opts.append(f"--reservation={self.reservation}")
+        return opts + list(self.access)
+
+
+def partitions(inventory: dict[str, Any], limit: list[str] | None = None) -> list[Partition]:
+    """One partition per node type, from ``ansible-inventory --list`` output. Every host must name its node type
+    and Slurm partition, and the hosts of one node type must agree on partition, reservation and GPU count."""
+    hostvars = (inventory.get("_meta") or {}).get("hostvars")
+    if not isinstance(hostvars, dict):
+        raise SlurmError("the inventory has no _meta.hostvars: pass the output of `ansible-inventory --list`")
+    found: dict[str, Partition] = {}
+    for host in sorted(hostvars):
+        if limit and host not in limit:
+            continue
+        hv = hostvars[host] or {}
+        node_type = hv.get("gpuaccept_node_type")
+        if not node_type or node_type == "auto":
+            raise SlurmError(
+                f"host {host}: gpuaccept_node_type is {node_type!r}: a Slurm run needs the node type from the "
+                "inventory (set it in the node type's group_vars)"
+            )
+        if not re.fullmatch(r"[A-Za-z0-9_]+", str(node_type)):
+            raise SlurmError(f"host {host}: gpuaccept_node_type {node_type!r} is not a valid ReFrame partition name")
+        slurm_partition = hv.get("gpuaccept_slurm_partition")
+        if not slurm_partition:
+            raise SlurmError(f"host {host}: no gpuaccept_slurm_partition (the Slurm partition its jobs go to)")
+        access = hv.get("gpuaccept_slurm_access") or []
+        if not isinstance(access, list) or not all(isinstance(a, str) for a in access):
+            raise SlurmError(f"host {host}: gpuaccept_slurm_access must be a list of sbatch options, not {access!r}")
+        gpus = hv.get("gpuaccept_gpu_count")
+        part = Partition(
+            str(node_type),
+            str(slurm_partition),
+            str(hv.get("gpuaccept_slurm_reservation") or ""),
+            access,
+            None if gpus in (None, "") else int(gpus),
+        )
+        seen = found.setdefault(part.node_type, part)
+        if (seen.slurm_partition, seen.reservation, seen.access, seen.gpu_count) != (
+            part.slurm_partition,
+            part.reservation,
+            part.access,
+            part.gpu_count,
+        ):
+            raise SlurmError(
+                f"host {host}: node type {node_type} has Slurm partition {part.slurm_partition!r}, reservation "
+                f"{part.reservation!r}, access {part.access}, {part.gpu_count} GPUs, but {seen.hosts[0]} has "
+                f"{seen.slurm_partition!r}, {seen.reservation!r}, {seen.access}, {seen.gpu_count}: one node type, one "
+                "setting (put them in the node type's group_vars)"
+            )
+        seen.hosts.append(host)
+    if not found:
+        raise SlurmError("no hosts in the inventory" + (f" match --limit {','.join(limit)}" if limit else ""))
+    return list(found.values())
+
+
+def _render_base(nvcc: str) -> dict[str, Any]:
+    """The role's template rendered with one placeholder partition: its environments and logging."""
+    import jinja2  # noqa: PLC0415  (Ansible's dependency: present wherever the playbooks run)
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["to_json"] = json.dumps
+    env.filters["comment"] = lambda text: "\n".join(f"# {line}" for line in str(text).splitlines())
+    text = env.from_string(TEMPLATE.read_text(encoding="utf-8")).render(
+        ansible_managed="",
+        inventory_hostname="slurm",
+        _gpuaccept_reframe_node_type="slurm",
+        _gpuaccept_reframe_facts_file="",
+        _gpuaccept_reframe_gpus=[],
+        _gpuaccept_reframe_extras={},
+        _gpuaccept_reframe_nvcc=nvcc,
+    )
+    scope: dict[str, Any] = {}
+    exec(compile(text, str(TEMPLATE), "exec"), scope)  # our own template, rendered above
+    return scope["site_configuration"]
+
+
+def site_config(
+    parts: list[Partition],
+    reference_dir: str | Path,
+    build: dict[str, str],
+    scheduler: str = "squeue",
+    launcher: str = "local",
+    nvcc: str = "nvcc",
+    max_jobs: int = 64,
+    mpi: bool = False,
+) -> dict[str, Any]:
+    """The ReFrame configuration: system ``gpuaccept``, one partition per node type on its Slurm partition.
+    ``build`` holds the build settings of the extras (blas, mklroot, openblas_inc, openblas_lib, cuda_arch,
+    git_revision): ReFrame builds once, where it runs, into a stage directory the nodes must share. ``mpi`` adds
+    the ``mpi`` feature that the checks between nodes (multinode suite) need; use an MPI launcher with it."""
+    if scheduler not in SCHEDULERS:
+        raise SlurmError(f"scheduler {scheduler!r}: use one of {', '.join(SCHEDULERS)}")
+    if launcher not in LAUNCHERS:
+        raise SlurmError(f"launcher {launcher!r}: use one of {', '.join(LAUNCHERS)}")
+    config = _render_base(nvcc)
+    system = config["systems"][0]
+    system["descr"] = "GPU nodes under acceptance test, through Slurm (generated from the inventory)"
+    system["partitions"] = []
+    for p in parts:
+        extras = {
+            "node_type": p.node_type,
+            "reference_dir": str(reference_dir),
+            **({"gpu_count": p.gpu_count} if p.gpu_count is not None else {}),
+            "facts_file": "",
+            **build,
+        }
+        part: dict[str, Any] = {
+            "name": p.node_type,
+            "descr": f"{p.node_type} on Slurm partition {p.slurm_partition}"
+            + (f", reservation {p.reservation}" if p.reservation else "")
+            + f" ({len(p.hosts)} nodes in the inventory)",
+            "scheduler": scheduler,
+            "launcher": launcher,
+            "access": p.access_options,
+            "environs": ["builtin"],
+            "max_jobs": max_jobs,
+            "features": (["gpu"] if p.gpu_count else []) + (["mpi"] if mpi else []),
+            "extras": extras,
+        }
+        if p.gpu_count:
+            part["devices"] = [{"type": "gpu", "num_devices": p.gpu_count}]
+        system["partitions"].append(part)
+    return config
+
+
+def write_config(config: dict[str, Any], path: str | Path, source: str) -> Path:
+    text = (
+        f"# ReFrame configuration generated by `gpuaccept slurm-config` from {source}: do not edit, regenerate.\n"
+        f"site_configuration = {pprint.pformat(config, width=110, sort_dicts=False)}\n"
+    )
+    compile(text, str(path), "exec")
+    return write_text_atomic(path, text)
+
+
+def testcase_nodes(tc: dict[str, Any]) -> list[str]:
+    """The nodes a test case ran on: ReFrame's ``$nid`` parameter of a ``--distribute`` run (``%.nid=<node>``
+    in the display name), else the job's node list (a multi-node check: every node it spanned)."""
+    m = re.search(r"%\.nid=(\S+)", tc.get("display_name") or "")
+    if m:
+        return [m.group(1)]
+    return [n for n in (tc.get("job_nodelist") or []) if n and n != "None"]
+
+
+def split_report(report: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """ReFrame's report of a ``--distribute`` run, split into one report per node (each keeps the session info
+    and only that node's test cases; a multi-node test case goes to each of its nodes). Test cases that name no
+    node (a job that never started, a scheduler backend that does not record node lists) are returned by name
+    so that the caller can say so."""
+    per_node: dict[str, dict[str, Any]] = {}
+    orphans: list[str] = []
+    for run in report.get("runs", []):
+        for tc in run.get("testcases", []):
+            if tc.get("fixture"):
+                continue
+            nodes = testcase_nodes(tc)
+            if not nodes:
+                orphans.append(tc.get("unique_name") or tc.get("name") or "?")
+            for node in nodes:
+                doc = per_node.setdefault(node, {**report, "runs": []})
+                if not doc["runs"] or doc["runs"][-1].get("runid") != run.get("runid"):
+                    doc["runs"].append({**run, "testcases": []})
+                doc["runs"][-1]["testcases"].append(tc)
+    return per_node, orphans
+
+
+def drain(node: str, reason: str, dry_run: bool = False) -> list[str]:
+    """Drain a node with the reason (scontrol); returns the command. Slurm keeps reasons short: 100 chars here."""
+    argv = ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason[:100]}"]
+    if not dry_run:
+        res = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise SlurmError(f"{' '.join(argv)} failed ({res.returncode}): {(res.stderr or res.stdout).strip()}")
+    return argv
+
+
+def judge(
+    report: dict[str, Any],
+    parts: list[Partition],
+    results_dir: str | Path,
+    run_id: str,
+    suite: str,
+    reference_dir: str | Path,
+) -> list[verdict.Verdict]:
+    """One verdict per inventory node from a distributed run, written as the suite role writes a node's run:
+    ``<results_dir>/<node>/<run_id>/`` with the node's share of ReFrame's report, verdict.json and
+    gpuaccept.prom. The node's facts must already be there (node-facts.json, from ``gpuaccept facts`` run on
+    the node through srun); a node without them, or without a single job in the run, is rejected with the
+    reason."""
+    per_node, orphans = split_report(report)
+    known = {h for p in parts for h in p.hosts}
+    strangers = sorted(set(per_node) - known)
+    if strangers:
+        raise SlurmError(f"the report has jobs on {', '.join(strangers)}, which the inventory does not list")
+    out = []
+    for p in parts:
+        for node in p.hosts:
+            run_dir = Path(results_dir) / node / run_id
+            run_dir.mkdir(parents=True, exist_ok=True)
+            facts_file = run_dir / "node-facts.json"
+            problems = []
+            try:
+                facts = json.loads(facts_file.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as err:
+                facts = {"hostname": node, "gpus": []}
+                problems.append(f"no node facts from {node} ({facts_file}: {err}): `gpuaccept facts` did not run there")
+            mine = per_node.get(node)
+            report_error = None
+            if mine is None:
+                report_error = (
+                    f"no job of this run ran on {node} (down, drained, or outside Slurm partition "
+                    f"{p.slurm_partition}{' / reservation ' + p.reservation if p.reservation else ''})"
+                    + (f"; test cases without a node: {', '.join(orphans)}" if orphans else "")
+                )
+            else:
+                write_text_atomic(run_dir / "reframe-report.json", json.dumps(mine, indent=2) + "\n")
+            result = verdict.build(
+                mine, facts, reference_dir, p.node_type, suite, expected_gpus=p.gpu_count, report_error=report_error
+            )
+            result.node = node
+            for why in problems:
+                result.rows.insert(0, verdict.Row("node", "facts", verdict.FAIL, reason=why))
+                result.accepted = False
+            result.run_dir = str(run_dir.resolve())
+            write_text_atomic(run_dir / "verdict.json", json.dumps(result.to_json(), indent=2) + "\n")
+            exporter.write(result, run_dir)
+            out.append(result)
+    return out
+
+
+def drain_reason(result: verdict.Verdict, run_id: str) -> str:
+    return f"gpuaccept {result.suite} failed: {','.join(result.failed_checks()) or 'node'} ({run_id})"
+
+
+def load_inventory(path: str | Path) -> dict[str, Any]:
+    """``ansible-inventory --list`` output: read from a .json file, or produced now from an inventory path with
+    the ansible-inventory beside this Python (the tool environment) or on PATH."""
+    path = Path(path)
+    if path.suffix == ".json":
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise SlurmError(f"{path}: cannot read the inventory JSON: {err}") from None
+    if not path.exists():
+        raise SlurmError(f"{path}: no such inventory")
+    local = Path(sys.executable).parent / "ansible-inventory"
+    tool = str(local) if local.exists() else (shutil.which("ansible-inventory") or "ansible-inventory")
+    try:
+        res = subprocess.run([tool, "-i", str(path), "--list"], capture_output=True, text=True, check=False)
+    except OSError as err:
+        raise SlurmError(f"cannot run ansible-inventory for {path}: {err}") from None
+    if res.returncode != 0:
+        raise SlurmError(f"ansible-inventory -i {path} --list failed: {res.stderr.strip()[-800:]}")
+    return json.loads(res.stdout)
