@@ -29,6 +29,21 @@ CHECKS: dict[str, Check] = {
             False,
             "cpu_gemm.json",
         ),
+        Check(
+            "hplstyle",
+            "HPL-style LU through cuSOLVER, every GPU at once (gpuaccept-hplstyle)",
+            ("commission", "evaluation"),
+            True,
+            "hplstyle.json",
+        ),
+        Check(
+            "hpl_nvidia",
+            "NVIDIA HPC-Benchmarks HPL (xhpl), one rank per GPU",
+            ("commission", "evaluation"),
+            True,
+            "hpl_nvidia.json",
+        ),
+        Check("hpl_host", "host HPL through hpcc (OpenBLAS)", ("commission", "evaluation"), False, "hpl_host.json"),
     )
 }
 
