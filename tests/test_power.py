@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import EVIDENCE
 
 from gpuaccept import power
 from gpuaccept.power import Reading
@@ -120,3 +121,47 @@ def test_sample_bad_command_lines_exit_4_naming_the_problem(tmp_path, args, mess
     assert proc.returncode == 4
     assert message in proc.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+# Recorded on the H100 (docs/evidence/2026-11-22-h100-power/README.md).
+POWER = EVIDENCE / "2026-11-22-h100-power"
+
+
+def test_recorded_nvml_run_re_summarizes_to_its_own_figures():
+    doc = json.loads((POWER / "gemm-nvml.json").read_text())
+    g = doc["results"]["per_gpu"][0]
+    readings = power.readings_from_series(doc["results"]["samples"])
+    per_gpu, metrics, waived, failures = power.summarize(
+        readings, [0], doc["results"]["duration_s"], [0.0], [g["energy_counter_j"] * 1000.0]
+    )
+    assert failures == [] and waived == {}
+    assert per_gpu[0]["throttled_s"] == g["throttled_s"]
+    assert per_gpu[0]["throttled_s"]["sw_power_cap"] > 5.0  # FP64 GEMM sits at the 700 W cap
+    for name in ("energy_j", "power_avg_w", "power_peak_w"):
+        assert metrics[name]["value"] == pytest.approx(doc["metrics"][name]["value"])
+    # The energy counter and the integral of the 0.1 s samples agree within 5 %.
+    assert g["energy_integrated_j"] == pytest.approx(g["energy_counter_j"], rel=0.05)
+    assert doc["verification"]["passed"] is True and doc["results"]["exit_status"] == 0
+
+
+def test_recorded_idle_run_is_idle():
+    doc = json.loads((POWER / "idle-nvml.json").read_text())
+    g = doc["results"]["per_gpu"][0]
+    assert g["avg_w"] < 100.0 and set(g["throttled_s"]) == {"gpu_idle"}
+    assert doc["devices"][0]["serial"] and doc["devices"][0]["pci_bus_id"]
+
+
+def test_recorded_nvidia_smi_stream_parses():
+    text = (POWER / "smi-stream.csv").read_text()
+    readings = power.parse_smi_stream(text)
+    assert len(readings) == len([x for x in text.splitlines() if x.strip()])
+    assert {r.gpu for r in readings} == {0}
+    assert [r.tick for r in readings] == list(range(len(readings)))
+    loaded = [r for r in readings if r.power_w and r.power_w > 600]
+    assert loaded and all(power.reason_names(r.reasons) == ["sw_power_cap"] for r in loaded if r.reasons)
+    assert all(r.sm_mhz and r.mem_mhz == 2619 for r in readings)
+
+
+def test_an_smi_line_with_the_wrong_field_count_is_rejected():
+    with pytest.raises(ValueError, match="5 fields, expected 6"):
+        power.parse_smi_line("0, 70.35, 345, 2619, 39", 0, 0.0)
