@@ -113,6 +113,7 @@ class HplOutputCheck(BenchCheck):
     threshold = variable(float, value=16.0)
 
     ranks = 1
+    hpcc_output = False
     metric_unit = "TFLOP/s"
     per_gpu = True
 
@@ -130,7 +131,7 @@ class HplOutputCheck(BenchCheck):
         if self.job.exitcode not in (0, None):
             errors.append(f"{self.executable} exited with status {self.job.exitcode}")
         try:
-            out = hpl.parse_file(self.hpl_output_path())
+            out = hpl.parse_file(self.hpl_output_path(), hpcc=self.hpcc_output)
         except OSError as err:
             out = hpl.HplOutput(source=self.hpl_output_path())
             errors.append(f"no HPL output {self.hpl_output_path()}: {err.strerror}")
@@ -176,11 +177,18 @@ class GpuHplNvidia(HplOutputCheck):
         with open(self.descriptor, encoding="utf-8") as handle:
             desc = json.load(handle)
         self.ranks = int(extras.get("gpu_count") or 0)
-        memory = int(extras.get("gpu_memory_bytes") or desc.get("gpu_memory_bytes") or 0)
+        memory = 0
+        facts_file = extras.get("facts_file")
+        try:
+            with open(str(facts_file), encoding="utf-8") as handle:
+                gpus = json.load(handle).get("gpus") or []
+            memory = min(int(g.get("memory_bytes") or 0) for g in gpus) if gpus else 0
+        except (OSError, ValueError) as err:
+            raise SanityError(f"{socket.gethostname()}: cannot read the node facts {facts_file}: {err}") from None
         if self.ranks < 1 or memory < 1:
             raise SanityError(
-                f"{socket.gethostname()}: partition extras give gpu_count={self.ranks}, gpu_memory_bytes={memory}: "
-                "regenerate the ReFrame configuration with the gpuaccept_reframe role"
+                f"{socket.gethostname()}: gpu_count={self.ranks} (partition extras), GPU memory {memory} bytes "
+                f"({facts_file}): regenerate the ReFrame configuration with the gpuaccept_reframe role"
             )
         p, q = hpl_dat.grid(self.ranks)
         n = hpl_dat.problem_size(memory, self.ranks, self.memory_fraction, self.nb, p, q)
@@ -213,6 +221,7 @@ class HostHpl(HplOutputCheck):
     time_limit = "30m"
     metric_unit = "GFLOP/s"
     per_gpu = False
+    hpcc_output = True
     nb = 192
 
     @run_after("init")

@@ -18,7 +18,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["HplOutput", "HplRun", "hpl_flops", "judge", "parse", "parse_file", "scaled_residual"]
+__all__ = [
+    "HplOutput",
+    "HplRun",
+    "hpcc_hpl_section",
+    "hpl_flops",
+    "judge",
+    "parse",
+    "parse_file",
+    "scaled_residual",
+    "scaled_residual_from_norms",
+    "to_document",
+]
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf)"
 _ROW = re.compile(
@@ -115,9 +126,24 @@ def parse(text: str, source: str = "<output>") -> HplOutput:
     return out
 
 
-def parse_file(path: str | Path) -> HplOutput:
+def parse_file(path: str | Path, hpcc: bool = False) -> HplOutput:
+    """Parses a file; with ``hpcc``, only its HPL section (hpcc's other sections print HPL-like headers)."""
     path = Path(path)
-    return parse(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return parse(hpcc_hpl_section(text) if hpcc else text, str(path))
+
+
+def hpcc_hpl_section(text: str) -> str:
+    """hpcc's output with every line outside 'Begin of HPL section.' .. 'End of HPL section.' blanked (line
+    numbers stay those of the file); all blank when the section never began (hpcc failed before HPL)."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("Begin of HPL section."):
+            inside = True
+        elif line.startswith("End of HPL section."):
+            inside = False
+        lines.append(line if inside else "")
+    return "\n".join(lines) + "\n"
 
 
 def judge(out: HplOutput, expected_runs: int | None = None) -> list[str]:
@@ -125,7 +151,11 @@ def judge(out: HplOutput, expected_runs: int | None = None) -> list[str]:
     src = out.source
     problems: list[str] = []
     if out.threshold is None:
-        problems.append(f"{src}: no residual threshold line ('Computational tests pass if ...'): not HPL output?")
+        problems.append(
+            f"{src}: no residual threshold line ('Computational tests pass if scaled residuals are less than'): "
+            "HPL prints none when HPL.dat's threshold is 0 or below (it then skips its residual check), "
+            "or this is not HPL's output"
+        )
     elif not out.threshold > 0:
         problems.append(
             f"{src}: residual threshold is {out.threshold:g}: HPL skips its residual check at 0 or below, "
@@ -175,6 +205,13 @@ def scaled_residual(a: list[list[float]], x: list[float], b: list[float], eps: f
     norm_x = max(abs(v) for v in x)
     norm_b = max(abs(v) for v in b)
     norm_r = max(abs(v) for v in r)
+    return scaled_residual_from_norms(norm_r, norm_a, norm_x, norm_b, n, eps)
+
+
+def scaled_residual_from_norms(
+    norm_r: float, norm_a: float, norm_x: float, norm_b: float, n: int, eps: float = 2.0**-53
+) -> float:
+    """HPL's scaled residual from the infinity norms of r = Ax-b, A, x and b."""
     return norm_r / (eps * (norm_a * norm_x + norm_b) * n)
 
 
