@@ -112,6 +112,11 @@ class HplOutputCheck(BenchCheck):
     #: :type: :class:`float`
     threshold = variable(float, value=16.0)
 
+    #: Why the check did not run (set before ``skip()``; ReFrame's report keeps variables, the verdict reads it).
+    #:
+    #: :type: :class:`str`
+    not_run_reason = variable(str, value="")
+
     ranks = 1
     hpcc_output = False
     metric_unit = "TFLOP/s"
@@ -163,13 +168,15 @@ class GpuHplNvidia(HplOutputCheck):
     sample_power = True
     efficiency_metric = "tflops"
 
-    @run_after("init")
+    # Before setup (and BenchCheck's reference binding), so that ReFrame reports it as skipped with the reason.
+    @run_before("setup")
     def need_artifact(self):
         if not os.path.isfile(self.descriptor):
-            self.skip(
+            self.not_run_reason = (
                 f"not run: artifact not configured ({self.descriptor} absent: set gpuaccept_hpl_artifact_path or "
                 "gpuaccept_hpl_artifact_url with its sha256 and run the gpuaccept_hpl role)"
             )
+            self.skip(self.not_run_reason)
 
     @run_after("setup")
     def write_hpl_dat(self):
@@ -224,11 +231,12 @@ class HostHpl(HplOutputCheck):
     hpcc_output = True
     nb = 192
 
-    @run_after("init")
+    @run_before("setup")
     def need_hpcc(self):
         self.executable = shutil.which("hpcc") or ""
         if not self.executable:
-            self.skip("not run: hpcc is not installed (Debian: apt install hpcc)")
+            self.not_run_reason = "not run: hpcc is not installed (Debian: apt install hpcc)"
+            self.skip(self.not_run_reason)
 
     @run_after("setup")
     def write_hpccinf(self):
