@@ -27,8 +27,12 @@ from gpuaccept.atomic import write_text_atomic
 from gpuaccept.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
-#: Where the gpuaccept_hpl role describes the xhpl it installed (gpuaccept_hpl_prefix/gpuaccept-hpl.json).
-NVIDIA_HPL_DESCRIPTOR = os.environ.get("GPUACCEPT_HPL_DESCRIPTOR", "/opt/gpuaccept/hpl/gpuaccept-hpl.json")
+#: Where the gpuaccept_hpl role describes the xhpl it installed: gpuaccept_hpl_prefix/gpuaccept-hpl.json, by
+#: default <project root>/hpl, the project root being where these checks live (GPUACCEPT_HPL_DESCRIPTOR overrides).
+NVIDIA_HPL_DESCRIPTOR = os.environ.get(
+    "GPUACCEPT_HPL_DESCRIPTOR",
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hpl", "gpuaccept-hpl.json"),
+)
 
 
 class HplStyleBuild(BenchBuild):

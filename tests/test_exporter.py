@@ -44,7 +44,8 @@ def test_textfile_is_promtool_clean_and_in_base_units(tmp_path):
     h2d = next(line for line in samples if line.startswith("gpuaccept_result_bytes_per_second{")
                and 'metric="h2d_pinned_min"' in line)
     assert float(h2d.rsplit(" ", 1)[1]) > 1e10  # tens of GB/s, in bytes per second
-    assert re.search(r'^gpuaccept_node_accepted\{node_type="h100_sxm5_80gb",suite="commission"\} 1\.0$', text, re.M)
+    # 0: this run was recorded before the HPL check existed, which the node type now expects (not run).
+    assert re.search(r'^gpuaccept_node_accepted\{node_type="h100_sxm5_80gb",suite="commission"\} 0\.0$', text, re.M)
 
 
 def free_port() -> int:

@@ -325,6 +325,11 @@ def _cpu_gpu_ratios(rows: list[Row]) -> list[Row]:
         if c and g:
             out.append(Row("cpu_gemm", name, INFO, c / (g * 1000.0), "ratio",
                            reason=f"informational: host {cpu} (all cores) / GPU {gpu}"))
+    # HPL: the GPUs' HPL-style node rate over the host's HPL (seed 003's GPU/CPU ratio), where both ran.
+    host, gpus = values.get(("hpl_host", "gflops")), values.get(("hplstyle", "tflops_sum"))
+    if host and gpus:
+        out.append(Row("hpl_host", "gpu_cpu_hpl_ratio", INFO, gpus * 1000.0 / host, "ratio",
+                       reason="informational: hplstyle tflops_sum (all GPUs) / hpl_host gflops (host)"))
     return out
 
 
