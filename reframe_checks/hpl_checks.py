@@ -86,8 +86,10 @@ class GpuHplStyle(BenchCheck):
     def validate(self):
         # The document first (errors, verification, references), then HPL's own lines on stdout: one result row
         # and one PASSED residual line per GPU.
-        gpus = len(self._document().get("devices") or []) or None
-        problems = _hpl_problems(self.stagedir, str(self.stdout), gpus)
+        doc = self._document()
+        gpus = len(doc.get("devices") or [])
+        runs = int((doc.get("parameters") or {}).get("runs") or 1)
+        problems = _hpl_problems(self.stagedir, str(self.stdout), gpus * runs or None)
         if problems:
             raise SanityError(f"{socket.gethostname()}: " + "; ".join(problems))
         return sn.evaluate(super().validate())
