@@ -149,7 +149,7 @@ def test_recorded_degraded_run_is_rejected():
 def test_shipped_references_are_reproducible_from_the_evidence(node_type, runs):
     shipped = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())
     source_id = next(iter(shipped["sources"]))  # the first source: these runs (later checks cite their own)
-    docs = {key: found for key in CHECKS if (found := baseline.find_documents(runs, key))}
+    docs = {key: found for key in CHECKS if (found := baseline.collect(runs, key))}
     assert {"bandwidth", "gemm", "cpu_gemm"} <= set(docs)
     assert min(len(d) for d in docs.values()) >= 5
     checks, _ = baseline.derive(docs, source_id)
