@@ -3,7 +3,7 @@ ones), provenance, and proposals that never replace the reviewed file."""
 
 import pytest
 import yaml
-from conftest import H100_COMMISSION, H100_DEGRADED, H100_RUNS, REFERENCE_DIR
+from conftest import H100_COMMISSION, H100_DEGRADED, H100_RUNS, REFERENCE_DIR, references_as_recorded
 
 from gpuaccept import baseline, references
 from gpuaccept.cli import main
@@ -69,7 +69,9 @@ def test_without_rejection_the_degraded_run_drags_the_reference(tmp_path):
 
 
 def test_the_proposal_is_a_valid_reference_file(tmp_path, capsys):
-    rc, out = propose(tmp_path, H100_RUNS)
+    # Compared with the reviewed file as it stood for these runs (they predate the HPL check's references).
+    recorded = ["--reference-dir", str(references_as_recorded(tmp_path))]
+    rc, out = propose(tmp_path, H100_RUNS, extra=recorded)
     assert rc == 0
     (tmp_path / "refs").mkdir()
     (tmp_path / "refs" / "h100_sxm5_80gb.yaml").write_text(out.read_text())

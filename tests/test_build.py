@@ -37,11 +37,11 @@ def gpu_build(tmp_path_factory):
 
 def test_cuda_sources_compile(gpu_build):
     # The Makefile's default CUDA_ARCH: sm_80, sm_89, sm_90, sm_100 and PTX for newer GPUs.
-    for name in ("gpuaccept-bw", "gpuaccept-gemm"):
+    for name in ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle"):
         assert (gpu_build / name).stat().st_size > 0
 
 
-@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm"])
+@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle"])
 def test_no_gpu_is_reported_not_passed(gpu_build, tmp_path, tool):
     out = tmp_path / "doc.json"
     res = subprocess.run([str(gpu_build / tool), "--output", str(out)], capture_output=True, text=True, check=False)
@@ -51,7 +51,7 @@ def test_no_gpu_is_reported_not_passed(gpu_build, tmp_path, tool):
     assert doc["errors"] and doc["devices"] == [] and doc["metrics"] == {}
 
 
-@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm"])
+@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle"])
 def test_bad_option_names_it(gpu_build, tool):
     res = subprocess.run([str(gpu_build / tool), "--no-such-option"], capture_output=True, text=True, check=False)
     assert res.returncode == 3 and "--no-such-option" in res.stderr

@@ -4,7 +4,7 @@ first, missing values and unknown node types loud."""
 import json
 import math
 
-from conftest import EVIDENCE, H100_DEGRADED, H100_RUNS, REFERENCE_DIR
+from conftest import EVIDENCE, H100_DEGRADED, H100_RUNS, REFERENCE_DIR, references_as_recorded
 
 from gpuaccept import compare
 from gpuaccept.cli import main
@@ -12,10 +12,10 @@ from gpuaccept.cli import main
 H200_EVAL1 = EVIDENCE / "2026-11-22-h200" / "runs" / "eval-1"
 
 
-def test_the_degraded_run_is_the_newest_and_its_gemm_is_worst_first():
+def test_the_degraded_run_is_the_newest_and_its_gemm_is_worst_first(tmp_path):
     found = compare.find_verdicts([H100_RUNS, H100_DEGRADED.parent])
     assert [p.parent for p, _ in found] == [H100_DEGRADED]  # one node, one node type: its newest run
-    devs = compare.deviations(found, REFERENCE_DIR)
+    devs = compare.deviations(found, references_as_recorded(tmp_path))
     measured = [d for d in devs if d.value is not None]
     assert [d.metric for d in measured[:4]] == [
         "bf16_tflops_min",
@@ -38,17 +38,19 @@ def test_the_degraded_run_is_the_newest_and_its_gemm_is_worst_first():
     assert devs.index(missing[-1]) < devs.index(measured[0])
 
 
-def test_a_good_fleet_passes_and_every_run_can_be_listed(capsys):
-    assert main(["compare", str(H100_RUNS), "--all"]) == 0
+def test_a_good_fleet_passes_and_every_run_can_be_listed(tmp_path, capsys):
+    refs = ["--reference-dir", str(references_as_recorded(tmp_path))]
+    assert main(["compare", str(H100_RUNS), "--all", *refs]) == 0
     out = capsys.readouterr().out
     assert "0 of 25 judged metrics outside their tolerance on 0 of 1 node(s) (1 run(s)" in out
-    assert main(["compare", "--every-run", str(H100_RUNS)]) == 0
+    assert main(["compare", "--every-run", str(H100_RUNS), *refs]) == 0
     assert "(3 run(s)" in capsys.readouterr().out
 
 
 def test_a_fleet_of_two_node_types_rejects_with_a_json_list(tmp_path, capsys):
     out_json = tmp_path / "compare.json"
-    rc = main(["compare", str(H100_RUNS), str(H100_DEGRADED), str(H200_EVAL1), "--json", str(out_json)])
+    refs = ["--reference-dir", str(references_as_recorded(tmp_path))]
+    rc = main(["compare", str(H100_RUNS), str(H100_DEGRADED), str(H200_EVAL1), "--json", str(out_json), *refs])
     assert rc == 1
     printed = capsys.readouterr().out
     assert "on 1 of 2 node(s)" in printed and "gemm.fp64_tflops_min" in printed

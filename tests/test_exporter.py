@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import H100_COMMISSION, REFERENCE_DIR
+from conftest import H100_COMMISSION, REFERENCE_DIR, references_as_recorded
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuaccept import exporter, references, verdict
@@ -20,10 +20,10 @@ RUN = H100_COMMISSION
 NEED_TOOLS = "CI installs Debian's prometheus and prometheus-node-exporter (.ci/run)"
 
 
-def recorded_verdict(node_type="h100_sxm5_80gb") -> verdict.Verdict:
+def recorded_verdict(node_type="h100_sxm5_80gb", reference_dir=REFERENCE_DIR) -> verdict.Verdict:
     report = verdict.load_report(RUN / "reframe-report.json")
     facts = json.loads((RUN / "node-facts.json").read_text())
-    return verdict.build(report, facts, REFERENCE_DIR, node_type, "commission", run_dir=RUN)
+    return verdict.build(report, facts, reference_dir, node_type, "commission", run_dir=RUN)
 
 
 def tool(name: str) -> str:
@@ -34,7 +34,7 @@ def tool(name: str) -> str:
 
 
 def test_textfile_is_promtool_clean_and_in_base_units(tmp_path):
-    text = exporter.render(recorded_verdict())
+    text = exporter.render(recorded_verdict(reference_dir=references_as_recorded(tmp_path)))
     res = subprocess.run([tool("promtool"), "check", "metrics"], input=text, capture_output=True, text=True,
                          check=False)
     assert res.returncode == 0, res.stdout + res.stderr

@@ -1,6 +1,7 @@
 """The host GEMM check, run for real through ReFrame on this GPU-less machine, judged and exported."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,13 @@ checks:
     sgemm_gflops: {{value: 1.0, unit: GFLOP/s, lower: 0.9, source: synthetic}}
     dgemm_scaling_efficiency: {{value: 0.5, unit: ratio, lower: 0.95, source: synthetic}}
 """
+# The host HPL (hpcc, Debian's package; CI installs it): expected only where hpcc is installed, at a tiny N.
+HPCC = shutil.which("hpcc")
+REF_HPL = """\
+  hpl_host:
+    gflops: {value: 0.001, unit: GFLOP/s, lower: 0.9, source: synthetic}
+    residual_max: {value: 1.0, unit: ratio, upper: 15.0, source: synthetic}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +41,8 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("rfm")
     refs = base / "refs"
     refs.mkdir()
-    (refs / "ci_pass.yaml").write_text(REF.format(name="ci_pass", dgemm=1.0))
-    (refs / "ci_fail.yaml").write_text(REF.format(name="ci_fail", dgemm=1.0e6))
+    (refs / "ci_pass.yaml").write_text(REF.format(name="ci_pass", dgemm=1.0) + (REF_HPL if HPCC else ""))
+    (refs / "ci_fail.yaml").write_text(REF.format(name="ci_fail", dgemm=1.0e6) + (REF_HPL if HPCC else ""))
     facts = node_facts.gather()
     assert not facts["gpus"], "this test expects a machine without NVIDIA GPUs"
     facts_file = base / "node-facts.json"
@@ -45,7 +53,8 @@ def runs(tmp_path_factory):
         run_dir.mkdir()
         node_type = "ci_pass" if name == "ci_hang" else name
         config = render_config(run_dir / "settings.py", node_type, refs, facts, facts_file)
-        proc = run_reframe(config, run_dir, "commission", "-S", "bench_opts=--size,768,--window-s,0.5", *extra)
+        proc = run_reframe(config, run_dir, "commission", "-S", "bench_opts=--size,768,--window-s,0.5",
+                            "-S", "HostHpl.hpl_n=1000", *extra)
         summary = subprocess.run([*GPUACCEPT, "summarize", "--run-dir", str(run_dir), "--node-type", node_type,
                                   "--suite", "commission", "--facts", str(facts_file), "--reference-dir", str(refs),
                                   "--textfile-dir", str(run_dir / "textfile")],
@@ -100,3 +109,15 @@ def test_a_benchmark_past_its_time_limit_fails_the_check(runs):
     table, _doc = rows(run_dir)
     check = table[("cpu_gemm", None)]
     assert check["status"] == "fail" and "job timed out" in check["reason"], check
+
+
+@pytest.mark.skipif(HPCC is None, reason="hpcc not installed (CI installs it: apt install hpcc)")
+def test_host_hpl_runs_through_reframe(runs):
+    """hpcc's HPL for real, judged by gpuaccept.hpl through the HostHpl check."""
+    run_dir, _proc, _summary = runs["ci_pass"]
+    table, _doc = rows(run_dir)
+    assert table[("hpl_host", None)]["status"] == "pass", table[("hpl_host", None)]
+    assert table[("hpl_host", "gflops")]["value"] > 0
+    assert table[("hpl_host", "residual_max")]["value"] < 16
+    outputs = list((run_dir / "reframe" / "output").rglob("hpccoutf.txt"))
+    assert len(outputs) == 1 and "End of Tests." in outputs[0].read_text()

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, baseline, cli_fleet, compare, exporter, facts, references, verdict
+from . import __version__, baseline, cli_fleet, compare, exporter, facts, power, references, verdict
 from .atomic import OutputError, write_text_atomic
 from .checks import CHECKS, SUITES
 
@@ -216,6 +216,13 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sample(args: argparse.Namespace) -> int:
+    command = list(args.cmd)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    return power.run(command, args.output, args.interval, argv=["gpuaccept", *sys.argv[1:]], backend_name=args.backend)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     found = compare.find_verdicts([Path(p) for p in args.results], every_run=args.every_run)
     devs = compare.deviations(found, args.reference_dir)
@@ -339,6 +346,19 @@ def parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("runs", nargs="+", help="run directories (results/<node>/<run>, or folders holding them)")
     sp.set_defaults(func=cmd_baseline)
+
+    sp = sub.add_parser(
+        "sample",
+        help="run a command while sampling every GPU's power, clocks, temperature and throttle reasons; "
+        "exits with the command's exit status",
+    )
+    sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
+    sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
+    sp.add_argument(
+        "--backend", choices=power.BACKENDS, default="auto", help="how GPUs are read (default: NVML, else nvidia-smi)"
+    )
+    sp.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
+    sp.set_defaults(func=cmd_sample)
 
     sp = sub.add_parser(
         "compare",

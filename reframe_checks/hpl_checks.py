@@ -1,0 +1,255 @@
+"""HPL checks: one family, one parser (gpuaccept.hpl), one set of metrics.
+
+- ``GpuHplStyle`` (key ``hplstyle``): gpuaccept-hplstyle, our HPL-style LU through cuSOLVER on every GPU at
+  once; always available where the CUDA toolkit is. Not HPL: named for what it is.
+- ``GpuHplNvidia`` (key ``hpl_nvidia``): NVIDIA HPC-Benchmarks' ``xhpl``, installed from a site artifact by
+  the gpuaccept_hpl role; reported as not run ("artifact not configured") where the role has not installed it.
+- ``HostHpl`` (key ``hpl_host``): HPL on the host through Debian's ``hpcc`` (OpenBLAS), the CPU baseline;
+  not run where hpcc is not installed.
+
+Every output goes through HPL's own rule (gpuaccept.hpl.judge): a residual at or above the threshold, a
+threshold of 0 or below, a missing residual line, or a crashed, killed or timed-out run fails the check with
+the reason. What they measure: docs/checks/hpl.md.
+"""
+
+import json
+import os
+import shutil
+import socket
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
+from reframe.core.exceptions import SanityError
+
+from gpuaccept import hpl, hpl_dat
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.rfm import BenchBuild, BenchCheck
+
+#: Where the gpuaccept_hpl role describes the xhpl it installed: gpuaccept_hpl_prefix/gpuaccept-hpl.json, by
+#: default <project root>/hpl, the project root being where these checks live (GPUACCEPT_HPL_DESCRIPTOR overrides).
+NVIDIA_HPL_DESCRIPTOR = os.environ.get(
+    "GPUACCEPT_HPL_DESCRIPTOR",
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hpl", "gpuaccept-hpl.json"),
+)
+
+
+class HplStyleBuild(BenchBuild):
+    """Builds gpuaccept-hplstyle with nvcc (cuSOLVER, cuBLAS)."""
+
+    make_targets = ["hpl"]
+    binaries = ["gpuaccept-hplstyle"]
+
+
+def _hpl_problems(stagedir: str, name: str, expected_runs: int | None) -> list[str]:
+    path = os.path.join(stagedir, name)
+    try:
+        return hpl.judge(hpl.parse_file(path), expected_runs)
+    except OSError as err:
+        return [f"cannot read HPL output {path}: {err.strerror}"]
+
+
+@rfm.simple_test
+class GpuHplStyle(BenchCheck):
+    """HPL-style LU (cuSOLVER getrf + getrs, FP64, partial pivoting) on every GPU at once, one process each,
+    judged by HPL's scaled residual (threshold 16).
+
+    Variables: ``n`` (matrix order; 0: from 85% of GPU memory), plus BenchCheck's.
+    Metrics: ``tflops_min`` (slowest GPU), ``tflops_sum`` (node), ``residual_max``; with the power sampler,
+    energy_j, power_avg_w, power_peak_w and gflops_per_watt (of tflops_sum).
+    """
+
+    #: Matrix order; 0 sizes it from the GPUs' memory (``--mem-fraction`` 0.85, 0.25 in quick mode).
+    #:
+    #: :type: :class:`int`
+    n = variable(int, value=0)
+
+    check_key = "hplstyle"
+    binary = "gpuaccept-hplstyle"
+    descr = CHECKS["hplstyle"].title
+    tags = tags_for("hplstyle")
+    valid_systems = ["+gpu"]
+    time_limit = "20m"
+    build = fixture(HplStyleBuild, scope="environment")
+    # The power sampler's contract (gpuaccept.rfm.BenchCheck): sampled during the run, efficiency of the sum.
+    sample_power = True
+    efficiency_metric = "tflops_sum"
+
+    @run_after("setup")
+    def set_executable(self):
+        self.executable = os.path.join(self.build.stagedir, self.binary)
+        if self.n > 0:
+            self.executable_opts += ["--n", str(self.n)]
+
+    @sanity_function
+    def validate(self):
+        # The document first (errors, verification, references), then HPL's own lines on stdout: one result row
+        # and one PASSED residual line per GPU.
+        doc = self._document()
+        gpus = len(doc.get("devices") or [])
+        runs = int((doc.get("parameters") or {}).get("runs") or 1)
+        problems = _hpl_problems(self.stagedir, str(self.stdout), gpus * runs or None)
+        if problems:
+            raise SanityError(f"{socket.gethostname()}: " + "; ".join(problems))
+        return sn.evaluate(super().validate())
+
+
+class HplOutputCheck(BenchCheck):
+    """Runs an HPL that gpuaccept did not write and turns its output into a gpuaccept.bench/1 document
+    (gpuaccept.hpl.to_document) before sanity, so that BenchCheck judges it like every other benchmark.
+
+    Variables: ``hpl_output`` (the file HPL writes its results to: stdout or hpcc's hpccoutf.txt),
+    ``memory_fraction``, ``nb``, ``threshold``.
+    """
+
+    #: Share of memory for the matrix when N is derived from it.
+    #:
+    #: :type: :class:`float`
+    memory_fraction = variable(float, value=0.85)
+
+    #: Block size NB in HPL.dat.
+    #:
+    #: :type: :class:`int`
+    nb = variable(int, value=1024)
+
+    #: Residual threshold written to HPL.dat (HPL's 16.0); 0 or below makes the check fail.
+    #:
+    #: :type: :class:`float`
+    threshold = variable(float, value=16.0)
+
+    #: Why the check did not run (set before ``skip()``; ReFrame's report keeps variables, the verdict reads it).
+    #:
+    #: :type: :class:`str`
+    not_run_reason = variable(str, value="")
+
+    ranks = 1
+    hpcc_output = False
+    metric_unit = "TFLOP/s"
+    per_gpu = True
+
+    def hpl_output_path(self) -> str:
+        return os.path.join(self.stagedir, str(self.stdout))
+
+    @run_after("setup")
+    def plain_options(self):
+        # BenchCheck passes --output/--quick to gpuaccept's own tools; HPL takes HPL.dat instead.
+        self.executable_opts = []
+
+    @run_before("sanity")
+    def write_document(self):
+        errors = []
+        if self.job.exitcode not in (0, None):
+            errors.append(f"{self.executable} exited with status {self.job.exitcode}")
+        try:
+            out = hpl.parse_file(self.hpl_output_path(), hpcc=self.hpcc_output)
+        except OSError as err:
+            out = hpl.HplOutput(source=self.hpl_output_path())
+            errors.append(f"no HPL output {self.hpl_output_path()}: {err.strerror}")
+        doc = hpl.to_document(
+            out, self.check_key, self.ranks, unit=self.metric_unit, per_gpu=self.per_gpu, errors=errors
+        )
+        write_text_atomic(os.path.join(self.stagedir, self.result_file), json.dumps(doc, indent=1) + "\n")
+
+
+@rfm.simple_test
+class GpuHplNvidia(HplOutputCheck):
+    """NVIDIA HPC-Benchmarks xhpl, one rank per GPU, HPL.dat from gpuaccept.hpl_dat (N from
+    ``memory_fraction`` of the GPUs' memory, NB 1024, P x Q from the GPU count).
+
+    Not run ("artifact not configured") unless the gpuaccept_hpl role installed it and wrote its descriptor.
+    Metrics: ``tflops`` (node), ``tflops_per_gpu``, ``residual_max``; power as for GpuHplStyle.
+    """
+
+    #: The descriptor the gpuaccept_hpl role writes: ``{"command": [...], "kind": ...}``.
+    #:
+    #: :type: :class:`str`
+    descriptor = variable(str, value=NVIDIA_HPL_DESCRIPTOR)
+
+    check_key = "hpl_nvidia"
+    descr = CHECKS["hpl_nvidia"].title
+    tags = tags_for("hpl_nvidia")
+    valid_systems = ["+gpu"]
+    time_limit = "60m"
+    sample_power = True
+    efficiency_metric = "tflops"
+
+    # Before setup (and BenchCheck's reference binding), so that ReFrame reports it as skipped with the reason.
+    @run_before("setup")
+    def need_artifact(self):
+        if not os.path.isfile(self.descriptor):
+            self.not_run_reason = (
+                f"not run: artifact not configured ({self.descriptor} absent: set gpuaccept_hpl_artifact_path or "
+                "gpuaccept_hpl_artifact_url with its sha256 and run the gpuaccept_hpl role)"
+            )
+            self.skip(self.not_run_reason)
+
+    @run_after("setup")
+    def write_hpl_dat(self):
+        extras = self.current_partition.extras or {}
+        with open(self.descriptor, encoding="utf-8") as handle:
+            desc = json.load(handle)
+        self.ranks = int(extras.get("gpu_count") or 0)
+        memory = 0
+        facts_file = extras.get("facts_file")
+        try:
+            with open(str(facts_file), encoding="utf-8") as handle:
+                gpus = json.load(handle).get("gpus") or []
+            memory = min(int(g.get("memory_bytes") or 0) for g in gpus) if gpus else 0
+        except (OSError, ValueError) as err:
+            raise SanityError(f"{socket.gethostname()}: cannot read the node facts {facts_file}: {err}") from None
+        if self.ranks < 1 or memory < 1:
+            raise SanityError(
+                f"{socket.gethostname()}: gpu_count={self.ranks} (partition extras), GPU memory {memory} bytes "
+                f"({facts_file}): regenerate the ReFrame configuration with the gpuaccept_reframe role"
+            )
+        p, q = hpl_dat.grid(self.ranks)
+        n = hpl_dat.problem_size(memory, self.ranks, self.memory_fraction, self.nb, p, q)
+        dat = hpl_dat.HplDat(n=n, nb=self.nb, p=p, q=q, threshold=self.threshold)
+        write_text_atomic(os.path.join(self.stagedir, "HPL.dat"), hpl_dat.render(dat))
+        self.keep_files = [*self.keep_files, "HPL.dat"]
+        command = [str(c).replace("{ranks}", str(self.ranks)).replace("{dat}", "HPL.dat") for c in desc["command"]]
+        self.executable, self.executable_opts = command[0], command[1:]
+
+
+@rfm.simple_test
+class HostHpl(HplOutputCheck):
+    """HPL on the host through Debian's hpcc (OpenBLAS, one MPI rank, BLAS threads on every core): the CPU
+    baseline for the GPU/CPU ratio. hpcc also runs its other kernels (STREAM, FFT, ...) at sizes derived
+    from N; only its HPL section is judged.
+
+    Variables: ``hpl_n`` (matrix order, default 20000), ``nb`` (default 192).
+    Metrics: ``gflops`` (GFLOP/s), ``residual_max``.
+    """
+
+    #: Matrix order of the host run.
+    #:
+    #: :type: :class:`int`
+    hpl_n = variable(int, value=20000)
+
+    check_key = "hpl_host"
+    descr = CHECKS["hpl_host"].title
+    tags = tags_for("hpl_host")
+    valid_systems = ["*"]
+    time_limit = "30m"
+    metric_unit = "GFLOP/s"
+    per_gpu = False
+    hpcc_output = True
+    nb = 192
+
+    @run_before("setup")
+    def need_hpcc(self):
+        self.executable = shutil.which("hpcc") or ""
+        if not self.executable:
+            self.not_run_reason = "not run: hpcc is not installed (Debian: apt install hpcc)"
+            self.skip(self.not_run_reason)
+
+    @run_after("setup")
+    def write_hpccinf(self):
+        dat = hpl_dat.HplDat(n=self.hpl_n, nb=self.nb, p=1, q=1, threshold=self.threshold, device_out=8)
+        write_text_atomic(os.path.join(self.stagedir, "hpccinf.txt"), hpl_dat.render_hpccinf(dat))
+        self.env_vars = {**self.env_vars, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        self.keep_files = [*self.keep_files, "hpccinf.txt", "hpccoutf.txt"]
+
+    def hpl_output_path(self) -> str:
+        return os.path.join(self.stagedir, "hpccoutf.txt")
