@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, baseline, exporter, facts, references, verdict
+from . import __version__, baseline, crosscheck, exporter, facts, references, verdict
 from .atomic import OutputError, write_text_atomic
 from .checks import CHECKS, SUITES
 
@@ -240,6 +240,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--force", action="store_true")
     sp.add_argument("runs", nargs="+", help="run directories")
     sp.set_defaults(func=cmd_baseline)
+
+    crosscheck.add_subparser(sub)
     return p
 
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import re
 import statistics
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,8 +281,17 @@ def compare(
         return p2p[key], ""
 
     def add(
-        what: str, gpu: int, dst: int, tool: str, test: str, matrix: Any, why: str, row: int, col: int,
-        scale: float = 1.0, note: str = "",
+        what: str,
+        gpu: int,
+        dst: int,
+        tool: str,
+        test: str,
+        matrix: Any,
+        why: str,
+        row: int,
+        col: int,
+        scale: float = 1.0,
+        note: str = "",
     ) -> None:
         label = {"what": what, "gpu": gpu} if dst < 0 else {"what": what, "src": gpu, "dst": dst}
         label |= {"tool": tool, "test": test}
@@ -320,7 +329,16 @@ def compare(
         add("d2d", gpu, -1, "nvbandwidth", "device_local_copy", m, why, 0, gpu)
         m2, why = p2p_matrix("unidir_p2p_disabled")
         add(
-            "d2d", gpu, -1, "p2pBandwidthLatencyTest", "unidir_p2p_disabled", m2, why, gpu, gpu, 0.5,
+            "d2d",
+            gpu,
+            -1,
+            "p2pBandwidthLatencyTest",
+            "unidir_p2p_disabled",
+            m2,
+            why,
+            gpu,
+            gpu,
+            0.5,
             "the sample counts both the read and the write of a copy inside one GPU (gb *= 2); halved here to bytes "
             "copied",
         )
@@ -534,13 +552,25 @@ def _size(text: str) -> int:
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     if args.bw_bin:
-        missing = [o for o, v in (("--nvbandwidth-bin", args.nvbandwidth_bin), ("--p2p-bin", args.p2p_bin),
-                                  ("--out-dir", args.out_dir)) if not v]
+        missing = [
+            o
+            for o, v in (
+                ("--nvbandwidth-bin", args.nvbandwidth_bin),
+                ("--p2p-bin", args.p2p_bin),
+                ("--out-dir", args.out_dir),
+            )
+            if not v
+        ]
         if missing:
             raise CrosscheckInputError(f"--bw-bin runs the tools: also give {', '.join(missing)}")
         doc = run_and_compare(
-            args.bw_bin, args.nvbandwidth_bin, args.p2p_bin, args.out_dir, nbytes=args.bytes,
-            tolerance=args.tolerance, timeout_s=args.timeout,
+            args.bw_bin,
+            args.nvbandwidth_bin,
+            args.p2p_bin,
+            args.out_dir,
+            nbytes=args.bytes,
+            tolerance=args.tolerance,
+            timeout_s=args.timeout,
         )
     else:
         if not args.bw:
