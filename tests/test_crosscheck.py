@@ -51,8 +51,15 @@ def test_parse_p2p_recorded():
     assert m["latency_p2p_disabled_cpu"] == [[6.40]]
 
 
+RECORDED = EVIDENCE.parent
+ALL_RUNS = sorted(
+    [*RECORDED.glob("first-run/run*"), *RECORDED.glob("second-run/run*"), *RECORDED.glob("role/results/*/*-crosscheck")]
+)
+
+
 def test_every_recorded_run_agrees():
-    for run in sorted(EVIDENCE.glob("run*")):
+    assert len(ALL_RUNS) == 8
+    for run in ALL_RUNS:
         doc = crosscheck.compare_files(
             str(run / "gpuaccept-bw.json"), str(run / "nvbandwidth.json"), str(run / "p2pBandwidthLatencyTest.txt")
         )
