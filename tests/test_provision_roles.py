@@ -411,3 +411,25 @@ def test_cuda_samples_refuses_missing_or_unpinned_archives(tmp_path):
     rc, out = play(tmp_path, "gpuaccept_cuda_samples", {"gpuaccept_cuda_samples_tolerance": 5})
     assert rc != 0
     failed_with(out, "gpuaccept_cuda_samples_tolerance must be a fraction between 0 and 1 (it is 5")
+
+
+def test_cuda_samples_check_mode_on_a_fresh_node(tmp_path):
+    """Check mode with archives whose checksums are pinned (stand-ins: what is checked is the flow, not a build)."""
+    archives = {}
+    for name, top in (("nvbandwidth", "nvbandwidth-0.8"), ("samples", "cuda-samples-13.0")):
+        path = tmp_path / f"{top}.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(ROOT / "README.md", arcname=f"{top}/README.md")
+        archives |= {
+            f"gpuaccept_cuda_samples_{name}_archive": str(path),
+            f"gpuaccept_cuda_samples_{name}_sha256": sha256(path),
+        }
+    rc, out = play(
+        tmp_path,
+        "gpuaccept_cuda_samples",
+        archives | {"gpuaccept_root": str(tmp_path / "root"), "gpuaccept_cuda_samples_install_deps": False},
+        "--check",
+    )
+    assert rc == 0, out[-3000:]
+    failed_with(out, f"{tmp_path}/root/build/nvidia-tools does not exist yet on localhost")
+    assert not (tmp_path / "root").exists()
