@@ -2,6 +2,7 @@
 #   make accept      accept this node: tool environment, commissioning playbook on inventories/local, verdict
 #   make test        the test suite (what CI runs)
 #   make wheelhouse  on a connected machine: every wheel `accept` and `test` need, for air-gapped sites
+#   make bundle      on a connected machine: the air-gapped bundle (docs/airgapped.md); BUNDLE=dir (default bundle)
 # Offline: WHEELHOUSE=/path/to/wheelhouse make accept   (pip --no-index --find-links)
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,7 +12,7 @@ INVENTORY ?= inventories/local
 ANSIBLE_ARGS ?=
 export PYTHON VENV WHEELHOUSE
 
-.PHONY: accept test wheelhouse venv clean
+.PHONY: accept test wheelhouse bundle venv clean
 accept:
 	@scripts/accept.sh $(SUITE) $(INVENTORY) $(ANSIBLE_ARGS)
 
@@ -20,6 +21,9 @@ test:
 
 wheelhouse:
 	@scripts/wheelhouse.sh $(or $(WHEELHOUSE),wheelhouse)
+
+bundle:
+	@scripts/bundle.sh $(or $(BUNDLE),bundle)
 
 venv:
 	@scripts/venv.sh

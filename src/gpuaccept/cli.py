@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, baseline, cli_fleet, compare, exporter, facts, power, references, verdict
+from . import __version__, baseline, cli_fleet, compare, crosscheck, exporter, facts, power, references, verdict
 from .atomic import OutputError, write_text_atomic
 from .checks import CHECKS, SUITES
 
@@ -387,6 +387,7 @@ def parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_report)
 
     cli_fleet.register(sub, default_reference_dir())
+    crosscheck.add_subparser(sub)
     return p
 
 
