@@ -76,7 +76,7 @@ def settle(max_s: float, window_s: float = 2.0, tolerance: float = 0.05) -> dict
     try:
         backend, _ = power.open_backend("nvml")
     except power.SamplerError as err:
-        time.sleep(min(max_s, 5.0))
+        time.sleep(min(max_s, 3.0))
         return {"waited_s": round(time.monotonic() - t0, 2), "settled": None, "why": f"fixed wait: {err}"}
     history: list[tuple[float, list[float | None]]] = []
     try:
