@@ -25,7 +25,7 @@ checks:
     energy_j: {value: 100.0, unit: J, lower: 0.99, upper: 100.0, source: synthetic}
     power_avg_w: {value: 100.0, unit: W, lower: 0.99, upper: 100.0, source: synthetic}
     power_peak_w: {informational: plumbing test, unit: W, source: synthetic}
-    gflops_per_watt: {informational: plumbing test, unit: GFLOP/s, source: synthetic}
+    gflops_per_watt: {informational: plumbing test, unit: GFLOP/s/W, source: synthetic}
 """
 
 

@@ -191,7 +191,7 @@ def judge(
         put(
             "gflops_per_watt",
             min(eff),
-            "GFLOP/s",
+            "GFLOP/s/W",
             "higher",
             f"min over GPUs of the {precision} GEMM's median GFLOP/s per watt of median load power",
         )
