@@ -3,7 +3,8 @@
 # requirements/tools.txt carried (WHEELHOUSE, default ../../.whl): the health probe on the idle node and with a
 # foreign compute process holding the GPU (a recorded failing output), then the suites through `make accept`
 # with their wall times: SUITES (default "nightly nightly": the first run also creates the tool environment,
-# the second is what a nightly timer sees). Read-only towards the GPU settings.
+# the second is what a nightly timer sees; PREPARE_VENV=1 creates the tool environment first, timed apart, so
+# that every suite run finds it). SKIP_PROBES=1 skips the two health probes. Read-only towards the GPU settings.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; D=$OUT/suites; mkdir -p "$D"
 exec > >(tee "$D/device_suites.log") 2>&1
@@ -24,6 +25,10 @@ if [ "${SKIP_PROBES:-0}" != 1 ]; then
     --output "$D/health-foreign.json"; echo "rc=$? (2 expected: unhealthy)"
   kill "$fpid"; wait "$fpid" 2>/dev/null
 fi
+if [ "${PREPARE_VENV:-0}" = 1 ]; then
+  t0=$(date +%s.%N); WHEELHOUSE=$WH scripts/venv.sh; t1=$(date +%s.%N)
+  echo "scripts/venv.sh (tool environment): exit $?, wall $(python3 -c "print(round($t1 - $t0, 1))") s" | tee -a "$D/walls.txt"
+fi
 n=0
 for suite in ${SUITES:-nightly nightly}; do
   n=$((n + 1)); t0=$(date +%s.%N)
@@ -32,6 +37,6 @@ for suite in ${SUITES:-nightly nightly}; do
   echo "make accept SUITE=$suite (run $n): exit $rc, wall $(python3 -c "print(round($t1 - $t0, 1))") s" | tee -a "$D/walls.txt"
 done
 cat "$D/walls.txt"
-tar czf "$OUT/results.tar.gz" --exclude='*/stage/*' results
+tar czf "$OUT/results.tar.gz" --exclude='*/stage/*/GpuBenchBuild*' --exclude='*/stage/*/CpuBenchBuild*' results
 tar czf "$OUT/suites.tar.gz" -C "$OUT" suites && rm -rf "$D"
 ls -la "$OUT"
