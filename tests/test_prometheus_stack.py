@@ -8,7 +8,7 @@ import re
 
 import pytest
 import yaml
-from conftest import H100_COMMISSION, H100_DEGRADED, REFERENCE_DIR, ROOT
+from conftest import H100_COMMISSION, H100_DEGRADED, ROOT, references_as_recorded
 from prom_stack import Stack, api, wait_for
 
 from gpuaccept import exporter, verdict
@@ -17,10 +17,11 @@ RULES = ROOT / "prometheus" / "gpuaccept.rules.yml"
 DASHBOARD = ROOT / "prometheus" / "grafana" / "gpuaccept.json"
 
 
-def recorded(run) -> verdict.Verdict:
+def recorded(run, reference_dir) -> verdict.Verdict:
+    """The run judged against the references of the checks it ran (recorded before health, power and HPL)."""
     report = verdict.load_report(run / "reframe-report.json")
     facts = json.loads((run / "node-facts.json").read_text())
-    return verdict.build(report, facts, REFERENCE_DIR, "h100_sxm5_80gb", "commission", run_dir=run)
+    return verdict.build(report, facts, reference_dir, "h100_sxm5_80gb", "commission", run_dir=run)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def prom(tmp_path_factory):
         for name, run in (("good", H100_COMMISSION), ("bad", H100_DEGRADED)):
             textfile = base / name / "textfile"
             textfile.mkdir(parents=True)
-            exporter.write(recorded(run), base / name, textfile)
+            exporter.write(recorded(run, references_as_recorded(base)), base / name, textfile)
             nodes[name] = stack.node_exporter(textfile)
         url = stack.prometheus(list(nodes.values()), [fast_rules])
         wait_for(

@@ -63,6 +63,14 @@ CHECKS: dict[str, Check] = {
             "hpl_host.json",
             optional=True,
         ),
+        Check("health", "GPU health: count, driver, PCIe under load, ECC, XID, processes", SUITES, True, "health.json"),
+        Check(
+            "power",
+            "idle power, power under a sustained GEMM, GFLOP/s per watt, throttling",
+            SUITES,
+            True,
+            "power_check.json",
+        ),
     )
 }
 

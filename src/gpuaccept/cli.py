@@ -12,7 +12,20 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, baseline, cli_fleet, compare, crosscheck, exporter, facts, power, references, verdict
+from . import (
+    __version__,
+    baseline,
+    cli_fleet,
+    compare,
+    crosscheck,
+    exporter,
+    facts,
+    health,
+    power,
+    powercheck,
+    references,
+    verdict,
+)
 from .atomic import OutputError, write_text_atomic
 from .checks import CHECKS, SUITES
 
@@ -69,6 +82,8 @@ def cmd_references(args: argparse.Namespace) -> int:
     else:
         loaded = references.load_all(args.reference_dir)
     for t in loaded:
+        if "health" in t.extra:
+            health.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
         metrics = sum(len(m) for m in t.checks.values())
         print(f"{t.path}: {t.name}: {len(t.checks)} checks, {metrics} metrics, sources: {', '.join(t.sources)}")
     return 0
@@ -271,6 +286,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_health(args: argparse.Namespace) -> int:
+    return health.run(args, ["gpuaccept", *sys.argv[1:]])
+
+
+def cmd_powercheck(args: argparse.Namespace) -> int:
+    return powercheck.run(args, ["gpuaccept", *sys.argv[1:]])
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpuaccept", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"gpuaccept {__version__}")
@@ -388,6 +411,39 @@ def parser() -> argparse.ArgumentParser:
 
     cli_fleet.register(sub, default_reference_dir())
     crosscheck.add_subparser(sub)
+
+    sp = sub.add_parser(
+        "health",
+        help="probe the GPUs' health (count, driver, PCIe under load, ECC, row remapping, XID, processes); "
+        "exit 0 healthy, 2 unhealthy, 1 GPUs unreadable",
+    )
+    refdir(sp)
+    sp.add_argument("--node-type", required=True, help="judge against this node type's health expectations")
+    sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
+    sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
+    sp.add_argument(
+        "--xid-since", default="24h", help="XID lines since: boot, 24h/30m/2d ago, epoch seconds or ISO time"
+    )
+    sp.add_argument("--load-s", type=float, help="seconds of copy load while the PCIe link is read (default 1)")
+    sp.add_argument("--quick", action="store_true", help="nightly: a 0.5 s load")
+    sp.add_argument(
+        "--exempt-pid", type=int, action="append", help="a compute process that is not foreign (repeatable)"
+    )
+    sp.set_defaults(func=cmd_health)
+
+    sp = sub.add_parser(
+        "powercheck",
+        help="idle power, power under a sustained GEMM on every GPU, GFLOP/s per watt, throttling; "
+        "exit 0 pass, 2 a rule failed, 1 could not measure",
+    )
+    sp.add_argument("--gemm", required=True, help="the gpuaccept-gemm executable")
+    sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
+    sp.add_argument("--precision", default="fp64", help="GEMM precision of the load (default %(default)s)")
+    sp.add_argument("--idle-s", type=float, help="seconds of idle sampling (default 5, --quick 3)")
+    sp.add_argument("--load-s", type=float, help="seconds of the sustained GEMM window (default 10, --quick 5)")
+    sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
+    sp.add_argument("--quick", action="store_true", help="nightly: shorter idle and load phases")
+    sp.set_defaults(func=cmd_powercheck)
     return p
 
 

@@ -599,6 +599,16 @@ def run(
 ) -> int:
     """Run ``command`` under the sampler, write the document to ``output``; return the command's exit status
     (127 when it cannot be started, 128 + signal when it was killed by one)."""
+    doc, status = measure(command, interval, argv, backend_name)
+    write_text_atomic(output, json.dumps(doc) + "\n")
+    print(summary_line(doc), file=sys.stderr)
+    return status
+
+
+def measure(
+    command: list[str], interval: float = 0.1, argv: list[str] | None = None, backend_name: str = "auto"
+) -> tuple[dict[str, Any], int]:
+    """Run ``command`` under the sampler; the document and the command's exit status."""
     if not command:
         raise ValueError("no command to run: give it after '--'")
     if not (0.01 <= interval <= 60):
@@ -657,9 +667,7 @@ def run(
     )
     if backend:
         backend.close()
-    write_text_atomic(output, json.dumps(doc) + "\n")
-    print(summary_line(doc), file=sys.stderr)
-    return status if status is not None else 1
+    return doc, status if status is not None else 1
 
 
 def summary_line(doc: dict[str, Any]) -> str:

@@ -244,7 +244,7 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             else:
                 metrics["gflops_per_watt"] = {
                     "value": gflops / watts,
-                    "unit": "GFLOP/s",
+                    "unit": "GFLOP/s/W",
                     "better": "higher",
                     "description": f"{self.efficiency_metric} in GFLOP/s per watt of average GPU power over the run",
                 }
