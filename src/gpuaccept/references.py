@@ -17,7 +17,7 @@ import yaml
 
 SCHEMA = "gpuaccept.references/1"
 SOURCE_KINDS = ("measured", "datasheet", "public", "synthetic")  # synthetic: test fixtures only
-UNITS = ("GB/s", "us", "TFLOP/s", "GFLOP/s", "ratio", "W", "J", "s", "C")
+UNITS = ("GB/s", "us", "TFLOP/s", "GFLOP/s", "ratio", "W", "J", "s", "C", "ns/day", "s/step", "kJ", "ns/day/kW")
 NODE_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 
 
