@@ -124,3 +124,4 @@ class Namd(BenchCheck):
             ",".join(self.modes),
         ]
         self.env_vars["LC_ALL"] = "C"
+        self.keep_files += [f"namd_{self.system}_logs"]

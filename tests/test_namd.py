@@ -135,15 +135,17 @@ def test_judge_fails_a_fatal_error_and_a_nonzero_exit():
 def test_missing_names_what_is_absent(tmp_path):
     why = namd.missing(tmp_path, "apoa1", ["gpu_resident", "gpu_offload", "cpu"])
     assert str(tmp_path / "gpu" / "namd3") in why and str(tmp_path / "cpu" / "namd3") in why
-    assert "apoa1/apoa1.namd" in why and "apoa1_gpures" in why
+    assert "configs/apoa1_classic.namd" in why and "configs/apoa1_resident.namd" in why
     for sub in ("gpu", "cpu"):
         (tmp_path / sub).mkdir()
         exe = tmp_path / sub / "namd3"
         exe.write_text("#!/bin/sh\n")
         exe.chmod(0o755)
-    for rel in ("apoa1/apoa1.namd", "apoa1_gpures/apoa1_gpures_nve.namd"):
-        (tmp_path / "inputs" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "inputs" / rel).write_text("numsteps 500\n")
+    (tmp_path / "inputs" / "apoa1").mkdir(parents=True)
+    (tmp_path / "inputs" / "apoa1" / "apoa1.namd").write_text("numsteps 500\n")
+    (tmp_path / "configs").mkdir()
+    for kind in ("classic", "resident"):  # as the gpuaccept_namd role links them
+        (tmp_path / "configs" / f"apoa1_{kind}.namd").symlink_to(tmp_path / "inputs" / "apoa1" / "apoa1.namd")
     assert namd.missing(tmp_path, "apoa1", ["gpu_resident", "gpu_offload", "cpu"]) == ""
 
 

@@ -4,8 +4,8 @@ behind the same check interface as NAMD (docs/checks/md.md).
 The system is built here, without downloads: a cubic box of TIP3P water filled by OpenMM's Modeller from the
 pre-equilibrated water box shipped in OpenMM's wheel (default edge 9.7 nm: about 92,000 atoms, the size of
 NAMD's APOA1, but it is not APOA1), PME with a 1.0 nm cutoff, rigid water, 2 fs steps, constant energy
-(velocity Verlet), mixed precision on the GPU. Steps: draw velocities at 300 K (fixed seed; the box is already
-equilibrated, and minimising it first would let equipartition cool it to ~150 K), warm up,
+(velocity Verlet), mixed precision on the GPU. Steps: minimise, draw velocities at 300 K (fixed seed),
+thermalise with a Langevin thermostat (``--equil-steps``), then from that state, on each platform: warm up,
 then ``--repeats`` timed segments of ``--steps`` steps on one GPU (and on all GPUs at once where there are
 several), each ended by reading the state back (which waits for the GPU); the median segment is reported.
 The CPU baseline runs the same system on OpenMM's CPU platform (every core) for ``--cpu-steps`` steps.
@@ -62,6 +62,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--cpu-steps", type=int, default=None, help="timed CPU baseline steps (default 200, quick 50; 0 skips)"
     )
     p.add_argument("--warmup-steps", type=int, default=500, help="untimed steps before timing (default 500)")
+    p.add_argument(
+        "--equil-steps", type=int, default=None, help="Langevin steps after minimising (default 2000, quick 1000)"
+    )
     p.add_argument("--timestep-fs", type=float, default=TIMESTEP_FS, help="time step, fs (default 2)")
     p.add_argument(
         "--platform", default="CUDA", help="GPU platform (default CUDA; CPU runs the whole benchmark on the CPU)"
@@ -78,13 +81,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.steps is None:
         args.steps = 2000 if args.quick else 10000
+    if args.equil_steps is None:
+        args.equil_steps = 1000 if args.quick else 2000
     if args.cpu_steps is None:
         args.cpu_steps = 50 if args.quick else 200
     for name in ("steps", "repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
-    if args.cpu_steps < 0 or args.warmup_steps < 0:
-        p.error("--cpu-steps and --warmup-steps must not be negative")
+    if min(args.cpu_steps, args.warmup_steps, args.equil_steps) < 0:
+        p.error("--cpu-steps, --warmup-steps and --equil-steps must not be negative")
     if not 2.0 <= args.box_nm <= 30.0:
         p.error("--box-nm must be between 2 and 30 (nm)")
     if not 0.1 <= args.timestep_fs <= 10.0:
@@ -183,14 +188,47 @@ def run_segments(context, integrator, steps: int, repeats: int, unit, energy: En
     return out
 
 
-def _context(system, positions, integrator_cls, platform_name: str, props: dict[str, str], args, seed: int):
+def _context(system, start, platform_name: str, props: dict[str, str], args):
+    """A constant-energy (Verlet) context at ``start``: positions, or an equilibrated State."""
     openmm, _app, unit = _openmm()
-    integrator = integrator_cls(args.timestep_fs * unit.femtosecond)
+    integrator = openmm.VerletIntegrator(args.timestep_fs * unit.femtosecond)
     platform = openmm.Platform.getPlatformByName(platform_name)
     context = openmm.Context(system, integrator, platform, props)
-    context.setPositions(positions)
-    context.setVelocitiesToTemperature(TEMPERATURE_K * unit.kelvin, seed)
+    if isinstance(start, openmm.State):
+        context.setState(start)
+    else:
+        context.setPositions(start)
     return context, integrator
+
+
+def equilibrate(system, positions, platform_name: str, props: dict[str, str], args) -> tuple[Any, dict[str, Any]]:
+    """Minimise, draw velocities at 300 K, and thermalise with a Langevin thermostat (10/ps) for
+    ``--equil-steps``: the timed constant-energy runs all start from this state. (The box is tiled from a small
+    pre-equilibrated one: unminimised, its seams heat it to ~400 K; minimised without a thermostat,
+    equipartition cools it to ~150 K.)"""
+    openmm, _app, unit = _openmm()
+    t0 = time.perf_counter()
+    integrator = openmm.LangevinMiddleIntegrator(
+        TEMPERATURE_K * unit.kelvin, 10.0 / unit.picosecond, args.timestep_fs * unit.femtosecond
+    )
+    integrator.setRandomNumberSeed(args.seed)
+    context = openmm.Context(system, integrator, openmm.Platform.getPlatformByName(platform_name), props)
+    context.setPositions(positions)
+    openmm.LocalEnergyMinimizer.minimize(context, 10.0, 500)
+    minimized = _state(context, unit)
+    context.setVelocitiesToTemperature(TEMPERATURE_K * unit.kelvin, args.seed)
+    integrator.step(args.equil_steps)
+    state = context.getState(getPositions=True, getVelocities=True, getEnergy=True, enforcePeriodicBox=True)
+    info = {
+        "platform": platform_name,
+        "minimized_potential_kj_mol": minimized["potential"],
+        "langevin_steps": args.equil_steps,
+        "friction_per_ps": 10.0,
+        "seconds": time.perf_counter() - t0,
+        "end": _state(context, unit),
+    }
+    del context
+    return state, info
 
 
 def _platforms(openmm) -> tuple[list[str], list[str]]:
@@ -236,12 +274,12 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]]) -> dict[str,
     gpu_props = {"Precision": args.precision} if gpu_run else {}
 
     # Verification 1: the GPU's potential energy of the starting positions agrees with the CPU platform's.
-    ref_ctx, _ = _context(system, positions, openmm.VerletIntegrator, "CPU", {}, args, args.seed)
+    ref_ctx, _ = _context(system, positions, "CPU", {}, args)
     e_cpu = _state(ref_ctx, unit)["potential"]
     del ref_ctx
     if gpu_run:
         props = {**gpu_props, "DeviceIndex": "0"}
-        ctx, _ = _context(system, positions, openmm.VerletIntegrator, args.platform, props, args, args.seed)
+        ctx, _ = _context(system, positions, args.platform, props, args)
         e_gpu = _state(ctx, unit)["potential"]
         del ctx
         rel = abs(e_gpu - e_cpu) / abs(e_cpu)
@@ -258,9 +296,13 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]]) -> dict[str,
                 f"{e_cpu:.6g} by {rel:.2e} (tolerance {args.energy_rtol:g})"
             )
 
+    start, results["equilibration"] = equilibrate(
+        system, positions, args.platform, {**gpu_props, "DeviceIndex": "0"} if gpu_run else {}, args
+    )
+
     def measured(label: str, platform: str, props: dict[str, str], steps: int, repeats: int, energy: Energy | None):
         nonlocal checked
-        ctx, integ = _context(system, positions, openmm.VerletIntegrator, platform, props, args, args.seed)
+        ctx, integ = _context(system, start, platform, props, args)
         warmup = args.warmup_steps if platform != "CPU" or not gpu_run else min(args.warmup_steps, 20)
         if warmup:
             integ.step(warmup)

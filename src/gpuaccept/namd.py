@@ -43,22 +43,23 @@ from .md_openmm import Energy
 TOOL = "gpuaccept-namd"
 KJ_PER_KCAL = 4.184
 
-# The input sets: where the gpuaccept_namd role puts them under <namd_home>/inputs/<system>/, the classic
-# configuration (GPU-offload and CPU runs) and the NAMD 3 GPU-resident one. ``total_energy_500`` is the
+# The input sets: the gpuaccept_namd role unpacks them under <namd_home>/inputs/ and links the classic
+# configuration (GPU-offload and CPU runs) and the NAMD 3 GPU-resident one (by default the classic one, run
+# with GPUresident on) as <namd_home>/configs/<system>_classic.namd and _resident.namd. ``total_energy_500`` is the
 # TOTAL energy (kcal/mol) at step 500 of the classic configuration where a published NAMD log gives it.
 SYSTEMS: dict[str, dict[str, Any]] = {
     "apoa1": {
         "atoms": 92224,
-        "classic": "apoa1/apoa1.namd",
-        "resident": "apoa1_gpures/apoa1_gpures_nve.namd",
+        "classic": "configs/apoa1_classic.namd",
+        "resident": "configs/apoa1_resident.namd",
         "total_energy_500": -222495.2,
         "total_energy_source": "NAMD 2.14 apoa1.namd logs published by Puget Systems (multicore: -222495.4082; "
         "multicore-CUDA on 2 GPUs: -222494.9229 kcal/mol at step 500)",
     },
     "stmv": {
         "atoms": 1066628,
-        "classic": "stmv/stmv.namd",
-        "resident": "stmv_gpures/stmv_gpures_nve.namd",
+        "classic": "configs/stmv_classic.namd",
+        "resident": "configs/stmv_resident.namd",
         "total_energy_500": None,
         "total_energy_source": "no published TOTAL energy for stmv.namd found: energy conservation is checked",
     },
@@ -227,9 +228,9 @@ def missing(home: str | Path, system: str, modes: list[str]) -> str:
     if "cpu" in modes:
         need.append(bins["cpu"])
     if "gpu_offload" in modes or "cpu" in modes:
-        need.append(home / "inputs" / SYSTEMS[system]["classic"])
+        need.append(home / SYSTEMS[system]["classic"])
     if "gpu_resident" in modes:
-        need.append(home / "inputs" / SYSTEMS[system]["resident"])
+        need.append(home / SYSTEMS[system]["resident"])
     absent = [str(p) for p in need if not (p.is_file() and (p.suffix == ".namd" or os.access(p, os.X_OK)))]
     return f"missing {', '.join(absent)}" if absent else ""
 
@@ -260,8 +261,8 @@ _OVERRIDDEN = {
 
 
 def run_config(original: Path, out_prefix: Path, steps: int, resident: bool) -> str:
-    """The configuration NAMD runs: the input set's own, minus what gpuaccept sets, plus those settings. NAMD
-    reads relative input paths from its working directory, so the runner starts NAMD in the input's folder."""
+    """The configuration NAMD runs: the input set's own, minus what gpuaccept sets, plus those settings. The
+    runner starts NAMD in the input set's folder, so that its relative paths (structure, coordinates) resolve."""
     kept = []
     for line in original.read_text(encoding="utf-8", errors="replace").splitlines():
         word = line.split("#", 1)[0].strip().split(None, 1)
@@ -299,7 +300,8 @@ def _runs(modes: list[str], gpus: list[int]) -> list[tuple[str, str, list[int]]]
 def _run_one(args, label: str, mode: str, devices: list[int], workdir: Path) -> dict[str, Any]:
     system = SYSTEMS[args.system]
     home = Path(args.namd_home)
-    config = home / "inputs" / system["resident" if mode == "gpu_resident" else "classic"]
+    # The role links the configurations; NAMD reads the input set's files relative to the real folder.
+    config = (home / system["resident" if mode == "gpu_resident" else "classic"]).resolve()
     conf = workdir / f"{args.system}_{label}.namd"
     write_text_atomic(conf, run_config(config, workdir / f"{args.system}_{label}", args.steps, mode == "gpu_resident"))
     cores = os.cpu_count() or 1
@@ -465,7 +467,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if why:
         errors.append(f"NAMD not installed (see README.md, section 'NAMD'): {why}")
     else:
-        workdir = Path(args.output).resolve().parent
+        # NAMD's logs and the configurations it ran, kept beside the document (ReFrame keeps this folder).
+        workdir = Path(args.output).resolve().parent / f"namd_{args.system}_logs"
+        workdir.mkdir(parents=True, exist_ok=True)
         for label, mode, devices in _runs(modes, gpus):
             try:
                 runs.append(_run_one(args, label, mode, devices, workdir))
