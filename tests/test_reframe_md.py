@@ -104,7 +104,7 @@ def test_namd_not_installed_is_not_run_never_passed(runs):
 
 
 def test_namd_runner_through_reframe_reads_the_log_and_passes(runs):
-    run_dir, proc, summary = runs["fake"]
+    run_dir, proc, _summary = runs["fake"]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = rows(run_dir)
     assert table[("namd_apoa1", None)]["status"] == "pass", table[("namd_apoa1", None)]

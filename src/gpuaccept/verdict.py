@@ -204,7 +204,10 @@ def _metric_rows(tc: dict[str, Any], key: str, node_type: NodeType | None, moved
     return rows
 
 
-_SKIP_LINE = re.compile(r"\bSKIP\s*(?:\x1b\[[0-9;]*m)?\s*\] \(\d+/\d+\) (?P<name>.+?) /(?P<hash>[0-9a-f]+) @\S+ \[(?P<why>.*)\]$")
+# ReFrame's log line for a skipped test: "[ SKIP ] (1/2) <display name> /<hash> @<partition>+<env> [<reason>]"
+_SKIP_LINE = re.compile(
+    r"\bSKIP\s*(?:\x1b\[[0-9;]*m)?\s*\] \(\d+/\d+\) (?P<name>.+?) /(?P<hash>[0-9a-f]+) @\S+ \[(?P<why>.*)\]$"
+)
 
 
 def _skip_reason(tc: dict[str, Any], run_dir: str | Path | None) -> str:
