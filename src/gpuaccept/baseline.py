@@ -44,7 +44,9 @@ def find_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
 
 def waived_unit(metric: str) -> str:
     """A waived metric carries no unit in the benchmark document: its name says it."""
-    for suffix, unit in (("_tflops_min", "TFLOP/s"), ("_gflops", "GFLOP/s"), ("_max", "us")):
+    for suffix, unit in (("_tflops_min", "TFLOP/s"), ("_gflops", "GFLOP/s"), ("_max", "us"),
+                         ("_ns_per_day_per_kw", "ns/day/kW"), ("_ns_per_day", "ns/day"), ("_s_per_step", "s/step"),
+                         ("_wall_s", "s"), ("_power_avg_w", "W"), ("_energy_kj", "kJ")):
         if metric.endswith(suffix):
             return unit
     return "GB/s" if metric.startswith(("p2p_", "h2d_", "d2h_", "d2d_", "bidir_")) else "ratio"
