@@ -72,9 +72,9 @@ def runs(tmp_path_factory):
         run_dir = base / name
         run_dir.mkdir()
         config = render_config(run_dir / "settings.py", node_type, refs, facts, facts_file)
-        proc = run_reframe(config, run_dir, "commission", "-n", "Namd", *extra)
+        proc = run_reframe(config, run_dir, "evaluation", "-n", "Namd", *extra)
         summary = subprocess.run(
-            [*GPUACCEPT, "summarize", "--run-dir", str(run_dir), "--node-type", node_type, "--suite", "commission",
+            [*GPUACCEPT, "summarize", "--run-dir", str(run_dir), "--node-type", node_type, "--suite", "evaluation",
              "--facts", str(facts_file), "--reference-dir", str(refs)],
             capture_output=True, text=True, check=False, env={**os.environ, "LC_ALL": "C.UTF-8"},
         )  # fmt: skip
