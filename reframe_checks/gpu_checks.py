@@ -5,9 +5,10 @@ compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md,
 """
 
 import os
+import sys
 
 import reframe as rfm
-from reframe.core.builtins import fixture, run_after
+from reframe.core.builtins import fixture, run_after, variable
 
 from gpuaccept.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
@@ -61,3 +62,34 @@ class GpuGemm(GpuBenchCheck):
     descr = CHECKS["gemm"].title
     tags = tags_for("gemm")
     time_limit = "20m"
+
+
+@rfm.simple_test
+class GpuPower(GpuBenchCheck):
+    """Power (seed 003) through ``gpuaccept powercheck``: the idle node, then a sustained GEMM on every GPU at
+    once under the power sampler (docs/checks/power.md).
+
+    Variables: ``precision`` (of the GEMM load).
+    Metrics: idle_power_max_w, load_power_min_w, load_power_max_w (median under load, against the cap),
+    load_energy_j, gflops_per_watt, gemm_energy_j (energy of one GEMM call), host_power_load_w (IPMI DCMI;
+    waived "not available" without it). Throttling other than the power cap under load fails the check.
+    """
+
+    #: GEMM precision of the load.
+    #:
+    #: :type: :class:`str`
+    precision = variable(str, value="fp64")
+
+    check_key = "power"
+    binary = "gpuaccept-gemm"
+    descr = CHECKS["power"].title
+    tags = tags_for("power")
+    time_limit = "10m"
+
+    @run_after("setup")
+    def set_powercheck(self):
+        gemm = self.executable
+        self.executable = sys.executable
+        self.executable_opts = ["-m", "gpuaccept", "powercheck", "--gemm", gemm, "--precision", self.precision,
+                                *self.executable_opts]  # fmt: skip
+        self.keep_files = [*self.keep_files, "power_gemm_*.json"]

@@ -29,6 +29,14 @@ CHECKS: dict[str, Check] = {
             False,
             "cpu_gemm.json",
         ),
+        Check("health", "GPU health: count, driver, PCIe under load, ECC, XID, processes", SUITES, True, "health.json"),
+        Check(
+            "power",
+            "idle power, power under a sustained GEMM, GFLOP/s per watt, throttling",
+            SUITES,
+            True,
+            "power_check.json",
+        ),
         # Application checks (docs/checks/md.md): vendor evaluation only, so that commissioning does not need
         # OpenMM and a licensed NAMD on every node.
         Check(

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, baseline, exporter, facts, references, verdict
+from . import __version__, baseline, exporter, facts, health, power, powercheck, references, verdict
 from .atomic import OutputError, write_text_atomic
 from .checks import CHECKS, SUITES
 
@@ -69,6 +69,8 @@ def cmd_references(args: argparse.Namespace) -> int:
     else:
         loaded = references.load_all(args.reference_dir)
     for t in loaded:
+        if "health" in t.extra:
+            health.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
         metrics = sum(len(m) for m in t.checks.values())
         print(f"{t.path}: {t.name}: {len(t.checks)} checks, {metrics} metrics, sources: {', '.join(t.sources)}")
     return 0
@@ -184,6 +186,21 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sample(args: argparse.Namespace) -> int:
+    command = list(args.cmd)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    return power.run(command, args.output, args.interval, argv=["gpuaccept", *sys.argv[1:]], backend_name=args.backend)
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    return health.run(args, ["gpuaccept", *sys.argv[1:]])
+
+
+def cmd_powercheck(args: argparse.Namespace) -> int:
+    return powercheck.run(args, ["gpuaccept", *sys.argv[1:]])
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpuaccept", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"gpuaccept {__version__}")
@@ -241,6 +258,52 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--force", action="store_true")
     sp.add_argument("runs", nargs="+", help="run directories")
     sp.set_defaults(func=cmd_baseline)
+
+    sp = sub.add_parser(
+        "sample",
+        help="run a command while sampling every GPU's power, clocks, temperature and throttle reasons; "
+        "exits with the command's exit status",
+    )
+    sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
+    sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
+    sp.add_argument(
+        "--backend", choices=power.BACKENDS, default="auto", help="how GPUs are read (default: NVML, else nvidia-smi)"
+    )
+    sp.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
+    sp.set_defaults(func=cmd_sample)
+
+    sp = sub.add_parser(
+        "health",
+        help="probe the GPUs' health (count, driver, PCIe under load, ECC, row remapping, XID, processes); "
+        "exit 0 healthy, 2 unhealthy, 1 GPUs unreadable",
+    )
+    refdir(sp)
+    sp.add_argument("--node-type", required=True, help="judge against this node type's health expectations")
+    sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
+    sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
+    sp.add_argument(
+        "--xid-since", default="24h", help="XID lines since: boot, 24h/30m/2d ago, epoch seconds or ISO time"
+    )
+    sp.add_argument("--load-s", type=float, help="seconds of copy load while the PCIe link is read (default 1)")
+    sp.add_argument("--quick", action="store_true", help="nightly: a 0.5 s load")
+    sp.add_argument(
+        "--exempt-pid", type=int, action="append", help="a compute process that is not foreign (repeatable)"
+    )
+    sp.set_defaults(func=cmd_health)
+
+    sp = sub.add_parser(
+        "powercheck",
+        help="idle power, power under a sustained GEMM on every GPU, GFLOP/s per watt, throttling; "
+        "exit 0 pass, 2 a rule failed, 1 could not measure",
+    )
+    sp.add_argument("--gemm", required=True, help="the gpuaccept-gemm executable")
+    sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
+    sp.add_argument("--precision", default="fp64", help="GEMM precision of the load (default %(default)s)")
+    sp.add_argument("--idle-s", type=float, help="seconds of idle sampling (default 5, --quick 3)")
+    sp.add_argument("--load-s", type=float, help="seconds of the sustained GEMM window (default 10, --quick 5)")
+    sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
+    sp.add_argument("--quick", action="store_true", help="nightly: shorter idle and load phases")
+    sp.set_defaults(func=cmd_powercheck)
     return p
 
 

@@ -26,6 +26,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "W": ("watts", 1.0),
     "J": ("joules", 1.0),
     "C": ("celsius", 1.0),
+    "GFLOP/s/W": ("flops_per_watt", 1e9),
     "": ("number", 1.0),  # the GPU count; "_count" is reserved for histograms and summaries
 }
 STATUSES = (PASS, FAIL, NOT_RUN)

@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 import socket
+import sys
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -83,17 +84,25 @@ class BenchBuild(rfm.CompileOnlyRegressionTest):
 
 
 @sn.deferrable
-def _metric(path: str, name: str) -> float:
-    with open(path, encoding="utf-8") as handle:
-        return float(json.load(handle)["metrics"][name]["value"])
+def _combined_metric(test: BenchCheck, name: str) -> float:
+    return float(test.combined_metrics()[0][name]["value"])
+
+
+def _gflops(metric: dict) -> float | None:
+    """A rate metric in GFLOP/s, or None when its unit is not a FLOP rate."""
+    scale = {"TFLOP/s": 1000.0, "GFLOP/s": 1.0}.get(metric.get("unit", ""))
+    return None if scale is None else float(metric["value"]) * scale
 
 
 class BenchCheck(rfm.RunOnlyRegressionTest):
     """Runs one micro-benchmark and judges its JSON document (docs/benchmark-json.md).
 
     Variables: ``check_key`` (the key in reference files and gpuaccept.checks), ``mode`` (``full`` or
-    ``quick``), ``bench_opts`` (extra options).
-    Metrics: every entry of the document's ``metrics``, each judged against the node type's reference.
+    ``quick``), ``bench_opts`` (extra options), ``sample_power`` (run under ``gpuaccept sample``),
+    ``power_interval``, ``efficiency_metric``.
+    Metrics: every entry of the document's ``metrics``, each judged against the node type's reference; with
+    ``sample_power``, also ``energy_j``, ``power_avg_w``, ``power_peak_w`` (all GPUs of the node, over the
+    benchmark's run) and, with ``efficiency_metric``, ``gflops_per_watt``.
     Fails when the benchmark exits non-zero, reports errors, fails its own verification, sees another GPU
     count than the node has, or when a metric lacks a reference or a referenced metric is missing or waived.
     """
@@ -113,8 +122,26 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
     #: :type: :class:`List[str]`
     bench_opts = variable(typ.List[str], value=[])
 
+    #: Run the benchmark under the power sampler (``gpuaccept sample``, docs/checks/power.md): its document
+    #: ``power.json`` is kept with the outputs and its metrics join the check's.
+    #:
+    #: :type: :class:`bool`
+    sample_power = variable(bool, value=False)
+
+    #: Seconds between power samples.
+    #:
+    #: :type: :class:`float`
+    power_interval = variable(float, value=0.1)
+
+    #: A TFLOP/s (or GFLOP/s) metric of this check: its rate over ``power_avg_w`` is reported as
+    #: ``gflops_per_watt``. Empty: no efficiency metric. Needs ``sample_power``.
+    #:
+    #: :type: :class:`str`
+    efficiency_metric = variable(str, value="")
+
     valid_prog_environs = ["builtin"]
     require_reference = True
+    power_file = "power.json"
 
     @property
     def result_file(self) -> str:
@@ -124,6 +151,8 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
     def check_mode(self):
         if self.mode not in ("full", "quick"):
             raise ValueError(f"mode must be 'full' or 'quick', not {self.mode!r}")
+        if self.efficiency_metric and not self.sample_power:
+            raise ValueError(f"efficiency_metric {self.efficiency_metric!r} needs sample_power = True")
 
     @run_after("setup")
     def bind_references(self):
@@ -144,9 +173,31 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             *self.bench_opts,
         ]
 
-    def _document(self) -> dict:
+    @run_before("run")
+    def wrap_in_sampler(self):
+        """With ``sample_power``: ``python -m gpuaccept sample --output power.json -- BENCHMARK OPTIONS``; the
+        sampler exits with the benchmark's exit status."""
+        if not self.sample_power:
+            return
+        self.executable_opts = [
+            "-m",
+            "gpuaccept",
+            "sample",
+            "--interval",
+            str(self.power_interval),
+            "--output",
+            self.power_file,
+            "--",
+            self.executable,
+            *self.executable_opts,
+        ]
+        self.executable = sys.executable
+        self.keep_files = [*self.keep_files, self.power_file]
+
+    def _document(self, name: str | None = None) -> dict:
         host = socket.gethostname()
-        path = os.path.join(self.stagedir, self.result_file)
+        name = name or self.result_file
+        path = os.path.join(self.stagedir, name)
         try:
             with open(path, encoding="utf-8") as handle:
                 return json.load(handle)
@@ -158,9 +209,46 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             except OSError:
                 pass
             raise SanityError(
-                f"{host}: {self.executable} left no readable {self.result_file} "
+                f"{host}: {self.executable} left no readable {name} "
                 f"(exit code {self.job.exitcode}): {err}; stderr: {tail or '(empty)'}"
             ) from None
+
+    def combined_metrics(self) -> tuple[dict, dict, list[str]]:
+        """The benchmark's metrics and waived metrics, with the power sampler's and ``gflops_per_watt`` added
+        when ``sample_power`` is on, and the problems found in the sampler's document."""
+        doc = self._document()
+        metrics, waived = dict(doc.get("metrics") or {}), dict(doc.get("waived") or {})
+        problems: list[str] = []
+        if not self.sample_power:
+            return metrics, waived, problems
+        pdoc = self._document(self.power_file)
+        problems += [f"power sampler: {e}" for e in pdoc.get("errors") or []]
+        pver = pdoc.get("verification") or {}
+        if not pver.get("passed", False):
+            problems.append("power sampler: " + ("; ".join((pver.get("failures") or [])[:5]) or "verification failed"))
+        metrics.update(pdoc.get("metrics") or {})
+        waived.update(pdoc.get("waived") or {})
+        if self.efficiency_metric:
+            rate = metrics.get(self.efficiency_metric)
+            watts = (metrics.get("power_avg_w") or {}).get("value")
+            gflops = _gflops(rate) if rate else None
+            if rate is None:
+                why = waived.get(self.efficiency_metric, "not reported")
+                waived["gflops_per_watt"] = f"efficiency_metric {self.efficiency_metric!r}: {why}"
+            elif gflops is None:
+                problems.append(
+                    f"efficiency_metric {self.efficiency_metric!r} is in {rate.get('unit')!r}, not TFLOP/s or GFLOP/s"
+                )
+            elif not watts:
+                waived["gflops_per_watt"] = "no average power: " + waived.get("power_avg_w", "not measured")
+            else:
+                metrics["gflops_per_watt"] = {
+                    "value": gflops / watts,
+                    "unit": "GFLOP/s/W",
+                    "better": "higher",
+                    "description": f"{self.efficiency_metric} in GFLOP/s per watt of average GPU power over the run",
+                }
+        return metrics, waived, problems
 
     @sanity_function
     def validate(self):
@@ -178,7 +266,8 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             if expected is not None and seen != expected:
                 problems.append(f"the benchmark saw {seen} GPUs, the node has {expected}")
         refs = self._node_type.check(self.check_key)
-        metrics, waived = doc.get("metrics") or {}, doc.get("waived") or {}
+        metrics, waived, power_problems = self.combined_metrics()
+        problems += power_problems
         for name in sorted(set(metrics) - set(refs)):
             problems.append(f"{self._node_type.path} has no reference for metric {name!r} of check {self.check_key!r}")
         for name, ref in sorted(refs.items()):
@@ -191,12 +280,11 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
 
     @run_before("performance")
     def set_perf_variables(self):
-        path = os.path.join(self.stagedir, self.result_file)
         try:
-            with open(path, encoding="utf-8") as handle:
-                metrics = json.load(handle).get("metrics") or {}
-        except (OSError, json.JSONDecodeError):
+            metrics = self.combined_metrics()[0]
+        except SanityError:
             metrics = {}
         self.perf_variables = {
-            name: sn.make_performance_function(_metric(path, name), m.get("unit", "")) for name, m in metrics.items()
+            name: sn.make_performance_function(_combined_metric(self, name), m.get("unit", ""))
+            for name, m in metrics.items()
         }

@@ -93,4 +93,20 @@ if [[ -z $recap ]] || grep -vqE ' changed=0 ' <<<"$recap"; then
   exit 1
 fi
 echo "idempotent: $recap"
+
+step "the nightly timer (playbooks/nightly_timer.yml): check mode, a real run, a second run that changes nothing"
+timer=(ansible-playbook -i inventories/local playbooks/nightly_timer.yml "${vars[@]}"
+       -e "gpuaccept_nightly_timer_unit_dir=$scratch/systemd" -e "gpuaccept_nightly_timer_textfile_dir=$scratch/textfile"
+       -e gpuaccept_nightly_timer_enabled=false)
+run "${timer[@]}" --check 2>&1 | tee "$logs/timer-check.log"
+run "${timer[@]}" 2>&1 | tee "$logs/timer-run1.log"
+run bash -n "$scratch/root/bin/gpuaccept-nightly"
+run "${timer[@]}" 2>&1 | tee "$logs/timer-run2.log"
+recap=$(sed -n '/^PLAY RECAP/,$p' "$logs/timer-run2.log" | grep -E ' : ok=[0-9]+ ')
+if [[ -z $recap ]] || grep -vqE ' changed=0 ' <<<"$recap"; then
+  echo "FAIL: the timer's second run changed something (not idempotent)" >&2
+  awk '/^TASK \[/ { task = $0 } /^changed: / { print task; print }' "$logs/timer-run2.log" >&2
+  exit 1
+fi
+echo "idempotent: $recap"
 step "all Ansible checks passed"

@@ -1,0 +1,949 @@
+"""The health probe: is this node's GPU side healthy right now (docs/checks/health.md).
+
+Three steps, each testable alone:
+1. observe: read every GPU through NVML (``nvidia-smi -q`` where NVML cannot be loaded), the PCIe link while a
+   short host-to-device copy load runs (links train down at idle), the compute processes on the GPUs, and the
+   NVIDIA XID lines of the kernel log since a given time;
+2. judge: the observations against the node type's ``health:`` expectations and the inventory's GPU count;
+   every finding names the GPU (index, bus id, serial) and the fix an operator would try;
+3. write one gpuaccept.bench/1 document (``gpuaccept health --output health.json``).
+
+Read-only: nothing here changes a GPU setting (the load only copies memory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime as dt
+import json
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from . import __version__, facts
+from .atomic import write_text_atomic
+from .references import NodeType, ReferenceError, _fail, load_node_type
+
+# ------------------------------------------------------------------------------------------------
+# Expectations: the ``health:`` section of a reference file (docs/reference-values.md).
+
+HEALTH_KEYS = {
+    "driver_versions",
+    "cuda_versions",
+    "ecc",
+    "persistence_mode",
+    "nvlink_links_up",
+    "pcie_gen",
+    "pcie_width",
+    "retired_pages_max",
+    "source",
+    "note",
+}
+
+
+def expectations(node_type: NodeType) -> dict[str, Any]:
+    """The node type's health expectations, validated; a node type without them is an error."""
+    doc = node_type.extra.get("health")
+    path = node_type.path
+    if doc is None:
+        raise ReferenceError(
+            f"{path}: node type {node_type.name!r} has no 'health:' section: add the allowed driver and CUDA "
+            "versions, ECC and persistence mode expectations (docs/reference-values.md)"
+        )
+    if not isinstance(doc, dict):
+        raise _fail(path, doc, None, "health must be a mapping")
+    unknown = set(doc) - HEALTH_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise _fail(path, doc, key, f"health: unknown key {key!r} (known: {', '.join(sorted(HEALTH_KEYS))})")
+    for key in ("driver_versions", "cuda_versions"):
+        value = doc.get(key)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+            raise _fail(path, doc, key if key in doc else None, f"health.{key} must be a non-empty list of strings")
+    if not isinstance(doc.get("ecc"), bool):
+        raise _fail(path, doc, "ecc" if "ecc" in doc else None, "health.ecc must be true or false")
+    if doc.get("persistence_mode", "any") not in ("enabled", "disabled", "any"):
+        raise _fail(path, doc, "persistence_mode", "health.persistence_mode must be enabled, disabled or any")
+    for key in ("nvlink_links_up", "pcie_gen", "pcie_width", "retired_pages_max"):
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise _fail(path, doc, key, f"health.{key} must be an integer >= 0")
+    source = doc.get("source")
+    if source not in node_type.sources:
+        raise _fail(path, doc, "source" if "source" in doc else None, "health.source must name an entry of 'sources'")
+    out = dict(doc)
+    out.setdefault("persistence_mode", "any")
+    out.setdefault("nvlink_links_up", 0)
+    out.setdefault("retired_pages_max", 60)
+    out.setdefault("pcie_gen", node_type.match.get("pcie_gen"))
+    out.setdefault("pcie_width", node_type.match.get("pcie_width"))
+    return out
+
+
+def version_allowed(version: str | None, allowed: list[str]) -> bool:
+    """``580.159.04`` is allowed by ``580.159.04``, ``580.159`` or ``580`` (whole dotted components)."""
+    if not version:
+        return False
+    return any(version == a or version.startswith(a.rstrip(".") + ".") for a in allowed)
+
+
+# ------------------------------------------------------------------------------------------------
+# The kernel log: NVIDIA XID events.
+
+XID_RE = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})[^)]*\): (?P<xid>\d+),")
+DMESG_TIME_RE = re.compile(r"^\[\s*(?P<secs>\d+\.\d+)\]")
+UNIX_TIME_RE = re.compile(r"^(?P<epoch>\d{9,}\.\d+)\s")
+
+# What an operator tries first, by XID (NVIDIA's XID catalogue, abridged).
+XID_FIXES = {
+    13: "graphics engine exception: usually the application; rerun the suite, and if it recurs on this GPU only, "
+    "reset it (nvidia-smi -r -i N) and run the GEMM check",
+    31: "GPU memory page fault: usually the application; if it recurs with known-good code, drain and reset the GPU",
+    43: "GPU stopped processing: the application was stopped; rerun, and reset the GPU if it recurs",
+    45: "preemptive cleanup after an earlier error: look at the XID before it",
+    48: "double-bit ECC error: drain the node, reset the GPU or reboot so the row is remapped; RMA if it recurs",
+    63: "ECC page retirement or row remapping event: reset the GPU or reboot to apply it",
+    64: "ECC page retirement or row remapping failure: drain the node and RMA the GPU",
+    74: "NVLink error: check the NVLink/NVSwitch cabling and fabric manager, reset the GPU",
+    79: "GPU has fallen off the bus: reseat the GPU, check its power cables and slot, update the firmware",
+    92: "high single-bit ECC error rate: watch the ECC counters, RMA if it keeps rising",
+    94: "contained ECC error: the application was stopped; reset the GPU",
+    95: "uncontained ECC error: drain the node and reset the GPU or reboot",
+    109: "context switch timeout: usually the application; reset the GPU if it recurs",
+    119: "GSP RPC timeout: reset the GPU or reboot; update the driver if it recurs",
+    120: "GSP error: reset the GPU or reboot; update the driver if it recurs",
+}
+XID_DEFAULT_FIX = "look the XID up in NVIDIA's XID catalogue; reset the GPU (nvidia-smi -r -i N) or reboot"
+
+
+def parse_since(text: str, now: float | None = None, boot: float | None = None) -> float:
+    """``boot``, ``24h``/``30m``/``90s``/``2d`` ago, seconds since the epoch, or an ISO 8601 time -> epoch."""
+    now = time.time() if now is None else now
+    text = text.strip()
+    if text == "boot":
+        return boot_time() if boot is None else boot
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd])", text)
+    if m:
+        return now - float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return float(text)
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"--xid-since {text!r}: give 'boot', a duration ago (24h, 30m, 2d), epoch seconds or an ISO 8601 time"
+        ) from None
+    return when.replace(tzinfo=when.tzinfo or dt.UTC).timestamp()
+
+
+def boot_time(uptime: str | None = None, now: float | None = None) -> float:
+    if uptime is None:
+        uptime = Path("/proc/uptime").read_text(encoding="ascii")
+    return (time.time() if now is None else now) - float(uptime.split()[0])
+
+
+def parse_xids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
+    """XID events in kernel-log text at or after ``since`` (epoch). Lines are ``dmesg`` (``[secs since boot]``)
+    or ``journalctl -k -o short-unix`` (epoch seconds); a line without a time is kept (cannot be excluded)."""
+    events = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        m = XID_RE.search(line)
+        if not m:
+            continue
+        when: float | None = None
+        if t := DMESG_TIME_RE.match(line):
+            when = boot + float(t.group("secs"))
+        elif t := UNIX_TIME_RE.match(line):
+            when = float(t.group("epoch"))
+        if when is not None and when < since:
+            continue
+        events.append(
+            {
+                "line": lineno,
+                "time_unix": when,
+                "pci": m.group("pci").lower(),
+                "xid": int(m.group("xid")),
+                "text": line[m.start() :].strip(),
+            }
+        )
+    return events
+
+
+def read_kernel_log(since: float) -> tuple[str | None, str, list[str]]:
+    """The kernel log as text, how it was read, and why other ways failed (None: unreadable)."""
+    env = {**os.environ, "LC_ALL": "C"}
+    why = []
+    journalctl = shutil.which("journalctl")
+    if journalctl:
+        cmd = [journalctl, "-k", "-o", "short-unix", "--no-pager", "--since", f"@{int(since)}"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, check=False)
+        if out.returncode == 0 and "No journal files were found" not in out.stderr:
+            return out.stdout, "journalctl -k -o short-unix", why
+        why.append(f"journalctl exited {out.returncode}: {out.stderr.strip()[:200]}")
+    else:
+        why.append("journalctl not found")
+    dmesg = shutil.which("dmesg")
+    if dmesg:
+        out = subprocess.run([dmesg], capture_output=True, text=True, timeout=60, env=env, check=False)
+        if out.returncode == 0:
+            return out.stdout, "dmesg", why
+        why.append(f"dmesg exited {out.returncode}: {out.stderr.strip()[:200]} (reading it may need root)")
+    else:
+        why.append("dmesg not found")
+    return None, "", why
+
+
+# ------------------------------------------------------------------------------------------------
+# Processes.
+
+
+def process_info(pid: int, proc: Path = Path("/proc")) -> dict[str, Any]:
+    """User and command of a process (None where /proc does not say: another PID namespace)."""
+    info: dict[str, Any] = {"pid": pid, "user": None, "command": None}
+    try:
+        for line in (proc / str(pid) / "status").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("Uid:"):
+                uid = int(line.split()[1])
+                try:
+                    info["user"] = pwd.getpwuid(uid).pw_name
+                except KeyError:
+                    info["user"] = str(uid)
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+        info["command"] = " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)[:200] or None
+    except OSError:
+        pass
+    return info
+
+
+# ------------------------------------------------------------------------------------------------
+# A PCIe load: host-to-device copies through the CUDA driver API (libcuda, part of every driver install).
+
+
+class CudaLoad:
+    """Copies a pinned host buffer to every GPU in a loop, one thread per GPU, until stopped."""
+
+    def __init__(self, nbytes: int = 64 << 20) -> None:
+        self.nbytes = nbytes
+        self.errors: list[str] = []
+        self.copies = 0
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.cuda = ctypes.CDLL("libcuda.so.1")
+        self._check(self.cuda.cuInit(0), "cuInit")
+        count = ctypes.c_int()
+        self._check(self.cuda.cuDeviceGetCount(ctypes.byref(count)), "cuDeviceGetCount")
+        self.devices = count.value
+
+    def _check(self, rc: int, what: str) -> None:
+        if rc != 0:
+            raise OSError(f"{what} failed with CUDA error {rc}")
+
+    def _worker(self, ordinal: int) -> None:
+        cu = self.cuda
+        dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+        dptr, hptr = ctypes.c_uint64(), ctypes.c_void_p()
+        try:
+            self._check(cu.cuDeviceGet(ctypes.byref(dev), ordinal), "cuDeviceGet")
+            self._check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+            self._check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+            self._check(cu.cuMemAlloc_v2(ctypes.byref(dptr), ctypes.c_size_t(self.nbytes)), "cuMemAlloc")
+            self._check(cu.cuMemAllocHost_v2(ctypes.byref(hptr), ctypes.c_size_t(self.nbytes)), "cuMemAllocHost")
+            while not self._stop.is_set():
+                self._check(cu.cuMemcpyHtoD_v2(dptr, hptr, ctypes.c_size_t(self.nbytes)), "cuMemcpyHtoD")
+                self.copies += 1
+        except OSError as err:
+            self.errors.append(f"CUDA device {ordinal}: {err}")
+        finally:
+            if hptr.value:
+                cu.cuMemFreeHost(hptr)
+            if dptr.value:
+                cu.cuMemFree_v2(dptr)
+            if ctx.value:
+                cu.cuDevicePrimaryCtxRelease_v2(dev)
+
+    @contextlib.contextmanager
+    def running(self, warmup_s: float = 0.5) -> Iterator[CudaLoad]:
+        self._threads = [threading.Thread(target=self._worker, args=(i,), daemon=True) for i in range(self.devices)]
+        for t in self._threads:
+            t.start()
+        time.sleep(warmup_s)
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            for t in self._threads:
+                t.join(timeout=30)
+
+
+# ------------------------------------------------------------------------------------------------
+# Observing through NVML.
+
+
+def observe_nvml(load_s: float = 1.0, exempt_pids: set[int] | None = None) -> dict[str, Any]:
+    """Every GPU's health readings through NVML; the PCIe link is read during a copy load of ``load_s``."""
+    import pynvml as n  # noqa: PLC0415 - nvidia-ml-py; imported late so nodes without a driver can fall back
+
+    exempt = {os.getpid(), *(exempt_pids or set())}
+    n.nvmlInit()
+    try:
+
+        def opt(fn, *args):
+            try:
+                value = fn(*args)
+            except n.NVMLError:
+                return None
+            return value.decode() if isinstance(value, bytes) else value
+
+        cuda = opt(n.nvmlSystemGetCudaDriverVersion_v2)
+        obs: dict[str, Any] = {
+            "source": "nvml",
+            "driver_version": opt(n.nvmlSystemGetDriverVersion),
+            "cuda_version": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+            "gpus": [],
+        }
+        handles = [n.nvmlDeviceGetHandleByIndex(i) for i in range(n.nvmlDeviceGetCount())]
+        for i, h in enumerate(handles):
+            bus = opt(lambda h=h: n.nvmlDeviceGetPciInfo(h).busId)
+            ecc = opt(n.nvmlDeviceGetEccMode, h)
+            remap = opt(n.nvmlDeviceGetRemappedRows, h)
+            sbe = opt(n.nvmlDeviceGetRetiredPages, h, n.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+            dbe = opt(n.nvmlDeviceGetRetiredPages, h, n.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+            pending_pages = opt(n.nvmlDeviceGetRetiredPagesPendingStatus, h)
+            links = [opt(n.nvmlDeviceGetNvLinkState, h, link) for link in range(n.NVML_NVLINK_MAX_LINKS)]
+            procs = opt(n.nvmlDeviceGetComputeRunningProcesses, h) or []
+            persistence = opt(n.nvmlDeviceGetPersistenceMode, h)
+            obs["gpus"].append(
+                {
+                    "index": i,
+                    "name": opt(n.nvmlDeviceGetName, h),
+                    "uuid": opt(n.nvmlDeviceGetUUID, h),
+                    "serial": opt(n.nvmlDeviceGetSerial, h),
+                    "pci_bus_id": bus.decode() if isinstance(bus, bytes) else bus,
+                    "pcie_gen_max": opt(n.nvmlDeviceGetMaxPcieLinkGeneration, h),
+                    "pcie_width_max": opt(n.nvmlDeviceGetMaxPcieLinkWidth, h),
+                    "pcie_gen_idle": opt(n.nvmlDeviceGetCurrPcieLinkGeneration, h),
+                    "pcie_width_idle": opt(n.nvmlDeviceGetCurrPcieLinkWidth, h),
+                    "ecc_enabled": None if ecc is None else bool(ecc[0]),
+                    "ecc_pending_enabled": None if ecc is None else bool(ecc[1]),
+                    "ecc_uncorrectable_volatile": opt(
+                        n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_VOLATILE_ECC
+                    ),
+                    "ecc_uncorrectable_aggregate": opt(
+                        n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_AGGREGATE_ECC
+                    ),
+                    "remapped_rows": None
+                    if remap is None
+                    else {
+                        "correctable": remap[0],
+                        "uncorrectable": remap[1],
+                        "pending": bool(remap[2]),
+                        "failure": bool(remap[3]),
+                    },
+                    "retired_pages": None
+                    if sbe is None and dbe is None
+                    else {
+                        "single_bit": len(sbe or []),
+                        "double_bit": len(dbe or []),
+                        "pending": None if pending_pages is None else bool(pending_pages),
+                    },
+                    "persistence_mode": None if persistence is None else bool(persistence),
+                    "nvlink_links": sum(1 for s in links if s is not None),
+                    "nvlink_up": sum(1 for s in links if s),
+                    "processes": [
+                        {**process_info(p.pid), "used_memory_bytes": p.usedGpuMemory}
+                        for p in procs
+                        if p.pid not in exempt
+                    ],
+                }
+            )
+        obs["pcie_load"] = _loaded_links(
+            load_s,
+            lambda: [
+                (opt(n.nvmlDeviceGetCurrPcieLinkGeneration, h), opt(n.nvmlDeviceGetCurrPcieLinkWidth, h))
+                for h in handles
+            ],
+            obs["gpus"],
+        )
+        return obs
+    finally:
+        n.nvmlShutdown()
+
+
+def _loaded_links(load_s: float, read, gpus: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run the copy load, read the links a few times, keep each GPU's best reading."""
+    info: dict[str, Any] = {"seconds": load_s, "ran": False, "error": None, "copies": 0}
+    for g in gpus:
+        g["pcie_gen_loaded"], g["pcie_width_loaded"] = None, None
+    if load_s <= 0:
+        info["error"] = "no load asked for (--load-s 0)"
+        return info
+    try:
+        load = CudaLoad()
+    except OSError as err:
+        info["error"] = f"cannot load the GPUs through libcuda: {err}"
+        return info
+    with load.running():
+        end = time.monotonic() + load_s
+        while True:
+            for g, (gen, width) in zip(gpus, read(), strict=True):
+                if gen is not None and (g["pcie_gen_loaded"] is None or gen > g["pcie_gen_loaded"]):
+                    g["pcie_gen_loaded"] = gen
+                if width is not None and (g["pcie_width_loaded"] is None or width > g["pcie_width_loaded"]):
+                    g["pcie_width_loaded"] = width
+            if time.monotonic() >= end:
+                break
+            time.sleep(0.1)
+    info.update(ran=not load.errors, error="; ".join(load.errors) or None, copies=load.copies)
+    return info
+
+
+# ------------------------------------------------------------------------------------------------
+# Observing through nvidia-smi -q (fallback; also what the tests feed recorded outputs through).
+
+
+def parse_smi_q(text: str) -> dict[str, Any]:
+    """``nvidia-smi -q`` as nested dicts: ``{"Driver Version": ..., "GPUs": {"00000000:2A:00.0": {...}}}``."""
+    root: dict[str, Any] = {"GPUs": {}}
+    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
+    for raw in text.splitlines():
+        if not raw.strip() or raw.startswith("="):
+            continue
+        indent = len(raw) - len(raw.lstrip(" "))
+        line = raw.strip()
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1] if stack else root
+        if indent == 0 and line.startswith("GPU "):
+            node: dict[str, Any] = {}
+            root["GPUs"][line[4:].strip()] = node
+            stack = [(-1, root), (0, node)]
+            continue
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        # Repeated keys (one "Process ID" per process): number them.
+        name, k = key, 2
+        while name in parent:
+            name, k = f"{key} #{k}", k + 1
+        if sep and value.strip():
+            parent[name] = value.strip()
+        else:
+            child: dict[str, Any] = {}
+            parent[name] = child
+            stack.append((indent, child))
+    return root
+
+
+def _int(value: Any) -> int | None:
+    if value is None:
+        return None
+    m = re.match(r"^\s*(\d+)", str(value))
+    return int(m.group(1)) if m else None
+
+
+def _flag(value: Any, yes: str) -> bool | None:
+    if value is None or str(value).strip() in ("N/A", "[N/A]", "Unknown"):
+        return None
+    return str(value).strip() == yes
+
+
+def observe_smi_q(text: str, loaded_text: str | None = None) -> dict[str, Any]:
+    """Observations from ``nvidia-smi -q`` output; ``loaded_text``: the same taken during a load (PCIe)."""
+    q = parse_smi_q(text)
+    loaded = parse_smi_q(loaded_text)["GPUs"] if loaded_text else {}
+    obs: dict[str, Any] = {
+        "source": "nvidia-smi -q",
+        "driver_version": q.get("Driver Version"),
+        "cuda_version": q.get("CUDA Version"),
+        "gpus": [],
+    }
+    for index, (bus, g) in enumerate(q["GPUs"].items()):
+        link = g.get("PCI", {}).get("GPU Link Info", {})
+        gen, width = link.get("PCIe Generation", {}), link.get("Link Width", {})
+        lg = loaded.get(bus, {}).get("PCI", {}).get("GPU Link Info", {})
+        ecc = g.get("ECC Errors", {})
+        remap = g.get("Remapped Rows", {})
+        retired = g.get("Retired Pages", {})
+        nums = [_int(v) for v in (retired.get("Single Bit ECC"), retired.get("Double Bit ECC"))]
+        procs = []
+        listed = g.get("Processes")
+        for key, value in listed.items() if isinstance(listed, dict) else []:
+            if key.startswith("Process ID") and _int(value) is not None:
+                procs.append({**process_info(int(value)), "used_memory_bytes": None})  # type: ignore[arg-type]
+        obs["gpus"].append(
+            {
+                "index": _int(g.get("Minor Number")) if g.get("Minor Number") else index,
+                "name": g.get("Product Name"),
+                "uuid": g.get("GPU UUID"),
+                "serial": g.get("Serial Number") if g.get("Serial Number") not in (None, "N/A") else None,
+                "pci_bus_id": bus,
+                "pcie_gen_max": _int(gen.get("Max")),
+                "pcie_width_max": _int(width.get("Max")),
+                "pcie_gen_idle": _int(gen.get("Current")),
+                "pcie_width_idle": _int(width.get("Current")),
+                "pcie_gen_loaded": _int(lg.get("PCIe Generation", {}).get("Current")) if lg else None,
+                "pcie_width_loaded": _int(lg.get("Link Width", {}).get("Current")) if lg else None,
+                "ecc_enabled": _flag(g.get("ECC Mode", {}).get("Current"), "Enabled"),
+                "ecc_pending_enabled": _flag(g.get("ECC Mode", {}).get("Pending"), "Enabled"),
+                "ecc_uncorrectable_volatile": _sum_uncorrectable(ecc.get("Volatile", {})),
+                "ecc_uncorrectable_aggregate": _sum_uncorrectable(ecc.get("Aggregate", {})),
+                "remapped_rows": None
+                if not remap or _int(remap.get("Uncorrectable Error")) is None
+                else {
+                    "correctable": _int(remap.get("Correctable Error")),
+                    "uncorrectable": _int(remap.get("Uncorrectable Error")),
+                    "pending": _flag(remap.get("Pending"), "Yes"),
+                    "failure": _flag(remap.get("Remapping Failure Occurred"), "Yes"),
+                },
+                "retired_pages": None
+                if all(v is None for v in nums)
+                else {
+                    "single_bit": nums[0] or 0,
+                    "double_bit": nums[1] or 0,
+                    "pending": _flag(retired.get("Pending Page Blacklist"), "Yes"),
+                },
+                "persistence_mode": _flag(g.get("Persistence Mode"), "Enabled"),
+                "nvlink_links": None,
+                "nvlink_up": None,
+                "processes": procs,
+            }
+        )
+    obs["pcie_load"] = {"ran": bool(loaded_text), "error": None if loaded_text else "no reading under load"}
+    return obs
+
+
+def _sum_uncorrectable(section: dict[str, Any]) -> int | None:
+    values = [_int(v) for k, v in section.items() if "Uncorrectable" in k or k == "Double Bit"]
+    values = [v for v in values if v is not None]
+    return sum(values) if values else None
+
+
+def observe_smi(load_s: float, exempt_pids: set[int] | None = None) -> dict[str, Any]:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        raise FileNotFoundError("nvidia-smi not found on PATH")
+    env = {**os.environ, "LC_ALL": "C"}
+
+    def query() -> str:
+        out = subprocess.run([smi, "-q"], capture_output=True, text=True, timeout=120, env=env, check=False)
+        if out.returncode != 0:
+            raise RuntimeError(f"nvidia-smi -q exited {out.returncode}: {(out.stderr or out.stdout).strip()[:300]}")
+        return out.stdout
+
+    idle = query()
+    loaded, error = None, None
+    try:
+        load = CudaLoad()
+        with load.running():
+            loaded = query()
+    except OSError as err:
+        error = f"cannot load the GPUs through libcuda: {err}"
+    obs = observe_smi_q(idle, loaded)
+    exempt = {os.getpid(), *(exempt_pids or set())}
+    for g in obs["gpus"]:
+        g["processes"] = [p for p in g["processes"] if p["pid"] not in exempt]
+    if error:
+        obs["pcie_load"] = {"ran": False, "error": error}
+    return obs
+
+
+def observe(load_s: float = 1.0, exempt_pids: set[int] | None = None) -> tuple[dict[str, Any] | None, list[str]]:
+    """NVML, else nvidia-smi -q; (None, reasons) when neither can read the GPUs."""
+    why = []
+    for name, fn in (("NVML", observe_nvml), ("nvidia-smi", observe_smi)):
+        try:
+            return fn(load_s, exempt_pids), why
+        except Exception as err:  # NVML raises its own types; ImportError/OSError without a driver
+            why.append(f"{name}: {err}")
+    return None, why
+
+
+# ------------------------------------------------------------------------------------------------
+# Judging.
+
+
+def _gpu_label(g: dict[str, Any]) -> str:
+    return f"GPU {g.get('index')} (bus {g.get('pci_bus_id')}, serial {g.get('serial') or 'unknown'})"
+
+
+def _finding(rule: str, g: dict[str, Any] | None, message: str, fix: str) -> dict[str, Any]:
+    return {
+        "rule": rule,
+        "gpu": None if g is None else g.get("index"),
+        "pci_bus_id": None if g is None else g.get("pci_bus_id"),
+        "serial": None if g is None else g.get("serial"),
+        "message": (f"{_gpu_label(g)}: " if g is not None else "") + message,
+        "fix": fix,
+    }
+
+
+def _pci_prefix(bus_id: str | None) -> str:
+    """NVML's "00000000:2A:00.0" and the XID's "0000:2a:00" to one key: "0000:2a:00"."""
+    if not bus_id:
+        return ""
+    domain, _, rest = bus_id.partition(":")
+    return f"{int(domain, 16):04x}:{rest.split('.')[0].lower()}"
+
+
+def judge(
+    obs: dict[str, Any],
+    expect: dict[str, Any],
+    expected_gpus: list[tuple[int, str]],
+    xids: list[dict[str, Any]] | None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Findings (failures) and notes. ``expected_gpus``: (count, who says so); ``xids``: None = unreadable."""
+    findings: list[dict[str, Any]] = []
+    notes: list[str] = []
+    gpus = obs.get("gpus") or []
+    for count, who in expected_gpus:
+        if len(gpus) != count:
+            findings.append(
+                _finding(
+                    "gpu_count",
+                    None,
+                    f"{len(gpus)} GPUs found ({', '.join(str(g.get('pci_bus_id')) for g in gpus) or 'none'}), "
+                    f"{who} says {count}",
+                    "compare nvidia-smi -L with lspci -d 10de:; reseat or power the missing GPU and look for XID 79 "
+                    "in the kernel log, or correct the inventory",
+                )
+            )
+    driver, cuda = obs.get("driver_version"), obs.get("cuda_version")
+    if not version_allowed(driver, expect["driver_versions"]):
+        findings.append(
+            _finding(
+                "driver_version",
+                None,
+                f"driver {driver} is not one the node type allows ({', '.join(expect['driver_versions'])})",
+                "install an allowed driver (or add this version to the node type's health.driver_versions "
+                "once it has been qualified)",
+            )
+        )
+    if not version_allowed(cuda, expect["cuda_versions"]):
+        findings.append(
+            _finding(
+                "cuda_version",
+                None,
+                f"CUDA {cuda} (driver API) is not one the node type allows ({', '.join(expect['cuda_versions'])})",
+                "install a driver with an allowed CUDA version",
+            )
+        )
+    load = obs.get("pcie_load") or {}
+    for g in gpus:
+        _judge_gpu(g, expect, load, findings, notes)
+    by_pci = {_pci_prefix(g.get("pci_bus_id")): g for g in gpus}
+    if xids is None:
+        notes.append("kernel log unreadable: XID events not checked")
+    else:
+        for e in xids:
+            g = by_pci.get(e["pci"])
+            label = "" if g else f"PCI {e['pci']} (not a GPU of this node's list): "
+            when = (
+                dt.datetime.fromtimestamp(e["time_unix"], dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                if e.get("time_unix")
+                else "time unknown"
+            )
+            findings.append(
+                _finding(
+                    "xid",
+                    g,
+                    f"{label}XID {e['xid']} at {when}: {e['text']}",
+                    XID_FIXES.get(e["xid"], XID_DEFAULT_FIX),
+                )
+            )
+    return findings, notes
+
+
+def _judge_gpu(
+    g: dict[str, Any], expect: dict[str, Any], load: dict[str, Any], findings: list, notes: list[str]
+) -> None:
+    gen_want = expect.get("pcie_gen") or g.get("pcie_gen_max")
+    width_want = expect.get("pcie_width") or g.get("pcie_width_max")
+    gen, width = g.get("pcie_gen_loaded"), g.get("pcie_width_loaded")
+    if gen is None or width is None:
+        findings.append(
+            _finding(
+                "pcie_link",
+                g,
+                f"PCIe link not measured under load ({load.get('error') or 'no reading'})",
+                "make libcuda loadable for the probe (driver installed, device nodes present) and rerun",
+            )
+        )
+    else:
+        if gen_want and gen < gen_want:
+            findings.append(
+                _finding(
+                    "pcie_link",
+                    g,
+                    f"PCIe link at Gen{gen} under load, expected Gen{gen_want} (link max Gen{g.get('pcie_gen_max')})",
+                    "reseat the GPU or its riser/retimer, check the slot's link speed in the BIOS; "
+                    f"lspci -vv -s {g.get('pci_bus_id')} shows LnkSta against LnkCap",
+                )
+            )
+        if width_want and width < width_want:
+            findings.append(
+                _finding(
+                    "pcie_link",
+                    g,
+                    f"PCIe link at x{width} under load, expected x{width_want} (link max x{g.get('pcie_width_max')})",
+                    "reseat the GPU or its riser/cable (a lane is down); "
+                    f"lspci -vv -s {g.get('pci_bus_id')} shows LnkSta against LnkCap",
+                )
+            )
+    if expect["ecc"] and g.get("ecc_enabled") is not True:
+        state = {None: "unknown", False: "disabled"}[g.get("ecc_enabled")]
+        findings.append(
+            _finding(
+                "ecc_mode",
+                g,
+                f"ECC is {state}, the node type expects it enabled",
+                f"enable it (nvidia-smi -i {g.get('index')} -e 1) and reset the GPU or reboot",
+            )
+        )
+    for key, what in (("ecc_uncorrectable_volatile", "since the driver loaded"),):
+        count = g.get(key)
+        if count:
+            findings.append(
+                _finding(
+                    "ecc_uncorrectable",
+                    g,
+                    f"{count} uncorrectable ECC errors {what}",
+                    "drain the node and reset the GPU (nvidia-smi -r) or reboot so the rows are remapped; "
+                    "RMA the GPU if they come back",
+                )
+            )
+    if g.get("ecc_uncorrectable_aggregate"):
+        notes.append(
+            f"{_gpu_label(g)}: {g['ecc_uncorrectable_aggregate']} uncorrectable ECC errors over its lifetime "
+            "(aggregate; remapped rows/retired pages show whether they were handled)"
+        )
+    remap = g.get("remapped_rows")
+    if remap:
+        if remap.get("pending"):
+            findings.append(
+                _finding(
+                    "row_remapping",
+                    g,
+                    "a row remapping is pending",
+                    "reset the GPU (nvidia-smi -r) or reboot to apply the remapping",
+                )
+            )
+        if remap.get("failure"):
+            findings.append(
+                _finding(
+                    "row_remapping",
+                    g,
+                    "a row remapping failed (no spare rows left in a bank)",
+                    "drain the node and RMA the GPU",
+                )
+            )
+    pages = g.get("retired_pages")
+    if pages:
+        if pages.get("pending"):
+            findings.append(
+                _finding(
+                    "retired_pages",
+                    g,
+                    "a page retirement is pending",
+                    "reset the GPU (nvidia-smi -r) or reboot to retire the page",
+                )
+            )
+        total = (pages.get("single_bit") or 0) + (pages.get("double_bit") or 0)
+        if total > expect["retired_pages_max"]:
+            findings.append(
+                _finding(
+                    "retired_pages",
+                    g,
+                    f"{total} retired pages (limit {expect['retired_pages_max']})",
+                    "RMA the GPU: it is near the end of its spare pages",
+                )
+            )
+    want = expect["persistence_mode"]
+    mode = g.get("persistence_mode")
+    if want != "any" and mode is not (want == "enabled"):
+        state = {None: "unknown", True: "enabled", False: "disabled"}[mode]
+        findings.append(
+            _finding(
+                "persistence_mode",
+                g,
+                f"persistence mode is {state}, the node type expects it {want}",
+                "start nvidia-persistenced (systemctl enable --now nvidia-persistenced)"
+                if want == "enabled"
+                else "stop nvidia-persistenced",
+            )
+        )
+    links = expect["nvlink_links_up"]
+    if links and (g.get("nvlink_up") or 0) < links:
+        findings.append(
+            _finding(
+                "nvlink",
+                g,
+                f"{g.get('nvlink_up')} NVLink links up, the node type has {links}",
+                "check nvidia-smi nvlink -s, the fabric manager (systemctl status nvidia-fabricmanager) and the "
+                "NVSwitch trays; reset the GPU",
+            )
+        )
+    for p in g.get("processes") or []:
+        findings.append(
+            _finding(
+                "foreign_process",
+                g,
+                f"compute process pid {p['pid']} of user {p.get('user') or 'unknown'} "
+                f"({p.get('command') or 'command unknown'}) runs on it",
+                f"stop it (kill {p['pid']}) or wait for it: the suite's results are not valid while it shares the "
+                "GPU (a stray process halves GEMM throughput)",
+            )
+        )
+
+
+def metrics_of(obs: dict[str, Any] | None, xids: list[dict[str, Any]] | None, findings: list) -> tuple[dict, dict]:
+    """The document's metrics and waived metrics (docs/checks/health.md)."""
+    metrics: dict[str, Any] = {}
+    waived: dict[str, str] = {}
+    gpus = (obs or {}).get("gpus") or []
+
+    def put(name: str, value: float, unit: str, better: str, description: str) -> None:
+        metrics[name] = {"value": value, "unit": unit, "better": better, "description": description}
+
+    gens = [g.get("pcie_gen_loaded") for g in gpus]
+    widths = [g.get("pcie_width_loaded") for g in gpus]
+    if gpus and all(v is not None for v in gens + widths):
+        put("pcie_gen_min", min(gens), "count", "higher", "min over GPUs of the PCIe generation under a copy load")
+        put("pcie_width_min", min(widths), "count", "higher", "min over GPUs of the PCIe link width under a copy load")
+    else:
+        why = ((obs or {}).get("pcie_load") or {}).get("error") or "no GPU read"
+        waived["pcie_gen_min"] = waived["pcie_width_min"] = f"PCIe link not measured under load: {why}"
+    put("health_findings", len(findings), "count", "lower", "health rules that failed (each named in verification)")
+    if xids is not None:
+        put("xid_events", len(xids), "count", "lower", "NVIDIA XID lines in the kernel log since --xid-since")
+    else:
+        waived["xid_events"] = "kernel log unreadable"
+    return metrics, waived
+
+
+# ------------------------------------------------------------------------------------------------
+# The document and the command.
+
+SCHEMA = "gpuaccept.bench/1"
+TOOL = "gpuaccept-health"
+EXIT_OK, EXIT_ERROR, EXIT_UNHEALTHY = 0, 1, 2
+
+
+def probe(
+    reference_dir: str | os.PathLike[str],
+    node_type_name: str,
+    expected_gpus: int | None,
+    xid_since: str,
+    load_s: float,
+    exempt_pids: set[int],
+    argv: list[str],
+) -> tuple[dict[str, Any], int]:
+    """Observe, judge and build the document; returns it and the exit status."""
+    t0, started = time.monotonic(), dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    node_type = load_node_type(reference_dir, node_type_name)
+    expect = expectations(node_type)
+    since = parse_since(xid_since)
+    errors: list[str] = []
+    obs, why = observe(load_s, exempt_pids)
+    if obs is None:
+        errors.append("cannot read the GPUs (" + "; ".join(why) + ")")
+    log, how, log_why = read_kernel_log(since)
+    xids = None if log is None else parse_xids(log, since, boot_time())
+    claims = [(node_type.match["gpu_count"], f"node type {node_type.name}")]
+    if expected_gpus is not None:
+        claims.insert(0, (expected_gpus, "the inventory"))
+    findings, notes = judge(obs, expect, claims, xids) if obs else ([], [])
+    if log is None:
+        notes.append("kernel log: " + "; ".join(log_why))
+    metrics, waived = metrics_of(obs, xids, findings)
+    if obs is None:
+        metrics = {}
+        for m in ("pcie_gen_min", "pcie_width_min", "health_findings"):
+            waived[m] = errors[0]
+    gpus = (obs or {}).get("gpus") or []
+    doc = {
+        "schema": SCHEMA,
+        "tool": TOOL,
+        "tool_version": __version__,
+        "git_revision": _git_revision(),
+        "command_line": argv,
+        "started_utc": started,
+        "elapsed_s": round(time.monotonic() - t0, 3),
+        "timing": f"one reading of each GPU; the PCIe link read every 0.1 s during a {load_s:g} s host-to-device "
+        "copy load, the highest reading kept",
+        "host": {
+            "hostname": socket.gethostname(),
+            "cpu_model": facts.cpu_model(),
+            "logical_cpus": os.cpu_count(),
+            "numa_nodes": facts.numa_nodes(),
+        },
+        "cuda": {
+            "driver_version": None,
+            "runtime_version": None,
+            "driver_release": (obs or {}).get("driver_version"),
+        },
+        "devices": [{k: g.get(k) for k in ("index", "name", "pci_bus_id", "uuid", "serial")} for g in gpus],
+        "parameters": {
+            "node_type": node_type.name,
+            "reference_file": str(node_type.path),
+            "expected_gpus": expected_gpus,
+            "xid_since": xid_since,
+            "xid_since_unix": since,
+            "load_s": load_s,
+            "expectations": expect,
+        },
+        "results": {
+            "observations": obs,
+            "kernel_log": {"read_with": how or None, "xid_events": xids},
+            "findings": findings,
+            "notes": notes,
+        },
+        "metrics": metrics,
+        "waived": waived,
+        "verification": {
+            "passed": obs is not None and not findings,
+            "checked": len(gpus),
+            "failures": [f"{f['message']} -> {f['fix']}" for f in findings],
+        },
+        "errors": errors,
+    }
+    status = EXIT_ERROR if obs is None else (EXIT_UNHEALTHY if findings else EXIT_OK)
+    return doc, status
+
+
+def _git_revision() -> str:
+    from .power import git_revision  # noqa: PLC0415 - one helper for both tools
+
+    return git_revision()
+
+
+def run(args: Any, argv: list[str]) -> int:
+    load_s = args.load_s if args.load_s is not None else (0.5 if args.quick else 1.0)
+    if not 0 <= load_s <= 60:
+        raise ValueError(f"--load-s {load_s}: must be between 0 and 60 seconds")
+    parse_since(args.xid_since)  # a bad --xid-since is a bad command line, before anything runs
+    doc, status = probe(
+        args.reference_dir,
+        args.node_type,
+        args.expected_gpus,
+        args.xid_since,
+        load_s,
+        set(args.exempt_pid or []),
+        argv,
+    )
+    write_text_atomic(args.output, json.dumps(doc, indent=1) + "\n")
+    for f in doc["results"]["findings"]:
+        print(f"UNHEALTHY: {f['message']}\n  fix: {f['fix']}")
+    for note in doc["results"]["notes"]:
+        print(f"note: {note}")
+    for e in doc["errors"]:
+        print(f"error: {e}")
+    print(f"{TOOL}: {len(doc['devices'])} GPUs, {len(doc['results']['findings'])} findings -> {args.output}")
+    return status
