@@ -11,7 +11,7 @@ def test_md_openmm_references_are_reproducible_from_the_evidence():
     shipped = yaml.safe_load((REFERENCE_DIR / "h100_sxm5_80gb.yaml").read_text())
     source = shipped["sources"]["h100-openmm-2026-11-22"]
     runs = sorted(p for p in (ROOT / source["evidence"]).glob("run*") if p.is_dir())
-    docs = baseline.find_documents(runs, "md_openmm")
+    docs = baseline.collect(runs, "md_openmm")
     assert len(docs) == source["runs"] >= 3
     checks, _ = baseline.derive({"md_openmm": docs}, "h100-openmm-2026-11-22")
     assert checks == {"md_openmm": shipped["checks"]["md_openmm"]}

@@ -149,7 +149,7 @@ def test_recorded_degraded_run_is_rejected():
 def test_shipped_references_are_reproducible_from_the_evidence(node_type, runs):
     shipped = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())
     source_id = next(k for k, v in shipped["sources"].items() if v.get("runs", 0) >= 5)
-    docs = {key: baseline.find_documents(runs, key) for key in CHECKS}
+    docs = {key: baseline.collect(runs, key) for key in CHECKS}
     docs = {key: d for key, d in docs.items() if d}  # checks added later (health, power) have their own evidence
     assert set(docs) == {"bandwidth", "gemm", "cpu_gemm"} and min(len(d) for d in docs.values()) >= 5
     checks, _ = baseline.derive(docs, source_id)

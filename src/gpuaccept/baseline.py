@@ -5,11 +5,20 @@ for 'higher is better', above for 'lower is better') is 1.5 x the largest relati
 the median, never below the unit's floor (noise cannot make it absurdly tight) and never above the cap (a
 degraded node, e.g. DGEMM halved by a foreign process, must still fail). Metrics waived on every run become
 informational entries, so the file stays complete.
+
+Outliers are rejected first, with SuperBench's fixed-threshold idea: take the median of the runs, drop every
+run worse than it by more than a fixed fraction (the cap by default: a run the resulting reference would
+reject is a degraded node, not part of the spread), take the median of the rest, and repeat until nothing
+more is dropped. Only the side that matters is rejected: a run better than the rest is not a fault. The
+rejected runs are named in the proposal (``note``) so a reviewer sees them.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import difflib
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -36,10 +45,136 @@ def find_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
                 doc = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError) as err:
                 raise ValueError(f"{path}: not a benchmark JSON document: {err}") from err
-            key = (doc.get("tool"), doc.get("started_utc"), (doc.get("host") or {}).get("hostname"),
-                   doc.get("elapsed_s"))
+            key = (
+                doc.get("tool"),
+                doc.get("started_utc"),
+                (doc.get("host") or {}).get("hostname"),
+                doc.get("elapsed_s"),
+            )
             docs.setdefault(key, doc)
     return list(docs.values())
+
+
+def verdict_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
+    """Measurements of ``check`` taken from verdict.json rows, for runs that kept no benchmark document of it
+    (a failed check whose stage directory was not kept still counts: it is what a degraded node measured).
+    They look like benchmark documents with ``tool`` ``verdict.json`` and ``origin`` naming the file."""
+    name = CHECKS[check].result_file
+    docs: dict[tuple, dict[str, Any]] = {}
+    for run_dir in run_dirs:
+        for path in sorted(Path(run_dir).rglob("verdict.json")):
+            if any(path.parent.rglob(name)):
+                continue  # the document itself is there: find_documents reads it
+            try:
+                verdict = json.loads(path.read_text(encoding="utf-8"))
+                rows = [r for r in verdict["rows"] if r["check"] == check and r.get("metric")]
+            except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
+                raise ValueError(f"{path}: not a gpuaccept verdict: {err}") from err
+            metrics = {
+                r["metric"]: {
+                    "value": r["value"],
+                    "unit": r["unit"],
+                    "better": "lower" if r["unit"] == "us" else "higher",
+                }
+                for r in rows
+                if isinstance(r.get("value"), (int, float)) and math.isfinite(r["value"])
+            }
+            if not metrics:
+                continue
+            started = verdict.get("started_unix")
+            when = dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if started else None
+            key = (verdict.get("node"), started, check)
+            docs.setdefault(
+                key,
+                {
+                    "tool": "verdict.json",
+                    "origin": str(path),
+                    "started_utc": when,
+                    "host": {"hostname": verdict.get("node")},
+                    "metrics": metrics,
+                    "waived": {},
+                },
+            )
+    return list(docs.values())
+
+
+def collect(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
+    """Every run of ``check`` under the run directories: its benchmark documents, and verdict rows where the
+    document was not kept."""
+    return find_documents(run_dirs, check) + verdict_documents(run_dirs, check)
+
+
+def run_label(doc: dict[str, Any]) -> str:
+    return f"{(doc.get('host') or {}).get('hostname') or '?'} {doc.get('started_utc') or '?'}"
+
+
+def reject_outliers(values: list[float], better: str, threshold: float = CAP) -> tuple[list[int], list[int]]:
+    """(kept, rejected) indices: SuperBench's fixed-threshold loop on the side that matters. ``threshold`` 0
+    rejects nothing. Never rejects half of the runs or more: then the runs disagree and no one is the
+    outlier, which is an error for the operator to look at."""
+    kept = list(range(len(values)))
+    if threshold <= 0:
+        return kept, []
+    while True:
+        med = statistics.median(values[i] for i in kept)
+        if not med:
+            break
+        worse = [i for i in kept if (med - values[i] if better == "higher" else values[i] - med) / abs(med) > threshold]
+        if not worse:
+            break
+        kept = [i for i in kept if i not in worse]
+    rejected = [i for i in range(len(values)) if i not in kept]
+    if len(rejected) * 2 >= len(values):
+        raise ValueError(
+            f"{len(rejected)} of {len(values)} runs are more than {threshold:.0%} worse than the median of the "
+            f"others ({', '.join(f'{v:.4g}' for v in values)}): the runs disagree too much to tell outliers; "
+            "look at the nodes, or pass --reject 0 to keep them all"
+        )
+    return kept, rejected
+
+
+def provenance(docs_by_check: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Nodes, first and last run, and where each run came from, for the proposal's source entry."""
+    docs = [d for ds in docs_by_check.values() for d in ds]
+    nodes = sorted({(d.get("host") or {}).get("hostname") or "?" for d in docs})
+    started = sorted(d["started_utc"] for d in docs if d.get("started_utc"))
+    out: dict[str, Any] = {"nodes": nodes}
+    if started:
+        out["first_run"], out["last_run"] = started[0], started[-1]
+    out["runs_per_check"] = {check: len(ds) for check, ds in docs_by_check.items() if ds}
+    return out
+
+
+def unified_diff(reviewed: Path, proposal_text: str, proposal_name: str) -> str:
+    old = reviewed.read_text(encoding="utf-8").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(old, proposal_text.splitlines(keepends=True), str(reviewed), proposal_name))
+
+
+def changes(reviewed_text: str, proposed_text: str) -> list[str]:
+    """One line per metric whose value or tolerance differs between the reviewed file and the proposal."""
+    reviewed, proposed = yaml.safe_load(reviewed_text) or {}, yaml.safe_load(proposed_text) or {}
+    lines = []
+    old_checks, new_checks = reviewed.get("checks") or {}, proposed.get("checks") or {}
+    for check in sorted(set(old_checks) | set(new_checks)):
+        old, new = old_checks.get(check) or {}, new_checks.get(check) or {}
+        for metric in sorted(set(old) | set(new)):
+            a, b = old.get(metric), new.get(metric)
+            if a is None or b is None:
+                lines.append(f"{check}.{metric}: {'added' if a is None else 'removed'}")
+                continue
+            if "value" not in a or "value" not in b:
+                if ("value" in a) != ("value" in b):
+                    lines.append(f"{check}.{metric}: {'now judged' if 'value' in b else 'now informational'}")
+                continue
+            tol_a = a.get("lower", a.get("upper"))
+            tol_b = b.get("lower", b.get("upper"))
+            if a["value"] != b["value"] or tol_a != tol_b:
+                rel = (b["value"] / a["value"] - 1) if a["value"] else math.inf
+                lines.append(
+                    f"{check}.{metric}: {a['value']:.6g} -> {b['value']:.6g} {b.get('unit', '')} ({rel:+.1%}), "
+                    f"tolerance {tol_a} -> {tol_b}"
+                )
+    return lines
 
 
 def waived_unit(metric: str) -> str:
@@ -58,8 +193,9 @@ def tolerance(values: list[float], unit: str) -> float:
     return round(min(CAP, max(FLOORS.get(unit, 0.05), SPREAD_FACTOR * worst)), 3)
 
 
-def derive(docs_by_check: dict[str, list[dict[str, Any]]], source_id: str) -> tuple[dict, dict]:
-    """(checks section, per-metric statistics) from benchmark documents grouped by check."""
+def derive(docs_by_check: dict[str, list[dict[str, Any]]], source_id: str, reject: float = CAP) -> tuple[dict, dict]:
+    """(checks section, per-metric statistics) from benchmark documents grouped by check; runs worse than the
+    median by more than ``reject`` are dropped first (:func:`reject_outliers`)."""
     checks: dict[str, dict[str, Any]] = {}
     stats: dict[str, dict[str, Any]] = {}
     for check, docs in docs_by_check.items():
@@ -70,8 +206,13 @@ def derive(docs_by_check: dict[str, list[dict[str, Any]]], source_id: str) -> tu
             {m for d in docs for m in (d.get("metrics") or {})} | {m for d in docs for m in (d.get("waived") or {})}
         )
         for metric in names:
-            measured = [d["metrics"][metric] for d in docs if metric in (d.get("metrics") or {})]
-            values = [float(m["value"]) for m in measured if isinstance(m.get("value"), (int, float))]
+            runs = [
+                (d, d["metrics"][metric])
+                for d in docs
+                if isinstance((d.get("metrics") or {}).get(metric, {}).get("value"), (int, float))
+            ]
+            measured = [m for _, m in runs]
+            values = [float(m["value"]) for m in measured]
             if not values:
                 why = next(d["waived"][metric] for d in docs if metric in (d.get("waived") or {}))
                 unit = waived_unit(metric)
@@ -83,16 +224,30 @@ def derive(docs_by_check: dict[str, list[dict[str, Any]]], source_id: str) -> tu
                 continue
             unit = measured[0]["unit"]
             better = measured[0].get("better", "higher")
+            try:
+                kept, rejected = reject_outliers(values, better, reject)
+            except ValueError as err:
+                raise ValueError(f"{check}.{metric}: {err}") from None
+            all_values, values = values, [values[i] for i in kept]
             med = statistics.median(values)
             tol = tolerance(values, unit)
             entry: dict[str, Any] = {"value": float(f"{med:.6g}"), "unit": unit}
             entry["lower" if better == "higher" else "upper"] = tol
             entry["source"] = source_id
-            if len(values) < len(docs):
-                entry["note"] = f"measured in {len(values)} of {len(docs)} runs"
+            notes = []
+            if len(all_values) < len(docs):
+                notes.append(f"measured in {len(all_values)} of {len(docs)} runs")
+            if rejected:
+                notes.append(
+                    f"rejected as outliers (more than {reject:.0%} worse than the median of the runs kept): "
+                    + ", ".join(f"{all_values[i]:.4g} ({run_label(runs[i][0])})" for i in rejected)
+                )
+            if notes:
+                entry["note"] = "; ".join(notes)
             entries[metric] = entry
             stats[f"{check}.{metric}"] = {
                 "runs": len(values),
+                "rejected": [all_values[i] for i in rejected],
                 "median": med,
                 "min": min(values),
                 "max": max(values),
@@ -109,7 +264,9 @@ def proposal(
     source_id: str,
     source: dict[str, Any],
     checks: dict[str, Any],
+    header: str = "",
 ) -> str:
+    """The proposed reference file; ``header`` lines become comments at its top."""
     doc = {
         "schema": SCHEMA,
         "node_type": node_type,
@@ -118,4 +275,5 @@ def proposal(
         "sources": {source_id: source},
         "checks": checks,
     }
-    return yaml.safe_dump(doc, sort_keys=False, width=110)
+    comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+    return comments + yaml.safe_dump(doc, sort_keys=False, width=110)

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, baseline, exporter, facts, health, power, powercheck, references, verdict
+from . import __version__, baseline, compare, exporter, facts, health, power, powercheck, references, verdict
 from .atomic import OutputError, write_text_atomic
 from .checks import CHECKS, SUITES
 
@@ -144,7 +144,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     for d in run_dirs:
         if not d.is_dir():
             raise InputError(f"{d}: not a run directory")
-    docs = {key: baseline.find_documents(run_dirs, key) for key in CHECKS}
+    if not 0 <= args.reject < 1:
+        raise InputError(f"--reject {args.reject}: a fraction from 0 (keep every run) to below 1")
+    docs = {key: baseline.collect(run_dirs, key) for key in CHECKS}
     counts = {k: len(v) for k, v in docs.items() if v}
     if not counts:
         raise InputError("no benchmark documents found under the run directories given")
@@ -154,6 +156,12 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     if gpus and gpus[0].get("pcie_gen_max"):
         match.update(pcie_gen=gpus[0]["pcie_gen_max"], pcie_width=gpus[0]["pcie_width_max"])
     runs = min(counts.values())
+    rejection = (
+        f"; runs more than {args.reject:.0%} worse than the median of the runs kept are rejected first, repeatedly "
+        "(named in each metric's note)"
+        if args.reject
+        else "; no outlier rejection"
+    )
     source = {
         "kind": "measured",
         "machine": args.machine,
@@ -161,26 +169,46 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         "runs": runs,
         "statistic": f"median of {runs} runs of each check; each run's figure is the benchmark's own statistic "
         f"(docs/benchmark-json.md); tolerance = max(unit floor, 1.5 x largest deviation from the median), "
-        f"capped at {baseline.CAP:.0%}",
+        f"capped at {baseline.CAP:.0%}" + (rejection if args.provenance else ""),
         "evidence": args.evidence,
     }
-    checks, stats = baseline.derive(docs, args.source_id)
-    text = baseline.proposal(args.node_type, args.description, match, args.source_id, source, checks)
+    if args.provenance:
+        source.update(baseline.provenance(docs))
+    checks, stats = baseline.derive(docs, args.source_id, args.reject)
+    reviewed = Path(args.reference_dir) / f"{args.node_type}.yaml"
+    header = (
+        f"Proposed by gpuaccept baseline from {runs} runs ({', '.join(f'{k}: {v}' for k, v in counts.items())}).\n"
+        f"Review it, and the diff against {reviewed}, before copying it there."
+    )
+    text = baseline.proposal(args.node_type, args.description, match, args.source_id, source, checks, header)
     if args.output:
         out = Path(args.output)
-        if out.exists() and not args.force:
+        if out.resolve() == reviewed.resolve():
             raise InputError(
-                f"{out} exists: baseline writes proposals, never over a reviewed file "
-                "(write elsewhere and diff, or pass --force)"
+                f"{out} is the reviewed reference file of {args.node_type}: baseline writes a proposal and a "
+                "diff beside it, never over it (write elsewhere, review the diff, then copy)"
             )
+        if out.exists() and not args.force:
+            raise InputError(f"{out} exists: pass --force to replace an earlier proposal")
         write_text_atomic(out, text)
-        print(f"wrote {out} from {counts} documents")
+        print(f"wrote {out} from {counts} runs")
+        if reviewed.exists():
+            diff = baseline.unified_diff(reviewed, text, str(out))
+            diff_path = out.with_name(out.name + ".diff")
+            write_text_atomic(diff_path, diff)
+            print(f"wrote {diff_path}: the proposal against {reviewed}")
+            changed = baseline.changes(reviewed.read_text(encoding="utf-8"), text)
+            for line in changed or ["no value or tolerance differs from the reviewed file"]:
+                print(f"  {line}")
+        else:
+            print(f"no reviewed file {reviewed} yet: the proposal is the first one")
     else:
         sys.stdout.write(text)
     for key, s in sorted(stats.items()):
+        rejected = f" rejected={', '.join(f'{v:.4g}' for v in s['rejected'])}" if s["rejected"] else ""
         print(
             f"# {key}: runs={s['runs']} median={s['median']:.4g} min={s['min']:.4g} max={s['max']:.4g} "
-            f"tolerance={s['tolerance']:.1%}",
+            f"tolerance={s['tolerance']:.1%}{rejected}",
             file=sys.stderr,
         )
     return 0
@@ -199,6 +227,54 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 def cmd_powercheck(args: argparse.Namespace) -> int:
     return powercheck.run(args, ["gpuaccept", *sys.argv[1:]])
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    found = compare.find_verdicts([Path(p) for p in args.results], every_run=args.every_run)
+    devs = compare.deviations(found, args.reference_dir)
+    if args.json:
+        doc = {
+            "schema": "gpuaccept.compare/1",
+            "runs": [str(p) for p, _ in found],
+            "deviations": [d.to_json() for d in devs],
+        }
+        write_text_atomic(args.json, json.dumps(doc, indent=2) + "\n")
+    outside = [d for d in devs if d.outside]
+    shown = devs if args.all else outside
+    if args.top:
+        shown = shown[: args.top]
+    nodes = {(d.node, d.node_type) for d in devs}
+    bad_nodes = {(d.node, d.node_type) for d in outside}
+    if shown:
+        print(compare.table(shown))
+        print()
+    print(
+        f"{len(outside)} of {len(devs)} judged metrics outside their tolerance on {len(bad_nodes)} of "
+        f"{len(nodes)} node(s) ({len(found)} run(s) against {args.reference_dir})"
+    )
+    inside = [d for d in devs if not d.outside]
+    if inside and not args.all:
+        d = inside[0]
+        print(f"closest to its edge among the rest: {d.node} {d.check}.{d.metric} at {d.units:.2f} tolerances")
+    return EXIT_REJECTED if outside else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    try:
+        from . import report  # noqa: PLC0415 (matplotlib is optional: requirements/report.txt)
+
+        report._pyplot()
+    except ImportError as err:
+        raise InputError(f"the report needs matplotlib ({err}): pip install -r requirements/report.txt") from None
+    groups = [report.load_group(spec) for spec in args.inputs]
+    text = report.build(groups, args.title, args.baseline, args.generated)
+    write_text_atomic(args.output, text)
+    if args.pdf:
+        report.print_pdf(Path(args.output), Path(args.pdf))
+        print(f"wrote {args.pdf} (printed by headless Chromium)")
+    inputs = ", ".join(f"{g.label} ({len(g.docs)} documents, {len(g.verdicts)} verdicts)" for g in groups)
+    print(f"wrote {args.output} ({len(text) // 1024} KiB): {inputs}")
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -246,7 +322,10 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--newer-than", help="with a results directory: only runs newer than this file")
     sp.set_defaults(func=cmd_show)
 
-    sp = sub.add_parser("baseline", help="propose reference values from repeated runs")
+    sp = sub.add_parser(
+        "baseline", help="propose reference values from repeated runs, with a diff to the reviewed file"
+    )
+    refdir(sp)
     sp.add_argument("--node-type", required=True)
     sp.add_argument("--description", required=True)
     sp.add_argument("--machine", required=True, help="what the runs ran on, for the provenance")
@@ -255,8 +334,21 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--facts", help="facts JSON of a measured node, for the match rules")
     sp.add_argument("--date")
     sp.add_argument("--output", help="write the proposal here (refuses to replace a file without --force)")
-    sp.add_argument("--force", action="store_true")
-    sp.add_argument("runs", nargs="+", help="run directories")
+    sp.add_argument("--force", action="store_true", help="replace an earlier proposal (never the reviewed file)")
+    sp.add_argument(
+        "--reject",
+        type=float,
+        default=baseline.CAP,
+        help="drop runs worse than the median of the others by more than this fraction, repeatedly "
+        "(default %(default)s; 0 keeps every run)",
+    )
+    sp.add_argument(
+        "--no-provenance",
+        dest="provenance",
+        action="store_false",
+        help="leave out the nodes, run dates and rejection rule from the source entry (older files' form)",
+    )
+    sp.add_argument("runs", nargs="+", help="run directories (results/<node>/<run>, or folders holding them)")
     sp.set_defaults(func=cmd_baseline)
 
     sp = sub.add_parser(
@@ -304,6 +396,32 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
     sp.add_argument("--quick", action="store_true", help="nightly: shorter idle and load phases")
     sp.set_defaults(func=cmd_powercheck)
+
+    sp = sub.add_parser(
+        "compare",
+        help="compare the latest results of one node or a fleet with the references: outliers, worst first",
+    )
+    refdir(sp)
+    sp.add_argument("results", nargs="+", help="verdict.json files, run directories or results trees")
+    sp.add_argument("--every-run", action="store_true", help="every run, not only the newest per node")
+    sp.add_argument("--all", action="store_true", help="list every judged metric, not only those outside")
+    sp.add_argument("--top", type=int, default=0, help="list at most this many")
+    sp.add_argument("--json", help="also write every deviation to this file (atomically)")
+    sp.set_defaults(func=cmd_compare)
+
+    sp = sub.add_parser("report", help="one self-contained HTML evaluation report from run directories")
+    sp.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="[LABEL=]PATH[,PATH...]",
+        help="runs of one node type or vendor per argument: run directories, results trees or document folders",
+    )
+    sp.add_argument("--output", required=True, help="the HTML file to write (atomically)")
+    sp.add_argument("--title", default="GPU node evaluation")
+    sp.add_argument("--baseline", help="the label ratios are taken against (default: the first input)")
+    sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")
+    sp.add_argument("--pdf", help="also print the report to this PDF with headless Chromium (Debian: chromium)")
+    sp.set_defaults(func=cmd_report)
     return p
 
 

@@ -1,0 +1,943 @@
+"""One self-contained HTML evaluation report from run directories: inventory, verdicts, the bandwidth sweep,
+the NUMA x GPU matrix, the PCIe model, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and
+energy, and two or more node types side by side with ratios to a chosen baseline.
+
+Inputs are groups of runs: ``[LABEL=]PATH``, where PATH is a run directory (results/<node>/<run>), a results
+tree holding many, or a folder of benchmark documents. Every ``gpuaccept.bench/1`` document under PATH is read
+(ReFrame's output and stage trees alike, each document once), and every verdict.json. Plots are matplotlib
+figures inlined as SVG, so the file reads offline; nothing is fetched. Documents whose verification failed are
+listed and left out of the figures and tables.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import io
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+BENCH_SCHEMA = "gpuaccept.bench/1"
+VERDICT_SCHEMA = "gpuaccept.verdict/1"
+KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample")
+SWEEP_CASES = (
+    "h2d_pinned_oneway",
+    "d2h_pinned_oneway",
+    "h2d_pageable_oneway",
+    "d2h_pageable_oneway",
+    "d2d_oneway",
+    "pinned_roundtrip",
+    "pageable_roundtrip",
+)
+MATRIX_KEYS = ("h2d_pageable", "d2h_pageable", "h2d_pinned", "d2h_pinned", "bidir_pinned")
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+class ReportInputError(ValueError):
+    """An input path or document the report cannot use; the message names it."""
+
+
+@dataclass
+class Group:
+    """The runs of one node type, vendor or machine: what a column of the report shows."""
+
+    label: str
+    paths: list[Path]
+    docs: list[dict[str, Any]] = field(default_factory=list)  # verified benchmark documents, oldest first
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of documents left out
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)  # `gpuaccept facts` outputs found beside the runs
+
+    def by_tool(self, tool: str) -> list[dict[str, Any]]:
+        return [d for d in self.docs if d.get("tool") == tool]
+
+    def newest(self, tool: str) -> dict[str, Any] | None:
+        docs = self.by_tool(tool)
+        return docs[-1] if docs else None
+
+
+LABEL_RE = re.compile(r"^[\w.+-]+$")
+FACTS_KEYS = {"hostname", "gpus", "driver_version", "numa_nodes", "logical_cpus"}  # `gpuaccept facts` output
+
+
+def _read_json(path: Path) -> tuple[Any, str]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), ""
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        return None, f"not readable as JSON: {err}"
+
+
+def load_group(spec: str) -> Group:
+    """``[LABEL=]PATH[,PATH...]``: the runs under the paths. LABEL defaults to the verdicts' node type, or
+    the GPU model and count of the documents."""
+    label, _, rest = spec.partition("=")
+    if not rest or not LABEL_RE.match(label):
+        label, rest = "", spec
+    paths = [Path(p) for p in rest.split(",") if p]
+    if not paths:
+        raise ReportInputError(f"{spec!r}: no path given ([LABEL=]PATH[,PATH...])")
+    group = Group(label, paths)
+    seen: set[tuple] = set()
+    found: list[tuple[str, str, dict[str, Any]]] = []
+    for path in paths:
+        if not path.is_dir():
+            raise ReportInputError(f"{path}: not a directory of runs or benchmark documents")
+        for f in sorted(path.rglob("*.json")):
+            doc, error = _read_json(f)
+            if error:  # a half-written or damaged file is shown, not skipped
+                group.rejected.append((str(f), error))
+                continue
+            if not isinstance(doc, dict):
+                continue
+            if doc.get("schema") == VERDICT_SCHEMA:
+                group.verdicts.append(doc)
+            elif FACTS_KEYS <= set(doc):
+                group.facts.append(doc)
+            elif doc.get("schema") == BENCH_SCHEMA:
+                key = (
+                    doc.get("tool"),
+                    doc.get("started_utc"),
+                    (doc.get("host") or {}).get("hostname"),
+                    doc.get("elapsed_s"),
+                )
+                if key in seen:
+                    continue  # ReFrame's output and stage trees both hold a copy
+                seen.add(key)
+                verification = doc.get("verification") or {}
+                if not verification.get("passed", True) or doc.get("errors"):
+                    why = [*map(str, verification.get("failures", [])[:2]), *map(str, (doc.get("errors") or [])[:2])]
+                    group.rejected.append((str(f), "; ".join(why) or "verification failed"))
+                    continue
+                found.append((doc.get("started_utc") or "", str(f), doc))
+    group.docs = [d for _, _, d in sorted(found, key=lambda t: (t[0], t[1]))]
+    group.verdicts.sort(key=lambda v: v.get("started_unix") or 0)
+    if not group.docs and not group.verdicts:
+        raise ReportInputError(f"{', '.join(map(str, paths))}: no benchmark documents or verdicts found")
+    if not group.label:
+        types = sorted({v.get("node_type", "?") for v in group.verdicts})
+        if types:
+            group.label = "+".join(types)
+        else:
+            devices = next((d.get("devices") for d in group.docs if d.get("devices")), [])
+            group.label = f"{devices[0]['name']} x{len(devices)}" if devices else str(paths[0])
+    return group
+
+
+# ---------------------------------------------------------------------------------------------- plotting
+
+
+def _pyplot():
+    import matplotlib  # noqa: PLC0415 (optional dependency: requirements/report.txt)
+
+    matplotlib.use("svg")
+    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "gpuaccept", "font.size": 9})
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    return plt
+
+
+def _svg(fig: Any, plot_id: str, caption: str) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    _pyplot().close(fig)
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]
+    return (
+        f'<figure class="plot" data-plot="{html.escape(plot_id)}">{text}'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
+
+
+def _colors(n: int) -> list[str]:
+    base = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
+    return [base[i % len(base)] for i in range(n)]
+
+
+def plot_sweep(group: Group, doc: dict[str, Any]) -> str:
+    """Seed 000 figures 4-7: NetPIPE throughput and latency against size, log axes, GPU 0's test cases."""
+    plt = _pyplot()
+    sweep = [s for s in doc["results"].get("sweep", []) if s.get("gpu") == 0]
+    fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for s, color in zip(sweep, _colors(len(sweep)), strict=True):
+        pts = sorted(s["points"], key=lambda p: p["bytes"])
+        x = [p["bytes"] for p in pts]
+        ax_t.plot(x, [p["gb_per_s"] for p in pts], ".-", ms=2.5, lw=1, color=color, label=s["case"])
+        ax_l.plot(x, [p["seconds"] * 1e6 for p in pts], ".-", ms=2.5, lw=1, color=color, label=s["case"])
+    for ax, ylabel in ((ax_t, "throughput (GB/s)"), (ax_l, "time per transfer (us)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("transfer size (bytes)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="major", alpha=0.3)
+    ax_t.legend(fontsize=7, loc="upper left")
+    ax_t.set_title(f"{group.label}: throughput")
+    ax_l.set_title(f"{group.label}: latency")
+    return _svg(
+        fig,
+        f"sweep:{group.label}",
+        f"{group.label}: bandwidth sweep of GPU 0 ({doc.get('started_utc')}): {doc.get('timing', '')}",
+    )
+
+
+def plot_sweep_compare(groups: list[Group]) -> str | None:
+    plt = _pyplot()
+    cases = ("h2d_pinned_oneway", "d2h_pinned_oneway", "d2d_oneway")
+    fig, axes = plt.subplots(1, len(cases), figsize=(12, 3.6))
+    drawn = False
+    for g, color in zip(groups, _colors(len(groups)), strict=True):
+        doc = g.newest("gpuaccept-bw")
+        if not doc:
+            continue
+        for ax, case in zip(axes, cases, strict=True):
+            s = next((s for s in doc["results"].get("sweep", []) if s["gpu"] == 0 and s["case"] == case), None)
+            if s:
+                pts = sorted(s["points"], key=lambda p: p["bytes"])
+                ax.plot([p["bytes"] for p in pts], [p["gb_per_s"] for p in pts], lw=1.2, color=color, label=g.label)
+                drawn = True
+    if not drawn:
+        _pyplot().close(fig)
+        return None
+    for ax, case in zip(axes, cases, strict=True):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(case)
+        ax.set_xlabel("transfer size (bytes)")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("throughput (GB/s)")
+    axes[0].legend(fontsize=7)
+    return _svg(fig, "sweep:compare", "Throughput against size, every node type (GPU 0, newest run)")
+
+
+def plot_matrix(group: Group, doc: dict[str, Any]) -> str | None:
+    """Seed 003 tables 1-4 as heat maps: NUMA node (or core) x GPU, one panel per direction and memory."""
+    matrix = doc["results"].get("matrix") or []
+    if not matrix:
+        return None
+    plt = _pyplot()
+    rows = sorted({(m.get("numa_node"), m.get("core")) for m in matrix}, key=lambda r: (r[0] or 0, r[1] or -1))
+    gpus = sorted({m["gpu"] for m in matrix})
+    fig, axes = plt.subplots(
+        1, len(MATRIX_KEYS), figsize=(1.2 + (1.0 + 0.9 * len(gpus)) * len(MATRIX_KEYS), 1.2 + 0.45 * len(rows))
+    )
+    for n, (ax, key) in enumerate(zip(axes, MATRIX_KEYS, strict=True)):
+        grid = [[math.nan] * len(gpus) for _ in rows]
+        for m in matrix:
+            v = m.get(key)
+            if isinstance(v, (int, float)):
+                grid[rows.index((m.get("numa_node"), m.get("core")))][gpus.index(m["gpu"])] = v
+        # One colour scale per panel, from 0 to its largest figure: equal figures look equal, and a slow
+        # far node stands out as in seed 003's tables.
+        top = max((v for row in grid for v in row if not math.isnan(v)), default=1.0)
+        ax.imshow(grid, cmap="viridis", vmin=0, vmax=top, aspect="auto")
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                if not math.isnan(v):
+                    color = "white" if v < 0.6 * top else "black"
+                    ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8, color=color)
+        ax.set_xticks(range(len(gpus)), [f"GPU {g}" for g in gpus])
+        labels = [f"node {r}" if c is None else f"core {c}" for r, c in rows]
+        ax.set_yticks(range(len(rows)), labels if n == 0 else [])
+        ax.tick_params(left=n == 0)
+        ax.set_title(f"{key} (GB/s)", fontsize=8)
+    return _svg(
+        fig,
+        f"matrix:{group.label}",
+        f"{group.label}: NUMA x GPU bandwidth at "
+        f"{matrix[0].get('bytes', 0) / 2**20:.0f} MiB, thread and host buffer bound to the node",
+    )
+
+
+def plot_peer(group: Group, doc: dict[str, Any]) -> str | None:
+    """GPU x GPU: source against destination, write, read and bidirectional; pairs without access blank."""
+    peer = doc["results"].get("peer") or []
+    if not peer:
+        return None
+    plt = _pyplot()
+    gpus = sorted({p["src"] for p in peer} | {p["dst"] for p in peer})
+    keys = ("write_gb_per_s", "read_gb_per_s", "bidir_gb_per_s")
+    fig, axes = plt.subplots(1, len(keys), figsize=(1.2 + (1.0 + 0.8 * len(gpus)) * len(keys), 1.0 + 0.6 * len(gpus)))
+    for n, (ax, key) in enumerate(zip(axes, keys, strict=True)):
+        grid = [[math.nan] * len(gpus) for _ in gpus]
+        for p in peer:
+            if isinstance(p.get(key), (int, float)):
+                grid[gpus.index(p["src"])][gpus.index(p["dst"])] = p[key]
+        top = max((v for row in grid for v in row if not math.isnan(v)), default=1.0)
+        ax.imshow(grid, cmap="viridis", vmin=0, vmax=top, aspect="auto")
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                text = "-" if math.isnan(v) else f"{v:.0f}"
+                color = "black" if math.isnan(v) or v >= 0.6 * top else "white"
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
+        ax.set_xticks(range(len(gpus)), [f"to {g}" for g in gpus])
+        ax.set_yticks(range(len(gpus)), [f"from {g}" for g in gpus] if n == 0 else [])
+        ax.tick_params(left=n == 0)
+        ax.set_title(f"{key.removesuffix('_gb_per_s')} (GB/s)", fontsize=8)
+    return _svg(fig, f"peer:{group.label}", f"{group.label}: GPU x GPU peer copies (- on the diagonal)")
+
+
+def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
+    """Seed 002: the pinned one-way time against size with the fitted T(k) = (L + o) + k G."""
+    model = [m for m in doc["results"].get("model") or [] if m.get("gpu") == 0]
+    if not model:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(model), figsize=(5 * len(model), 3.6), squeeze=False)
+    for ax, m in zip(axes[0], model, strict=True):
+        case = f"{m['direction']}_pinned_oneway"
+        s = next((s for s in doc["results"].get("sweep", []) if s["gpu"] == 0 and s["case"] == case), None)
+        if not s:
+            continue
+        pts = sorted(s["points"], key=lambda p: p["bytes"])
+        x = [p["bytes"] for p in pts]
+        ax.plot(x, [p["seconds"] * 1e6 for p in pts], "o", ms=2.5, label="measured")
+        fit = [m["lo_fit_us"] + k * m["G_s_per_byte"] * 1e6 for k in x]
+        ax.plot(
+            x,
+            fit,
+            "-",
+            lw=1.2,
+            color="#d62728",
+            label=f"L+o {m['lo_fit_us']:.2f} us + k/{m['asymptotic_gb_per_s']:.1f} GB/s",
+        )
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("transfer size k (bytes)")
+        ax.set_ylabel("time (us)")
+        ax.set_title(f"{group.label}: {m['direction']} model fit")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return _svg(
+        fig,
+        f"model:{group.label}",
+        f"{group.label}: PCIe model T(k) = (L + o) + k G fitted over sizes >= 64 KiB (seed 002), GPU 0",
+    )
+
+
+def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
+    """Seed 000 figure 8: throughput against size per precision (GPU 0, solo, the series sizes)."""
+    entries = [
+        e
+        for e in doc["results"].get("gemm", [])
+        if e.get("gpu") == 0 and e.get("mode") == "solo" and isinstance(e.get("tflops_median"), (int, float))
+    ]
+    if not entries:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for precision, color in zip(PRECISIONS, _colors(len(PRECISIONS)), strict=True):
+        pts = sorted(
+            (e["m"], e["tflops_median"]) for e in entries if e["precision"] == precision and e.get("phase") == "series"
+        )
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3, lw=1, color=color, label=precision)
+    ax.set_yscale("log")
+    ax.set_xlabel("m = n = k")
+    ax.set_ylabel("TFLOP/s (median of the calls)")
+    ax.set_title(f"{group.label}: GEMM throughput against size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncols=3)
+    return _svg(
+        fig,
+        f"gemm:{group.label}",
+        f"{group.label}: cuBLAS/cuBLASLt GEMM, GPU 0 alone, sizes in steps of 8 (seed 000 figure 8)",
+    )
+
+
+def plot_gemm_compare(groups: list[Group]) -> str | None:
+    plt = _pyplot()
+    values = {}
+    for g in groups:
+        doc = g.newest("gpuaccept-gemm")
+        if doc:
+            values[g.label] = {p: (doc["metrics"].get(f"{p}_tflops_min") or {}).get("value") for p in PRECISIONS}
+    if not values:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    width = 0.8 / len(values)
+    for i, ((label, vals), color) in enumerate(zip(values.items(), _colors(len(values)), strict=True)):
+        xs = [j + i * width for j, p in enumerate(PRECISIONS) if vals.get(p)]
+        ax.bar(xs, [vals[p] for p in PRECISIONS if vals.get(p)], width, color=color, label=label)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(PRECISIONS))], PRECISIONS)
+    ax.set_yscale("log")
+    ax.set_ylabel("TFLOP/s")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    return _svg(fig, "gemm:compare", "GEMM at the metric size, min over GPUs, every node type (newest run)")
+
+
+def plot_cpu_scaling(groups: list[Group]) -> str | None:
+    """Seed 000 figure 9: host GEMM rate against threads, with the linear scaling from one thread."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    drawn = False
+    for g, color in zip(groups, _colors(len(groups)), strict=True):
+        doc = g.newest("gpuaccept-cpugemm")
+        if not doc:
+            continue
+        for ax, precision in zip(axes, ("dgemm", "sgemm"), strict=True):
+            pts = sorted(
+                (e["threads"], e["gflops_median"]) for e in doc["results"]["cpu_gemm"] if e["precision"] == precision
+            )
+            if not pts:
+                continue
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3, color=color, label=g.label)
+            ax.plot([p[0] for p in pts], [pts[0][1] * p[0] / pts[0][0] for p in pts], ":", color=color, lw=0.8)
+            drawn = True
+    if not drawn:
+        _pyplot().close(fig)
+        return None
+    for ax, precision in zip(axes, ("DGEMM", "SGEMM"), strict=True):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("threads")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_title(f"host {precision} (dotted: linear from 1 thread)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return _svg(fig, "cpu:scaling", "Host GEMM thread scaling (seed 000 figure 9), newest run per node type")
+
+
+def power_series(doc: dict[str, Any]) -> dict[int, tuple[list[float], list[float]]]:
+    """{gpu: (t_s, power_w)} from a gpuaccept-sample document. ``results.samples`` is read as a list of
+    per-GPU series (``{"gpu", "t_s": [...], "power_w": [...]}``) or of single samples (``{"gpu", "t_s",
+    "power_w"}``), the two forms the sampler's contract allows."""
+    out: dict[int, tuple[list[float], list[float]]] = {}
+    samples = (doc.get("results") or {}).get("samples") or []
+    if isinstance(samples, dict):  # {"0": {...}} keyed by GPU
+        samples = [{"gpu": int(k), **v} for k, v in samples.items()]
+    for s in samples:
+        gpu = int(s.get("gpu", s.get("index", 0)))
+        t, p = s.get("t_s"), s.get("power_w")
+        ts, ps = out.setdefault(gpu, ([], []))
+        if isinstance(t, list) and isinstance(p, list):
+            pairs = [(a, b) for a, b in zip(t, p, strict=False) if isinstance(b, (int, float))]
+            ts.extend(a for a, _ in pairs)
+            ps.extend(b for _, b in pairs)
+        elif isinstance(t, (int, float)) and isinstance(p, (int, float)):
+            ts.append(t)
+            ps.append(p)
+    return {g: v for g, v in out.items() if v[0]}
+
+
+def load_name(doc: dict[str, Any]) -> str:
+    """What ran under the sampler: the command after ``--``, else the tool."""
+    cmd = [str(c) for c in doc.get("command_line") or []]
+    if "--" in cmd and cmd.index("--") + 1 < len(cmd):
+        return Path(cmd[cmd.index("--") + 1]).name
+    return str((doc.get("parameters") or {}).get("load") or doc.get("tool"))
+
+
+def plot_power(group: Group, doc: dict[str, Any]) -> str | None:
+    """Seed 003 figure 3: the power of every GPU and of the node over the run."""
+    series = power_series(doc)
+    if not series:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    for (gpu, (t, p)), color in zip(sorted(series.items()), _colors(len(series)), strict=True):
+        ax.plot(t, p, lw=0.9, color=color, label=f"GPU {gpu}")
+    if len(series) > 1:
+        t0 = sorted(series.items())[0][1][0]
+        total = [sum(v[1][i] for v in series.values() if i < len(v[1])) for i in range(len(t0))]
+        ax.plot(t0, total, lw=1.2, color="black", label="all GPUs")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("power (W)")
+    ax.set_title(f"{group.label}: {load_name(doc)}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    return _svg(
+        fig,
+        f"power:{group.label}:{load_name(doc)}",
+        f"{group.label}: power during {load_name(doc)} ({doc.get('started_utc')})",
+    )
+
+
+# ---------------------------------------------------------------------------------------------- tables
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return html.escape(str(value))
+
+
+def _table(head: list[str], rows: list[list[Any]], cls: str = "") -> str:
+    out = [
+        f'<table class="{cls}"><thead><tr>'
+        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + "</tr></thead><tbody>"
+    ]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{c if isinstance(c, Markup) else _cell(c)}</td>" for c in row) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+class Markup(str):
+    """HTML that a table cell takes as it is."""
+
+
+def inventory(groups: list[Group]) -> str:
+    head = ["", *[g.label for g in groups]]
+
+    def first(g: Group, get: Any) -> Any:
+        for d in reversed(g.docs):
+            try:
+                v = get(d)
+            except (KeyError, IndexError, TypeError):
+                continue
+            if v not in (None, "", []):
+                return v
+        return None
+
+    def facts(g: Group) -> dict[str, Any]:
+        found = [v.get("facts") for v in g.verdicts if v.get("facts")] + g.facts
+        return found[-1] if found else {}
+
+    def gpus(g: Group) -> str | None:
+        devs = first(g, lambda d: d["devices"])
+        if not devs:
+            return None
+        names = sorted({d["name"] for d in devs})
+        return f"{len(devs)} x {', '.join(names)}"
+
+    def nodes(g: Group) -> str:
+        names = {v["node"] for v in g.verdicts} | {(d.get("host") or {}).get("hostname", "?") for d in g.docs}
+        return ", ".join(sorted(names))
+
+    def pcie(g: Group) -> str | None:
+        f = facts(g)
+        return f"Gen{f['gpus'][0]['pcie_gen_max']} x{f['gpus'][0]['pcie_width_max']}" if f.get("gpus") else None
+
+    def span(g: Group) -> str | None:
+        started = sorted(d["started_utc"] for d in g.docs if d.get("started_utc"))
+        return f"{started[0]} / {started[-1]}" if started else None
+
+    def dev(key: str):
+        return lambda g: first(g, lambda d: d["devices"][0][key])
+
+    lines: list[tuple[str, Any]] = [
+        ("nodes", nodes),
+        ("GPUs", gpus),
+        ("GPU memory (GiB)", lambda g: first(g, lambda d: d["devices"][0]["memory_bytes"] / 2**30)),
+        ("SMs", dev("sm_count")),
+        ("compute capability", dev("compute_capability")),
+        ("PCIe (max)", pcie),
+        ("driver", lambda g: facts(g).get("driver_version") or first(g, lambda d: d["cuda"]["driver_release"])),
+        (
+            "CUDA driver / runtime",
+            lambda g: first(g, lambda d: f"{d['cuda']['driver_version']} / {d['cuda']['runtime_version']}"),
+        ),
+        ("cuBLAS", lambda g: first(g, lambda d: d["cuda"]["cublas_version"])),
+        ("CPU", lambda g: first(g, lambda d: d["host"]["cpu_model"])),
+        ("logical CPUs", lambda g: first(g, lambda d: d["host"]["logical_cpus"])),
+        ("NUMA nodes", lambda g: first(g, lambda d: len(d["host"]["numa_nodes"]))),
+        ("host BLAS", lambda g: first(g, lambda d: d["results"]["blas"]["version"])),
+        (
+            "benchmarks (version, git)",
+            lambda g: ", ".join(
+                sorted({f"{d.get('tool')} {d.get('tool_version')} {d.get('git_revision')}" for d in g.docs})
+            ),
+        ),
+        ("ReFrame", lambda g: ", ".join(sorted({str(v.get("reframe_version")) for v in g.verdicts})) or None),
+        ("benchmark documents", lambda g: len(g.docs)),
+        ("first / last run", span),
+        ("inputs", lambda g: ", ".join(map(str, g.paths))),
+    ]
+    rows = [[name, *[fn(g) for g in groups]] for name, fn in lines]
+    return _table(head, rows, "inventory")
+
+
+def verdict_summary(groups: list[Group]) -> str:
+    rows = []
+    for g in groups:
+        for v in g.verdicts:
+            counts: dict[str, int] = {}
+            for r in v.get("rows", []):
+                if r.get("metric"):
+                    counts[r["status"]] = counts.get(r["status"], 0) + 1
+            started = v.get("started_unix")
+            when = dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ") if started else None
+            mark = Markup(
+                f'<span class="{"pass" if v["verdict"] == "pass" else "fail"}">'
+                f"{'ACCEPTED' if v['verdict'] == 'pass' else 'REJECTED'}</span>"
+            )
+            rows.append(
+                [
+                    g.label,
+                    v.get("node"),
+                    v.get("node_type"),
+                    v.get("suite"),
+                    when,
+                    v.get("duration_s"),
+                    mark,
+                    ", ".join(v.get("failed_checks") or []) or "-",
+                    ", ".join(f"{k} {n}" for k, n in sorted(counts.items())),
+                ]
+            )
+    if not rows:
+        return "<p>No verdicts among the inputs (benchmark documents only).</p>"
+    failed = []
+    for g in groups:
+        for v in g.verdicts:
+            for r in v.get("rows", []):
+                if r.get("status") in ("fail", "not_run") and r.get("expected", True):
+                    failed.append(
+                        [
+                            g.label,
+                            v.get("node"),
+                            v.get("suite"),
+                            r["check"],
+                            r.get("metric") or "(check)",
+                            r.get("value"),
+                            r.get("reference"),
+                            r["status"],
+                            (r.get("reason") or "")[:300],
+                        ]
+                    )
+    head = [
+        "group",
+        "node",
+        "node type",
+        "suite",
+        "started",
+        "duration (s)",
+        "verdict",
+        "failed or not run",
+        "metrics by status",
+    ]
+    out = _table(head, rows, "verdicts")
+    if failed:
+        out += "<p>What failed or did not run, as each verdict judged it:</p>" + _table(
+            ["group", "node", "suite", "check", "metric", "value", "reference", "status", "reason"], failed, "failed"
+        )
+    return out
+
+
+def metric_values(group: Group, tool: str | None = None) -> dict[tuple[str, str], tuple[list[float], str, str]]:
+    """{(tool, metric): (values over the group's documents, unit, better)}."""
+    out: dict[tuple[str, str], tuple[list[float], str, str]] = {}
+    for d in group.docs:
+        if tool and d.get("tool") != tool:
+            continue
+        for name, m in (d.get("metrics") or {}).items():
+            if isinstance(m, dict) and isinstance(m.get("value"), (int, float)):
+                entry = out.setdefault((d["tool"], name), ([], m.get("unit", ""), m.get("better", "higher")))
+                entry[0].append(float(m["value"]))
+    return out
+
+
+def side_by_side(groups: list[Group], baseline: Group, tools: tuple[str, ...] | None = None) -> str:
+    """Median of every metric per group, and its ratio to the baseline group (above 1 = better)."""
+    values = {g.label: metric_values(g) for g in groups}
+    keys = sorted({k for v in values.values() for k in v if tools is None or k[0] in tools})
+    if not keys:
+        return "<p>No metrics.</p>"
+    head = ["tool", "metric", "unit"]
+    for g in groups:
+        head += [f"{g.label} (median, runs)"] + ([] if g is baseline else [f"{g.label} / {baseline.label}"])
+    rows = []
+    for tool, metric in keys:
+        base = values[baseline.label].get((tool, metric))
+        unit = next(v[(tool, metric)][1] for v in values.values() if (tool, metric) in v)
+        row: list[Any] = [tool, metric, unit]
+        for g in groups:
+            v = values[g.label].get((tool, metric))
+            med = statistics.median(v[0]) if v else None
+            spread = f" [{min(v[0]):.4g}-{max(v[0]):.4g}]" if v and len(v[0]) > 1 else ""
+            row.append(f"{med:.4g} ({len(v[0])}){spread}" if v else "-")
+            if g is baseline:
+                continue
+            if v and base and statistics.median(base[0]):
+                ratio = med / statistics.median(base[0])  # type: ignore[operator]
+                better = ratio >= 1 if v[2] == "higher" else ratio <= 1
+                row.append(Markup(f'<span class="{"better" if better else "worse"}">{ratio:.3f}</span>'))
+            else:
+                row.append("-")
+        rows.append(row)
+    return _table(head, rows, "compare")
+
+
+def model_table(groups: list[Group]) -> str:
+    rows = []
+    for g in groups:
+        doc = g.newest("gpuaccept-bw")
+        for m in (doc or {}).get("results", {}).get("model") or []:
+            rows.append(
+                [
+                    g.label,
+                    m["gpu"],
+                    m["direction"],
+                    m.get("lo_us"),
+                    m.get("lo_fit_us"),
+                    m.get("asymptotic_gb_per_s"),
+                    m.get("g_us"),
+                    m.get("max_rel_error"),
+                    m.get("fit_points"),
+                ]
+            )
+    if not rows:
+        return "<p>No PCIe model in these runs.</p>"
+    head = [
+        "group",
+        "GPU",
+        "direction",
+        "L+o measured (us)",
+        "L+o fitted (us)",
+        "1/G (GB/s)",
+        "g (us)",
+        "max rel. error of fit",
+        "points",
+    ]
+    return _table(head, rows, "model")
+
+
+def matrix_table(group: Group, doc: dict[str, Any]) -> str:
+    rows = [
+        [
+            m["gpu"],
+            m.get("numa_node"),
+            m.get("core"),
+            "yes" if m.get("local") else "no",
+            *[m.get(k) for k in MATRIX_KEYS],
+        ]
+        for m in doc["results"].get("matrix") or []
+    ]
+    return _table(["GPU", "NUMA node", "core", "local", *[f"{k} (GB/s)" for k in MATRIX_KEYS]], rows, "matrix")
+
+
+def peer_table(groups: list[Group]) -> str:
+    rows = []
+    for g in groups:
+        doc = g.newest("gpuaccept-bw")
+        for p in (doc or {}).get("results", {}).get("peer") or []:
+            rows.append(
+                [
+                    g.label,
+                    p["src"],
+                    p["dst"],
+                    p.get("write_gb_per_s"),
+                    p.get("read_gb_per_s"),
+                    p.get("bidir_gb_per_s"),
+                    p.get("waived", ""),
+                ]
+            )
+    if not rows:
+        return "<p>No GPU pairs in these runs (one GPU per node).</p>"
+    return _table(["group", "src", "dst", "write (GB/s)", "read (GB/s)", "bidirectional (GB/s)", "waived"], rows)
+
+
+def energy_table(groups: list[Group], baseline: Group) -> str:
+    """Seed 003 table 7: per load, elapsed time, average power and energy, and ratios to the baseline."""
+    rows: dict[str, dict[str, tuple[float | None, float | None, float | None]]] = {}
+    for g in groups:
+        for doc in g.by_tool("gpuaccept-sample"):
+            metrics = doc.get("metrics") or {}
+            per_gpu = (doc.get("results") or {}).get("per_gpu") or []
+
+            def total(key: str, metric: str, _m: dict = metrics, _p: list = per_gpu) -> float | None:
+                if isinstance((_m.get(metric) or {}).get("value"), (int, float)):
+                    return float(_m[metric]["value"])
+                vals = [p.get(key) for p in _p if isinstance(p.get(key), (int, float))]
+                return float(sum(vals)) if vals else None
+
+            series = power_series(doc)
+            elapsed = doc.get("elapsed_s") or (max(max(t) for t, _ in series.values()) if series else None)
+            rows.setdefault(load_name(doc), {})[g.label] = (
+                elapsed,
+                total("avg_w", "power_avg_w"),
+                total("energy_j", "energy_j"),
+            )
+    if not rows:
+        return (
+            "<p>No power samples in these runs: checks run with <code>sample_power</code> keep a "
+            "<code>power.json</code> (gpuaccept sample) beside their output, and it appears here.</p>"
+        )
+    head = ["load", "quantity"]
+    for g in groups:
+        head += [g.label] + ([] if g is baseline else [f"ratio {baseline.label} / {g.label}"])
+    out = []
+    for load, per in sorted(rows.items()):
+        for i, name in enumerate(("elapsed (s)", "average power (W)", "energy (kJ)")):
+            row: list[Any] = [load, name]
+            base = per.get(baseline.label, (None, None, None))[i]
+            for g in groups:
+                v = per.get(g.label, (None, None, None))[i]
+                v = v / 1000 if (v is not None and i == 2) else v
+                row.append(v)
+                if g is not baseline:
+                    b = base / 1000 if (base is not None and i == 2) else base
+                    row.append(b / v if (b and v) else None)
+            out.append(row)
+    return _table(head, out, "energy")
+
+
+def other_checks(groups: list[Group], baseline: Group) -> str:
+    tools = tuple(sorted({d["tool"] for g in groups for d in g.docs if d.get("tool") not in KNOWN_TOOLS}))
+    if not tools:
+        return (
+            "<p>No HPL, NAMD or other benchmark documents among the inputs: when those checks run, their "
+            "documents' metrics appear here, side by side.</p>"
+        )
+    return side_by_side(groups, baseline, tools)
+
+
+# ---------------------------------------------------------------------------------------------- page
+
+CSS = """
+body{font-family:sans-serif;margin:2em;max-width:1300px;color:#222}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em}
+th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}figure{margin:1em 0}figure svg{max-width:100%;height:auto}
+figcaption{font-size:.85em;color:#555}.pass,.better{color:#13801f;font-weight:bold}
+.fail,.worse{color:#b00020;font-weight:bold}.note{color:#555;font-size:.9em}
+"""
+
+
+def build(groups: list[Group], title: str, baseline_label: str | None = None, generated: str | None = None) -> str:
+    if not groups:
+        raise ReportInputError("no inputs: give at least one [LABEL=]PATH")
+    labels = [g.label for g in groups]
+    if len(set(labels)) != len(labels):
+        raise ReportInputError(f"two inputs have the same label ({', '.join(labels)}): name them LABEL=PATH")
+    if baseline_label and baseline_label not in labels:
+        raise ReportInputError(f"--baseline {baseline_label!r} is none of the inputs' labels: {', '.join(labels)}")
+    baseline = next(g for g in groups if g.label == (baseline_label or labels[0]))
+    generated = generated or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p class='note'>gpuaccept {__version__} report, made {html.escape(generated)} from "
+        f"{sum(len(g.docs) for g in groups)} benchmark documents and {sum(len(g.verdicts) for g in groups)} "
+        f"verdicts; ratios are to <b>{html.escape(baseline.label)}</b>. Figures are medians or minima as each "
+        "benchmark's <i>timing</i> says (docs/benchmark-json.md).</p>",
+        "<h2 id='inventory'>Nodes and software</h2>",
+        inventory(groups),
+        "<h2 id='verdicts'>Verdicts</h2>",
+        verdict_summary(groups),
+    ]
+    rejected = [(g.label, p, why) for g in groups for p, why in g.rejected]
+    if rejected:
+        parts.append("<p class='fail'>Documents left out (unreadable, verification failed, or errors):</p>")
+        parts.append(_table(["group", "document", "why"], [list(r) for r in rejected]))
+    parts.append("<h2 id='compare'>Side by side</h2>")
+    parts.append(side_by_side(groups, baseline, ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm")))
+
+    parts.append("<h2 id='sweep'>Bandwidth against size</h2>")
+    for g in groups:
+        doc = g.newest("gpuaccept-bw")
+        if doc:
+            parts.append(plot_sweep(g, doc))
+    if len(groups) > 1:
+        parts.append(plot_sweep_compare(groups) or "")
+    parts.append("<h2 id='matrix'>NUMA node x GPU bandwidth</h2>")
+    for g in groups:
+        doc = g.newest("gpuaccept-bw")
+        if doc:
+            parts.append(plot_matrix(g, doc) or "<p>No matrix.</p>")
+            parts.append(matrix_table(g, doc))
+    parts.append("<h2 id='peer'>GPU x GPU</h2>")
+    for g in groups:
+        doc = g.newest("gpuaccept-bw")
+        if doc:
+            parts.append(plot_peer(g, doc) or "")
+    parts.append(peer_table(groups))
+    parts.append("<h2 id='model'>PCIe model</h2>")
+    parts.append(model_table(groups))
+    for g in groups:
+        doc = g.newest("gpuaccept-bw")
+        if doc:
+            parts.append(plot_model(g, doc) or "")
+    parts.append("<h2 id='gemm'>GEMM throughput</h2>")
+    for g in groups:
+        doc = g.newest("gpuaccept-gemm")
+        if doc:
+            parts.append(plot_gemm(g, doc) or "")
+    if len(groups) > 1:
+        parts.append(plot_gemm_compare(groups) or "")
+    parts.append("<h2 id='cpu'>Host GEMM thread scaling</h2>")
+    parts.append(plot_cpu_scaling(groups) or "<p>No host GEMM runs.</p>")
+    parts.append("<h2 id='other'>HPL, NAMD and other checks</h2>")
+    parts.append(other_checks(groups, baseline))
+    parts.append("<h2 id='power'>Power profile</h2>")
+    plots = [plot_power(g, d) for g in groups for d in g.by_tool("gpuaccept-sample")]
+    parts.extend(p for p in plots if p)
+    if not any(plots):
+        parts.append("<p>No power samples in these runs.</p>")
+    parts.append("<h2 id='energy'>Energy</h2>")
+    parts.append(energy_table(groups, baseline))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------- browser
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+
+def chromium() -> str | None:
+    """Debian's chromium (or another Chromium on PATH; GPUACCEPT_CHROMIUM names one)."""
+    named = os.environ.get("GPUACCEPT_CHROMIUM")
+    if named:
+        return shutil.which(named)
+    return next((found for name in CHROMIUM_NAMES if (found := shutil.which(name))), None)
+
+
+def _headless(args: list[str], what: str, timeout: int = 180) -> subprocess.CompletedProcess:
+    browser = chromium()
+    if not browser:
+        raise ReportInputError(f"{what} needs Chromium: apt-get install chromium (or set GPUACCEPT_CHROMIUM)")
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", *args]
+    env = {**os.environ, "LC_ALL": "C"}
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, env=env)
+    except subprocess.TimeoutExpired:
+        raise ReportInputError(f"{what}: Chromium did not finish in {timeout} s: {' '.join(cmd)}") from None
+    if res.returncode != 0:
+        raise ReportInputError(f"{what}: Chromium exited {res.returncode}: {res.stderr.strip()[-800:]}")
+    return res
+
+
+def _browser_output(target: Path, suffix: str, flag: str, html_path: Path, extra: list[str], what: str) -> Path:
+    """Chromium writes to a temporary name beside ``target``, renamed into place when complete."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        _headless([*extra, f"{flag}={tmp}", html_path.resolve().as_uri()], what)
+        if os.path.getsize(tmp) == 0:
+            raise ReportInputError(f"{what}: Chromium wrote nothing to {target}")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+def print_pdf(html_path: Path, pdf: Path) -> Path:
+    """The report as PDF, printed by headless Chromium (its print engine keeps the inline SVG as vectors)."""
+    return _browser_output(pdf, ".pdf", "--print-to-pdf", html_path, ["--no-pdf-header-footer"], "PDF")
+
+
+def screenshot(html_path: Path, png: Path, width: int = 1400, height: int = 16000) -> Path:
+    """A PNG of the rendered report, ``width`` x ``height`` CSS pixels (the page's white tail is kept)."""
+    return _browser_output(png, ".png", "--screenshot", html_path, [f"--window-size={width},{height}"], "screenshot")
+
+
+def dump_dom(html_path: Path) -> str:
+    """The DOM after Chromium has parsed and laid out the report."""
+    return _headless(["--dump-dom", html_path.resolve().as_uri()], "DOM dump").stdout

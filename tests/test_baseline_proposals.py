@@ -1,0 +1,121 @@
+"""`gpuaccept baseline` on runs recorded on the GPU machines: outlier rejection (a degraded run among good
+ones), provenance, and proposals that never replace the reviewed file."""
+
+import pytest
+import yaml
+from conftest import H100_COMMISSION, H100_DEGRADED, H100_RUNS, REFERENCE_DIR
+
+from gpuaccept import baseline, references
+from gpuaccept.cli import main
+
+
+def propose(tmp_path, *runs, extra=()):
+    out = tmp_path / "proposal.yaml"
+    argv = [
+        "baseline",
+        "--node-type",
+        "h100_sxm5_80gb",
+        "--description",
+        "H100 test",
+        "--machine",
+        "device tool",
+        "--evidence",
+        "docs/evidence",
+        "--source-id",
+        "h100-device-2026-11-22",
+        "--date",
+        "2026-11-22",
+        "--facts",
+        str(H100_COMMISSION / "node-facts.json"),
+        "--output",
+        str(out),
+        *extra,
+        *map(str, runs),
+    ]
+    return main(argv), out
+
+
+def test_a_degraded_run_among_good_ones_is_rejected_and_named(tmp_path, capsys):
+    shipped_text = (REFERENCE_DIR / "h100_sxm5_80gb.yaml").read_text()
+    shipped = yaml.safe_load(shipped_text)["checks"]
+    rc, out = propose(tmp_path, H100_RUNS, H100_DEGRADED.parent)
+    assert rc == 0
+    proposed = yaml.safe_load(out.read_text())
+    fp64 = proposed["checks"]["gemm"]["fp64_tflops_min"]
+    # The foreign process halved DGEMM (24.3 TFLOP/s); the 5 good runs alone give the shipped reference.
+    assert fp64["value"] == shipped["gemm"]["fp64_tflops_min"]["value"]
+    assert fp64["lower"] == shipped["gemm"]["fp64_tflops_min"]["lower"]
+    assert "24.33 (vm 2026-11-22T05:35:03Z)" in fp64["note"]
+    # Bandwidth did not run in the degraded run: nothing to reject there.
+    assert proposed["checks"]["bandwidth"] == shipped["bandwidth"]
+    source = proposed["sources"]["h100-device-2026-11-22"]
+    assert source["nodes"] == ["vm"] and source["runs_per_check"]["gemm"] == 6
+    assert source["first_run"] < source["last_run"] == "2026-11-22T05:35:03Z"
+    assert "rejected first" in source["statistic"]
+    diff = (tmp_path / "proposal.yaml.diff").read_text()
+    assert (
+        diff.startswith(f"--- {REFERENCE_DIR / 'h100_sxm5_80gb.yaml'}") and "+      note: 'rejected as outliers" in diff
+    )
+    assert (REFERENCE_DIR / "h100_sxm5_80gb.yaml").read_text() == shipped_text
+    printed = capsys.readouterr().out
+    assert "proposal.yaml.diff" in printed and "gemm.fp8_xfer_tflops_min" in printed
+
+
+def test_without_rejection_the_degraded_run_drags_the_reference(tmp_path):
+    rc, out = propose(tmp_path, H100_RUNS, H100_DEGRADED.parent, extra=["--reject", "0"])
+    assert rc == 0
+    fp64 = yaml.safe_load(out.read_text())["checks"]["gemm"]["fp64_tflops_min"]
+    assert fp64["lower"] == baseline.CAP and "note" not in fp64
+
+
+def test_the_proposal_is_a_valid_reference_file(tmp_path, capsys):
+    rc, out = propose(tmp_path, H100_RUNS)
+    assert rc == 0
+    (tmp_path / "refs").mkdir()
+    (tmp_path / "refs" / "h100_sxm5_80gb.yaml").write_text(out.read_text())
+    loaded = references.load_node_type(tmp_path / "refs", "h100_sxm5_80gb")
+    assert loaded.checks["gemm"]["fp64_tflops_min"].value == pytest.approx(53.2155)
+    assert "no value or tolerance differs from the reviewed file" in capsys.readouterr().out
+
+
+def test_the_reviewed_file_is_never_the_output(tmp_path, capsys):
+    target = REFERENCE_DIR / "h100_sxm5_80gb.yaml"
+    before = target.read_text()
+    argv = [
+        "baseline",
+        "--node-type",
+        "h100_sxm5_80gb",
+        "--description",
+        "d",
+        "--machine",
+        "m",
+        "--evidence",
+        "e",
+        "--source-id",
+        "s",
+        "--output",
+        str(target),
+        "--force",
+        str(H100_RUNS),
+    ]
+    assert main(argv) == 4
+    assert "never over it" in capsys.readouterr().err
+    assert target.read_text() == before
+
+
+def test_an_earlier_proposal_is_kept_without_force(tmp_path, capsys):
+    (tmp_path / "proposal.yaml").write_text("earlier\n")
+    rc, out = propose(tmp_path, H100_RUNS)
+    assert rc == 4 and out.read_text() == "earlier\n"
+    assert "--force" in capsys.readouterr().err
+
+
+def test_runs_that_disagree_are_an_error_not_a_guess():
+    # Real values: the degraded run's DGEMM against one good run; neither is the outlier of the other.
+    with pytest.raises(ValueError, match="disagree"):
+        baseline.reject_outliers([53.12, 24.33], "higher")
+    kept, rejected = baseline.reject_outliers([53.12, 53.2, 53.4, 24.33], "higher")
+    assert rejected == [3] and kept == [0, 1, 2]
+    # Only the side that matters: a faster run is not a fault, a slower latency is.
+    assert baseline.reject_outliers([1.7, 1.69, 1.73, 0.9], "lower") == ([0, 1, 2, 3], [])
+    assert baseline.reject_outliers([1.7, 1.69, 1.73, 2.9], "lower") == ([0, 1, 2], [3])
