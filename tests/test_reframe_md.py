@@ -116,6 +116,9 @@ def test_namd_runner_through_reframe_reads_the_log_and_passes(runs):
     assert doc["verification"]["passed"] is True
     assert doc["results"]["runs"][0]["command"].endswith("apoa1_cpu.namd")
     # NAMD's own log and the configuration it ran are kept beside the document.
+    prom = (run_dir / "gpuaccept.prom").read_text()
+    assert 'gpuaccept_result_ns_per_day{check="namd_apoa1",metric="cpu_ns_per_day",' in prom
+    assert 'gpuaccept_result_seconds_per_step{check="namd_apoa1",metric="cpu_s_per_step",' in prom
     kept = docs[0].parent / "namd_apoa1_logs"
     assert (kept / "apoa1_cpu.log").read_text().startswith("Charm++> Running in Multicore mode")
     assert "numsteps            500" in (kept / "apoa1_cpu.namd").read_text()
