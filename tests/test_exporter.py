@@ -1,5 +1,6 @@
 """The Prometheus textfile: promtool-clean, accepted by Debian's real node_exporter, base units, no timestamps.
-Judged from the commissioning run recorded on the H100 (docs/evidence)."""
+Judged from the nightly run recorded on the H100 (docs/evidence/2026-11-22-h100-suites: every check of the
+suite, health and power included)."""
 
 import json
 import re
@@ -11,19 +12,19 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import H100_COMMISSION, REFERENCE_DIR
+from conftest import EVIDENCE, REFERENCE_DIR
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuaccept import exporter, references, verdict
 
-RUN = H100_COMMISSION
+RUN = EVIDENCE / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
 NEED_TOOLS = "CI installs Debian's prometheus and prometheus-node-exporter (.ci/run)"
 
 
 def recorded_verdict(node_type="h100_sxm5_80gb") -> verdict.Verdict:
     report = verdict.load_report(RUN / "reframe-report.json")
     facts = json.loads((RUN / "node-facts.json").read_text())
-    return verdict.build(report, facts, REFERENCE_DIR, node_type, "commission", run_dir=RUN)
+    return verdict.build(report, facts, REFERENCE_DIR, node_type, "nightly", run_dir=RUN)
 
 
 def tool(name: str) -> str:
@@ -44,7 +45,10 @@ def test_textfile_is_promtool_clean_and_in_base_units(tmp_path):
     h2d = next(line for line in samples if line.startswith("gpuaccept_result_bytes_per_second{")
                and 'metric="h2d_pinned_min"' in line)
     assert float(h2d.rsplit(" ", 1)[1]) > 1e10  # tens of GB/s, in bytes per second
-    assert re.search(r'^gpuaccept_node_accepted\{node_type="h100_sxm5_80gb",suite="commission"\} 1\.0$', text, re.M)
+    assert re.search(r'^gpuaccept_node_accepted\{node_type="h100_sxm5_80gb",suite="nightly"\} 1\.0$', text, re.M)
+    watts = next(line for line in samples if line.startswith("gpuaccept_result_watts{") and "load_power_min_w" in line)
+    assert 600 < float(watts.rsplit(" ", 1)[1]) <= 700
+    assert any(line.startswith("gpuaccept_result_flops_per_watt{") for line in samples)
 
 
 def free_port() -> int:
@@ -70,7 +74,7 @@ def test_node_exporter_reads_the_textfile(tmp_path):
             except OSError:
                 time.sleep(0.2)
         assert "node_textfile_scrape_error 0" in body, body[-2000:]
-        assert 'gpuaccept_check_status{check="gemm",node_type="h100_sxm5_80gb",status="pass",suite="commission"} 1' \
+        assert 'gpuaccept_check_status{check="gemm",node_type="h100_sxm5_80gb",status="pass",suite="nightly"} 1' \
             in body
     finally:
         proc.terminate()

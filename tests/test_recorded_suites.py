@@ -81,3 +81,14 @@ def test_recorded_nightly_with_the_old_bandwidth_options_is_rejected_on_bandwidt
     assert "d2d_min" in failed and not v.accepted
     units = {r.metric: r.unit for r in v.rows if r.check == "power" and r.metric}
     assert units["idle_power_max_w"] == "W" and units["gflops_per_watt"] == "GFLOP/s/W"
+
+
+def test_recorded_nightly_with_the_final_options_is_accepted_with_every_check():
+    run = SUITES / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
+    report = verdict.load_report(run / "reframe-report.json")
+    node = json.loads((run / "node-facts.json").read_text())
+    v = verdict.build(report, node, REFERENCE_DIR, "h100_sxm5_80gb", "nightly", run_dir=run)
+    checks = {r.check: r.status for r in v.rows if r.metric is None}
+    assert checks == {"bandwidth": "pass", "gemm": "pass", "health": "pass", "power": "pass"}
+    assert v.accepted
+    assert "wall 117.7 s" in (SUITES / "run2" / "walls.txt").read_text()

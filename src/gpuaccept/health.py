@@ -480,7 +480,7 @@ def observe_smi_q(text: str, loaded_text: str | None = None) -> dict[str, Any]:
                 procs.append({**process_info(int(value)), "used_memory_bytes": None})  # type: ignore[arg-type]
         obs["gpus"].append(
             {
-                "index": _int(g.get("Minor Number")) if g.get("Minor Number") else index,
+                "index": index,  # nvidia-smi lists GPUs in index order; the minor number may differ
                 "name": g.get("Product Name"),
                 "uuid": g.get("GPU UUID"),
                 "serial": g.get("Serial Number") if g.get("Serial Number") not in (None, "N/A") else None,
