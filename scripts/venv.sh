@@ -2,7 +2,8 @@
 # Creates or updates the tool environment: $VENV (default .venv) with requirements/tools.txt pinned and
 # complete (installed --no-deps), gpuaccept itself (editable), and with "test" also requirements/test.txt;
 # "test" or "report" also installs requirements/report.txt (matplotlib, for gpuaccept report).
-# Offline: WHEELHOUSE=DIR installs with pip --no-index --find-links DIR. GPUACCEPT_MKL=1 adds Intel MKL.
+# Offline: WHEELHOUSE=DIR installs with pip --no-index --find-links DIR. GPUACCEPT_MKL=1 adds Intel MKL,
+# GPUACCEPT_MD=1 OpenMM (requirements/md.txt, with its dependencies).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -26,6 +27,9 @@ if [ "${1:-}" = test ]; then
 fi
 if [ "${1:-}" = test ] || [ "${1:-}" = report ]; then
   "$VENV/bin/python" -m pip install "${pip_opts[@]}" -r requirements/report.txt
+fi
+if [ "${GPUACCEPT_MD:-0}" = 1 ]; then
+  "$VENV/bin/python" -m pip install "${pip_opts[@]}" -r requirements/md.txt
 fi
 if [ "${GPUACCEPT_MKL:-0}" = 1 ]; then
   "$VENV/bin/python" -m pip install "${pip_opts[@]}" --no-deps -r requirements/mkl.txt

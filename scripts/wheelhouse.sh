@@ -2,7 +2,8 @@
 # On a connected machine: downloads every wheel that `make accept` and `make test` install, for Python 3.11
 # and 3.12 on x86_64 Linux, into DIR (default wheelhouse/), then checks that both install offline from it.
 # Carry DIR to the air-gapped site and run: WHEELHOUSE=DIR make accept
-#   MKL=1 also fetches requirements/mkl.txt (about 0.3 GB of wheels).
+#   MKL=1 also fetches requirements/mkl.txt (about 0.3 GB of wheels); MD=1 requirements/md.txt (OpenMM with its
+#   CUDA platform and NVIDIA's CUDA 13 runtime wheels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-wheelhouse}
@@ -16,6 +17,10 @@ for py in 3.11 3.12; do
     "${plat[@]}" -d "$dir" -r requirements/tools.txt
   "$PYTHON" -m pip download --quiet --only-binary=:all: --python-version "$py" --implementation cp \
     "${plat[@]}" -d "$dir" -r requirements/test.txt
+  if [ "${MD:-0}" = 1 ]; then
+    "$PYTHON" -m pip download --quiet --only-binary=:all: --python-version "$py" --implementation cp \
+      "${plat[@]}" -d "$dir" -r requirements/md.txt
+  fi
   if [ "${MKL:-0}" = 1 ]; then
     "$PYTHON" -m pip download --quiet --no-deps --only-binary=:all: --python-version "$py" --implementation cp \
       "${plat[@]}" -d "$dir" -r requirements/mkl.txt

@@ -35,7 +35,8 @@ def tool(name: str) -> str:
 
 
 def test_textfile_is_promtool_clean_and_in_base_units(tmp_path):
-    text = exporter.render(recorded_verdict(reference_dir=references_as_recorded(tmp_path, (*RECORDED_CHECKS, "health", "power"))))
+    refs = references_as_recorded(tmp_path, (*RECORDED_CHECKS, "health", "power"))
+    text = exporter.render(recorded_verdict(reference_dir=refs))
     res = subprocess.run([tool("promtool"), "check", "metrics"], input=text, capture_output=True, text=True,
                          check=False)
     assert res.returncode == 0, res.stdout + res.stderr

@@ -151,11 +151,13 @@ def unified_diff(reviewed: Path, proposal_text: str, proposal_name: str) -> str:
 
 
 def changes(reviewed_text: str, proposed_text: str) -> list[str]:
-    """One line per metric whose value or tolerance differs between the reviewed file and the proposal."""
+    """One line per metric whose value or tolerance differs between the reviewed file and the proposal. Only the
+    checks the proposal's runs measured are compared: the reviewed file's other checks (measured elsewhere, with
+    their own evidence) are outside the proposal."""
     reviewed, proposed = yaml.safe_load(reviewed_text) or {}, yaml.safe_load(proposed_text) or {}
     lines = []
     old_checks, new_checks = reviewed.get("checks") or {}, proposed.get("checks") or {}
-    for check in sorted(set(old_checks) | set(new_checks)):
+    for check in sorted(new_checks):
         old, new = old_checks.get(check) or {}, new_checks.get(check) or {}
         for metric in sorted(set(old) | set(new)):
             a, b = old.get(metric), new.get(metric)
@@ -179,7 +181,9 @@ def changes(reviewed_text: str, proposed_text: str) -> list[str]:
 
 def waived_unit(metric: str) -> str:
     """A waived metric carries no unit in the benchmark document: its name says it."""
-    for suffix, unit in (("_tflops_min", "TFLOP/s"), ("_gflops", "GFLOP/s"), ("_max", "us")):
+    for suffix, unit in (("_tflops_min", "TFLOP/s"), ("_gflops", "GFLOP/s"), ("_max", "us"),
+                         ("_ns_per_day_per_kw", "ns/day/kW"), ("_ns_per_day", "ns/day"), ("_s_per_step", "s/step"),
+                         ("_wall_s", "s"), ("_power_avg_w", "W"), ("_energy_kj", "kJ")):
         if metric.endswith(suffix):
             return unit
     return "GB/s" if metric.startswith(("p2p_", "h2d_", "d2h_", "d2d_", "bidir_")) else "ratio"

@@ -71,6 +71,29 @@ CHECKS: dict[str, Check] = {
             True,
             "power_check.json",
         ),
+        # Application checks (docs/checks/md.md): vendor evaluation only, so that commissioning does not need
+        # OpenMM and a licensed NAMD on every node.
+        Check(
+            "md_openmm",
+            "molecular dynamics through OpenMM: TIP3P water box, ns/day, energy (gpuaccept-openmm)",
+            ("evaluation",),
+            True,
+            "md_openmm.json",
+        ),
+        Check(
+            "namd_apoa1",
+            "NAMD APOA1 (92,224 atoms): ns/day, speedup over CPU, energy to solution (gpuaccept-namd)",
+            ("evaluation",),
+            True,
+            "namd_apoa1.json",
+        ),
+        Check(
+            "namd_stmv",
+            "NAMD STMV (1,066,628 atoms): ns/day, speedup over CPU, energy to solution (gpuaccept-namd)",
+            ("evaluation",),
+            True,
+            "namd_stmv.json",
+        ),
     )
 }
 

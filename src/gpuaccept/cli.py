@@ -105,6 +105,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         args.suite,
         expected_gpus=args.expected_gpus,
         report_error=report_error,
+        run_dir=run_dir,
     )
     result.run_dir = str(run_dir.resolve())
     if result.started_unix is None:

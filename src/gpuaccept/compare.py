@@ -118,6 +118,10 @@ def deviations(verdicts: list[tuple[Path, dict[str, Any]]], reference_dir: str |
             else:
                 check_rows.setdefault(r["check"], r)
         for check, refs in sorted(node_type.checks.items()):
+            if check not in check_rows and not any(c == check for c, _m in measured):
+                # The verdict has no row for this check at all: it predates the check, or its suite does not run
+                # it (a verdict lists every check of its suite, not run or not).
+                continue
             for metric, ref in sorted(refs.items()):
                 if not ref.judged or ref.value is None:
                     continue

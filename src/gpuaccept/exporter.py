@@ -27,6 +27,11 @@ UNITS: dict[str, tuple[str, float]] = {
     "J": ("joules", 1.0),
     "C": ("celsius", 1.0),
     "GFLOP/s/W": ("flops_per_watt", 1e9),
+    # molecular dynamics (docs/checks/md.md): simulated time per wall-clock day has no base unit; ns/day is the field's
+    "ns/day": ("ns_per_day", 1.0),
+    "ns/day/kW": ("ns_per_day_per_watt", 1e-3),
+    "s/step": ("seconds_per_step", 1.0),
+    "kJ": ("joules", 1e3),
     "": ("number", 1.0),  # the GPU count; "_count" is reserved for histograms and summaries
 }
 STATUSES = (PASS, FAIL, NOT_RUN)

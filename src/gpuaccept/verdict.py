@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,27 @@ def _metric_rows(tc: dict[str, Any], key: str, node_type: NodeType | None, moved
     return rows
 
 
+# ReFrame's log line for a skipped test: "[ SKIP ] (1/2) <display name> /<hash> @<partition>+<env> [<reason>]"
+_SKIP_LINE = re.compile(
+    r"\bSKIP\s*(?:\x1b\[[0-9;]*m)?\s*\] \(\d+/\d+\) (?P<name>.+?) /(?P<hash>[0-9a-f]+) @\S+ \[(?P<why>.*)\]$"
+)
+
+
+def _skip_reason(tc: dict[str, Any], run_dir: str | Path | None) -> str:
+    """Why ReFrame skipped a test: its JSON report (4.10) drops the reason, its log (run_dir/reframe.log) has it."""
+    if run_dir is None:
+        return ""
+    try:
+        text = (Path(run_dir) / "reframe.log").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        m = _SKIP_LINE.search(line.rstrip())
+        if m and m.group("hash") == tc.get("hashcode") and m.group("name") == tc.get("display_name"):
+            return m.group("why")
+    return ""
+
+
 def _not_run_reason(key: str, facts: dict[str, Any]) -> str:
     if CHECKS[key].needs_gpu and not facts.get("gpus"):
         return facts.get("gpu_error") or "no NVIDIA GPU found"
@@ -280,7 +302,7 @@ def build(
             if result == "pass":
                 status, reason = PASS, ""
             elif result == "skip":
-                status, reason = NOT_RUN, tc.get("fail_reason") or tc.get("not_run_reason") or "skipped"
+                status, reason = NOT_RUN, tc.get("fail_reason") or _skip_reason(tc, run_dir) or "skipped"
             else:
                 status = FAIL
                 phase = tc.get("fail_phase") or "run"
@@ -288,8 +310,10 @@ def build(
             metric_rows = _metric_rows(tc, check.key, node_type, moved)
             if status == PASS and any(r.status == FAIL for r in metric_rows):
                 status, reason = FAIL, "a metric failed its reference"
-            # A check skipped where the node type has no references for it (an optional backend such as
-            # NVIDIA's xhpl without its artifact) is not run and not expected; anywhere else not run fails.
+            if status == NOT_RUN and not expected:
+                # Skipped (an optional backend or an application not installed) on a node type that has no
+                # references for it: not run and not expected. Anywhere else not run fails.
+                reason = f"{reason} (not expected for node type {node_type_name})"
             rows.append(Row(check.key, None, status, reason=reason, expected=expected or status != NOT_RUN))
             rows.extend(metric_rows)
 

@@ -1,0 +1,127 @@
+"""Molecular-dynamics application checks: NAMD APOA1 and STMV, and OpenMM (the engine run on real hardware).
+
+Both engines write the same gpuaccept.bench/1 document through a Python runner in gpuaccept
+(``gpuaccept.namd``, ``gpuaccept.md_openmm``) and are judged like every other check. An engine that is not
+installed makes its check NOT RUN with the reason (ReFrame's skip), never a pass. What they measure and how:
+docs/checks/md.md.
+"""
+
+import importlib.util
+import os
+import shlex
+import sys
+
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import parameter, run_after, variable
+
+from gpuaccept import namd
+from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.rfm import BenchCheck
+
+README_NAMD = "README.md, section 'NAMD'"
+
+
+def _extras(test: rfm.RegressionTest) -> dict:
+    return test.current_partition.extras or {}
+
+
+@rfm.simple_test
+class MdOpenmm(BenchCheck):
+    """OpenMM on a TIP3P water box (about 92,000 atoms at the default 9.7 nm: APOA1's size, not APOA1).
+
+    Variables: ``mode`` (``quick``: fewer steps), ``bench_opts`` (options of gpuaccept-openmm, e.g.
+    ``--steps,20000``). Metrics: ns_per_day, s_per_step, wall_s (one GPU), all_gpus_ns_per_day (waived with one
+    GPU), cpu_ns_per_day, speedup_vs_cpu, gpu_power_avg_w, gpu_energy_kj, ns_per_day_per_kw.
+    Not run where OpenMM is not installed (requirements/md.txt).
+    """
+
+    check_key = "md_openmm"
+    descr = CHECKS["md_openmm"].title
+    tags = tags_for("md_openmm")
+    valid_systems = ["+gpu"]
+    time_limit = "20m"
+
+    @run_after("setup")
+    def bind_references(self):
+        self.skip_if(
+            importlib.util.find_spec("openmm") is None,
+            f"OpenMM not installed in {sys.prefix} (pip install -r requirements/md.txt; see docs/checks/md.md)",
+        )
+        super().bind_references()
+        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.md_openmm"
+        self.env_vars["GPUACCEPT_GIT_REVISION"] = str(_extras(self).get("git_revision", "unknown"))
+        self.env_vars["LC_ALL"] = "C"
+
+
+@rfm.simple_test
+class Namd(BenchCheck):
+    """NAMD 3.0.x APOA1 and STMV: GPU-resident, GPU-offload and CPU-only, on all GPUs and on one.
+
+    Parameters: ``system`` (apoa1, stmv). Variables: ``namd_home`` (where the gpuaccept_namd role installed
+    NAMD; default: the partition's ``extras.namd_home``, else ``$GPUACCEPT_NAMD_HOME``, else
+    ``/opt/gpuaccept/namd``), ``steps`` (default 500, energies every 100th step as seed 003 does; quick: 200),
+    ``modes``. Metrics per run (``gpu_resident_all``, ``gpu_resident_1``, ``gpu_offload_all``,
+    ``gpu_offload_1``, ``cpu``): ``<run>_ns_per_day``, ``<run>_s_per_step``, ``<run>_wall_s``, and for GPU
+    runs ``<run>_power_avg_w``, ``<run>_energy_kj``, ``<run>_ns_per_day_per_kw``; ``speedup_vs_cpu``.
+    Not run where NAMD or the input set is not installed (README, section 'NAMD').
+    """
+
+    system = parameter(["apoa1", "stmv"])
+
+    #: Where the gpuaccept_namd role installed NAMD (``bin/``, ``inputs/``); '' = from the partition's extras.
+    #:
+    #: :type: :class:`str`
+    namd_home = variable(str, value="")
+
+    #: Steps per run (NAMD's ``numsteps``).
+    #:
+    #: :type: :class:`int`
+    steps = variable(int, value=500)
+
+    #: Which runs: ``gpu_resident``, ``gpu_offload``, ``cpu`` (each GPU mode on all GPUs and on one).
+    #:
+    #: :type: :class:`List[str]`
+    modes = variable(typ.List[str], value=["gpu_resident", "gpu_offload", "cpu"])
+
+    check_key = "namd_apoa1"  # set per system below
+    tags = tags_for("namd_apoa1")
+    valid_systems = ["*"]
+    time_limit = "60m"
+
+    @run_after("init")
+    def set_key(self):
+        self.check_key = f"namd_{self.system}"
+        self.descr = CHECKS[self.check_key].title
+
+    def _home(self) -> str:
+        return (
+            self.namd_home
+            or str(_extras(self).get("namd_home") or "")
+            or os.environ.get("GPUACCEPT_NAMD_HOME", "")
+            or "/opt/gpuaccept/namd"
+        )
+
+    @run_after("setup")
+    def bind_references(self):
+        home = self._home()
+        missing = namd.missing(home, self.system, self.modes)
+        self.skip_if(bool(missing), f"NAMD not installed (see {README_NAMD}): {missing}")
+        self.skip_if(
+            any(m.startswith("gpu") for m in self.modes) and not _extras(self).get("gpu_count"),
+            "no NVIDIA GPU on this partition for NAMD's GPU runs",
+        )
+        super().bind_references()
+        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.namd run"
+        self.executable_opts += [
+            "--namd-home",
+            home,
+            "--system",
+            self.system,
+            "--steps",
+            str(self.steps),
+            "--modes",
+            ",".join(self.modes),
+        ]
+        self.env_vars["LC_ALL"] = "C"
+        self.keep_files += [f"namd_{self.system}_logs"]
