@@ -302,7 +302,9 @@ def build(
             if result == "pass":
                 status, reason = PASS, ""
             elif result == "skip":
-                status, reason = NOT_RUN, tc.get("fail_reason") or _skip_reason(tc, run_dir) or "skipped"
+                status, reason = NOT_RUN, (
+                    tc.get("fail_reason") or tc.get("not_run_reason") or _skip_reason(tc, run_dir) or "skipped"
+                )
             else:
                 status = FAIL
                 phase = tc.get("fail_phase") or "run"
