@@ -71,13 +71,21 @@ def test_without_rejection_the_degraded_run_drags_the_reference(tmp_path):
 def test_the_proposal_is_a_valid_reference_file(tmp_path, capsys):
     # Compared with the reviewed file as it stood for these runs (they predate the HPL check's references).
     recorded = ["--reference-dir", str(references_as_recorded(tmp_path))]
-    rc, out = propose(tmp_path, H100_RUNS, extra=recorded)
+    shipped = yaml.safe_load((REFERENCE_DIR / "h100_sxm5_80gb.yaml").read_text())["checks"]["gemm"]
+    reason = shipped["fp64_xfer_tflops_min"]["informational"].split("; measured ")[0]
+    rc, out = propose(tmp_path, H100_RUNS, extra=[*recorded, "--informational", f"gemm.*_xfer_tflops_min={reason}"])
     assert rc == 0
     (tmp_path / "refs").mkdir()
     (tmp_path / "refs" / "h100_sxm5_80gb.yaml").write_text(out.read_text())
     loaded = references.load_node_type(tmp_path / "refs", "h100_sxm5_80gb")
     assert loaded.checks["gemm"]["fp64_tflops_min"].value == pytest.approx(53.2155)
     assert "no value or tolerance differs from the reviewed file" in capsys.readouterr().out
+    assert not loaded.checks["gemm"]["fp8_xfer_tflops_min"].judged
+
+
+def test_informational_needs_a_reason(tmp_path):
+    rc, out = propose(tmp_path, H100_RUNS, extra=["--informational", "gemm.*_xfer_tflops_min"])
+    assert rc == 4 and not out.exists()
 
 
 def test_the_reviewed_file_is_never_the_output(tmp_path, capsys):

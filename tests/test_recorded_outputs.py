@@ -154,5 +154,13 @@ def test_shipped_references_are_reproducible_from_the_evidence(node_type, runs):
     docs = {key: found for key in node_checks() if (found := baseline.collect(runs, key))}
     assert {"bandwidth", "gemm", "cpu_gemm"} <= set(docs)
     assert min(len(d) for d in docs.values()) >= 5
-    checks, _ = baseline.derive(docs, source_id)
+    # The reviewer's decisions kept in the file: metrics reported without being judged, for the reason given
+    # there (e.g. the transfer-inclusive GEMM rates); the range it quotes must still come from these runs.
+    decided = {
+        f"{check}.{metric}": entry["informational"].split("; measured ")[0]
+        for check, metrics in shipped["checks"].items()
+        for metric, entry in metrics.items()
+        if "; measured " in str(entry.get("informational", ""))
+    }
+    checks, _ = baseline.derive(docs, source_id, informational=decided)
     assert checks == {key: shipped["checks"][key] for key in checks}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import fnmatch
 import json
 import math
 import statistics
@@ -195,9 +196,16 @@ def tolerance(values: list[float], unit: str) -> float:
     return round(min(CAP, max(FLOORS.get(unit, 0.05), SPREAD_FACTOR * worst)), 3)
 
 
-def derive(docs_by_check: dict[str, list[dict[str, Any]]], source_id: str, reject: float = CAP) -> tuple[dict, dict]:
+def derive(
+    docs_by_check: dict[str, list[dict[str, Any]]],
+    source_id: str,
+    reject: float = CAP,
+    informational: dict[str, str] | None = None,
+) -> tuple[dict, dict]:
     """(checks section, per-metric statistics) from benchmark documents grouped by check; runs worse than the
-    median by more than ``reject`` are dropped first (:func:`reject_outliers`)."""
+    median by more than ``reject`` are dropped first (:func:`reject_outliers`). ``informational`` maps
+    ``check.metric`` patterns (fnmatch) to the reviewer's reason for reporting such a metric without judging it:
+    its entry then says the reason and the range measured, with no value or tolerance."""
     checks: dict[str, dict[str, Any]] = {}
     stats: dict[str, dict[str, Any]] = {}
     for check, docs in docs_by_check.items():
@@ -233,6 +241,16 @@ def derive(docs_by_check: dict[str, list[dict[str, Any]]], source_id: str, rejec
             all_values, values = values, [values[i] for i in kept]
             med = statistics.median(values)
             tol = tolerance(values, unit)
+            name = f"{check}.{metric}"
+            reason = next((why for pat, why in (informational or {}).items() if fnmatch.fnmatchcase(name, pat)), None)
+            if reason is not None:
+                entries[metric] = {
+                    "informational": f"{reason}; measured {min(all_values):.4g}-{max(all_values):.4g} {unit}, "
+                    f"median {statistics.median(all_values):.4g} over {len(all_values)} runs",
+                    "unit": unit,
+                    "source": source_id,
+                }
+                continue
             entry: dict[str, Any] = {"value": float(f"{med:.6g}"), "unit": unit}
             entry["lower" if better == "higher" else "upper"] = tol
             entry["source"] = source_id

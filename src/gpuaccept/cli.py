@@ -192,7 +192,13 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     }
     if args.provenance:
         source.update(baseline.provenance(docs))
-    checks, stats = baseline.derive(docs, args.source_id, args.reject)
+    informational = {}
+    for spec in args.informational or []:
+        pattern, sep, reason = spec.partition("=")
+        if not sep or not pattern or not reason.strip():
+            raise InputError(f"--informational {spec!r}: write CHECK.METRIC=REASON (the pattern may use * and ?)")
+        informational[pattern] = reason.strip()
+    checks, stats = baseline.derive(docs, args.source_id, args.reject, informational)
     reviewed = Path(args.reference_dir) / f"{args.node_type}.yaml"
     header = (
         f"Proposed by gpuaccept baseline from {runs} runs ({', '.join(f'{k}: {v}' for k, v in counts.items())}).\n"
@@ -367,6 +373,13 @@ def parser() -> argparse.ArgumentParser:
         dest="provenance",
         action="store_false",
         help="leave out the nodes, run dates and rejection rule from the source entry (older files' form)",
+    )
+    sp.add_argument(
+        "--informational",
+        action="append",
+        metavar="CHECK.METRIC=REASON",
+        help="report the metrics matching this pattern (e.g. 'gemm.*_xfer_tflops_min') without judging them, for "
+        "this reason; the entry keeps the range measured (repeatable)",
     )
     sp.add_argument("runs", nargs="+", help="run directories (results/<node>/<run>, or folders holding them)")
     sp.set_defaults(func=cmd_baseline)
