@@ -243,6 +243,10 @@ def derive(
             tol = tolerance(values, unit)
             name = f"{check}.{metric}"
             reason = next((why for pat, why in (informational or {}).items() if fnmatch.fnmatchcase(name, pat)), None)
+            if reason is None and med == 0:
+                # A count that stayed 0 (XID events, health findings): a relative tolerance cannot judge it; the
+                # check's own rules do.
+                reason = "0 in every run kept: a relative tolerance cannot judge it (the check's own rules do)"
             if reason is not None:
                 entries[metric] = {
                     "informational": f"{reason}; measured {min(all_values):.4g}-{max(all_values):.4g} {unit}, "
