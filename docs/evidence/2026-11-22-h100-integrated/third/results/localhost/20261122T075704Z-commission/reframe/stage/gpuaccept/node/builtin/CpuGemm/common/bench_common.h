@@ -1,0 +1,482 @@
+// Shared pieces of gpuaccept's micro-benchmarks: a small JSON writer, error macros that name the failing
+// call, file and line, host facts (CPU model, NUMA nodes), statistics and the atomic result-file write.
+// The document these produce is described in docs/benchmark-json.md.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#ifndef GPUACCEPT_GIT_REV
+#define GPUACCEPT_GIT_REV "unknown"
+#endif
+#ifndef GPUACCEPT_VERSION
+#define GPUACCEPT_VERSION "0.1.0"
+#endif
+
+namespace gpuaccept {
+
+// Exit codes shared by every benchmark (docs/benchmark-json.md).
+constexpr int kExitOk = 0;
+constexpr int kExitCallFailed = 1;
+constexpr int kExitVerifyFailed = 2;
+constexpr int kExitUsage = 3;
+
+// Thrown by the CHECK macros; main() catches it, records it in "errors" and exits kExitCallFailed.
+struct CallError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline std::string where(const char* call, const char* file, int line, const std::string& what) {
+  std::ostringstream os;
+  os << call << " failed at " << file << ":" << line << ": " << what;
+  return os.str();
+}
+
+#ifdef __CUDACC__
+#define CUDA_CHECK(call)                                                                          \
+  do {                                                                                            \
+    cudaError_t err_ = (call);                                                                    \
+    if (err_ != cudaSuccess)                                                                      \
+      throw ::gpuaccept::CallError(                                                               \
+          ::gpuaccept::where(#call, __FILE__, __LINE__, cudaGetErrorString(err_)));               \
+  } while (0)
+// After a kernel launch: the launch error, if any.
+#define CUDA_CHECK_LAST() CUDA_CHECK(cudaGetLastError())
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// JSON writer: builds a document in memory; numbers stay numbers (NaN/inf become null).
+class Json {
+ public:
+  Json& begin_object() { sep(); os_ << '{'; first_.push_back(true); return *this; }
+  Json& end_object() { os_ << '}'; first_.pop_back(); return *this; }
+  Json& begin_array() { sep(); os_ << '['; first_.push_back(true); return *this; }
+  Json& end_array() { os_ << ']'; first_.pop_back(); return *this; }
+  Json& key(const std::string& k) {
+    sep();
+    str(k);
+    os_ << ':';
+    after_key_ = true;
+    return *this;
+  }
+  Json& value(const std::string& s) { sep(); str(s); return *this; }
+  Json& value(const char* s) {
+    if (!s) return null();
+    return value(std::string(s));
+  }
+  Json& value(bool b) { sep(); os_ << (b ? "true" : "false"); return *this; }
+  Json& value(int v) { sep(); os_ << v; return *this; }
+  Json& value(long v) { sep(); os_ << v; return *this; }
+  Json& value(long long v) { sep(); os_ << v; return *this; }
+  Json& value(unsigned v) { sep(); os_ << v; return *this; }
+  Json& value(unsigned long v) { sep(); os_ << v; return *this; }
+  Json& value(unsigned long long v) { sep(); os_ << v; return *this; }
+  Json& value(double v) {
+    sep();
+    if (!std::isfinite(v)) {
+      os_ << "null";
+    } else {
+      std::ostringstream tmp;
+      tmp << std::setprecision(9) << v;
+      os_ << tmp.str();
+    }
+    return *this;
+  }
+  Json& null() { sep(); os_ << "null"; return *this; }
+  template <typename T>
+  Json& kv(const std::string& k, const T& v) { key(k); return value(v); }
+  Json& kv_null(const std::string& k) { key(k); return null(); }
+  std::string str() const { return os_.str(); }
+
+ private:
+  void sep() {
+    if (after_key_) { after_key_ = false; return; }
+    if (!first_.empty()) {
+      if (!first_.back()) os_ << ',';
+      first_.back() = false;
+    }
+  }
+  void str(const std::string& s) {
+    os_ << '"';
+    for (unsigned char c : s) {
+      switch (c) {
+        case '"': os_ << "\\\""; break;
+        case '\\': os_ << "\\\\"; break;
+        case '\n': os_ << "\\n"; break;
+        case '\r': os_ << "\\r"; break;
+        case '\t': os_ << "\\t"; break;
+        default:
+          if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            os_ << buf;
+          } else {
+            os_ << c;
+          }
+      }
+    }
+    os_ << '"';
+  }
+  std::ostringstream os_;
+  std::vector<bool> first_;
+  bool after_key_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The closing sections of every document (docs/benchmark-json.md): metrics, waived metrics, verification,
+// errors. Each tool decides what `passed` means for its own measurements.
+struct Metric {
+  std::string name, unit, better, description;
+  double value;
+};
+using Waived = std::vector<std::pair<std::string, std::string>>;
+
+inline void write_outcome(Json& j, const std::vector<Metric>& metrics, const Waived& waived, bool passed,
+                          long checked, const std::vector<std::string>& failures,
+                          const std::vector<std::string>& errors) {
+  j.key("metrics").begin_object();
+  for (const auto& m : metrics) {
+    j.key(m.name).begin_object();
+    j.kv("value", m.value).kv("unit", m.unit).kv("better", m.better).kv("description", m.description);
+    j.end_object();
+  }
+  j.end_object();
+  j.key("waived").begin_object();
+  for (const auto& w : waived) j.kv(w.first, w.second);
+  j.end_object();
+  j.key("verification").begin_object();
+  j.kv("passed", passed).kv("checked", checked);
+  j.key("failures").begin_array();
+  for (const auto& f : failures) j.value(f);
+  j.end_array();
+  j.end_object();
+  j.key("errors").begin_array();
+  for (const auto& e : errors) j.value(e);
+  j.end_array();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host facts.
+struct NumaNode {
+  int id;
+  std::vector<int> cpus;
+};
+
+inline std::string read_first_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  if (f) std::getline(f, line);
+  return line;
+}
+
+// Parses a Linux cpulist ("0-3,8,10-11") into CPU numbers.
+inline std::vector<int> parse_cpulist(const std::string& text) {
+  std::vector<int> cpus;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (part.empty() || part == "\n") continue;
+    auto dash = part.find('-');
+    try {
+      if (dash == std::string::npos) {
+        cpus.push_back(std::stoi(part));
+      } else {
+        int lo = std::stoi(part.substr(0, dash)), hi = std::stoi(part.substr(dash + 1));
+        for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+      }
+    } catch (const std::exception&) {
+      throw std::runtime_error("cannot parse cpulist '" + text + "'");
+    }
+  }
+  return cpus;
+}
+
+// NUMA nodes with CPUs, from /sys/devices/system/node. A machine without that tree is one node
+// holding every online CPU.
+inline std::vector<NumaNode> numa_nodes() {
+  std::vector<NumaNode> nodes;
+  for (int id = 0; id < 1024; ++id) {
+    std::string list = read_first_line("/sys/devices/system/node/node" + std::to_string(id) + "/cpulist");
+    if (list.empty()) {
+      if (access(("/sys/devices/system/node/node" + std::to_string(id)).c_str(), F_OK) != 0 && id > 0 &&
+          nodes.size() > 0 && access(("/sys/devices/system/node/node" + std::to_string(id + 1)).c_str(), F_OK) != 0)
+        break;
+      continue;
+    }
+    auto cpus = parse_cpulist(list);
+    if (!cpus.empty()) nodes.push_back({id, cpus});
+  }
+  if (nodes.empty()) {
+    NumaNode all{0, {}};
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int c = 0; c < n; ++c) all.cpus.push_back(c);
+    nodes.push_back(all);
+  }
+  return nodes;
+}
+
+inline std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        auto v = line.substr(colon + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        return v;
+      }
+    }
+  }
+  return "unknown";
+}
+
+inline std::string hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// The release in a /proc/driver/nvidia/version line: its first token shaped like 580.159.04, or "".
+//   "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..."
+//   "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."
+inline std::string parse_driver_release(const std::string& line) {
+  std::stringstream ss(line);
+  std::string tok;
+  while (ss >> tok) {
+    bool digits_and_dots = !tok.empty() && std::isdigit(static_cast<unsigned char>(tok[0])) &&
+                           tok.find('.') != std::string::npos &&
+                           tok.find_first_not_of("0123456789.") == std::string::npos;
+    if (digits_and_dots) return tok;
+  }
+  return "";
+}
+
+// The NVIDIA kernel driver's release ("580.159.04"), or "" where the driver is not loaded.
+inline std::string driver_release() {
+  return parse_driver_release(read_first_line("/proc/driver/nvidia/version"));
+}
+
+inline std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Writes the common top-level keys that precede "cuda"/"devices" (docs/benchmark-json.md).
+inline void write_preamble(Json& j, const char* tool, int argc, char** argv, const std::string& started,
+                           double elapsed_s, const std::string& timing) {
+  j.kv("schema", "gpuaccept.bench/1");
+  j.kv("tool", tool);
+  j.kv("tool_version", GPUACCEPT_VERSION);
+  j.kv("git_revision", GPUACCEPT_GIT_REV);
+  j.key("command_line").begin_array();
+  for (int i = 0; i < argc; ++i) j.value(argv[i]);
+  j.end_array();
+  j.kv("started_utc", started);
+  j.kv("elapsed_s", elapsed_s);
+  j.kv("timing", timing);
+  j.key("host").begin_object();
+  j.kv("hostname", hostname());
+  j.kv("cpu_model", cpu_model());
+  j.kv("logical_cpus", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN)));
+  j.key("numa_nodes").begin_array();
+  for (const auto& n : numa_nodes()) {
+    j.begin_object().kv("id", n.id).key("cpus").begin_array();
+    for (int c : n.cpus) j.value(c);
+    j.end_array().end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics over samples (copies; callers keep their raw samples).
+inline double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+inline double min_of(const std::vector<double>& v) {
+  return v.empty() ? NAN : *std::min_element(v.begin(), v.end());
+}
+inline double max_of(const std::vector<double>& v) {
+  return v.empty() ? NAN : *std::max_element(v.begin(), v.end());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writes `text` to `path` atomically: a temporary file in the same directory, fsync, rename.
+// Throws std::runtime_error naming the path when the directory is not writable.
+inline void write_file_atomic(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (std::fflush(f) == 0) && ok;
+  ok = (fsync(fileno(f)) == 0) && ok;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string err = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + ": " + err);
+  }
+}
+
+// Minimal option parsing: --name value / --name=value / --flag.
+class Args {
+ public:
+  Args(int argc, char** argv) : argv_(argv + 1, argv + argc) {}
+  bool flag(const std::string& name) {
+    for (size_t i = 0; i < argv_.size(); ++i)
+      if (argv_[i] == "--" + name) { used_.push_back(i); return true; }
+    return false;
+  }
+  std::string get(const std::string& name, const std::string& def) {
+    for (size_t i = 0; i < argv_.size(); ++i) {
+      if (argv_[i] == "--" + name) {
+        if (i + 1 >= argv_.size()) throw std::invalid_argument("option --" + name + " needs a value");
+        used_.push_back(i);
+        used_.push_back(i + 1);
+        return argv_[i + 1];
+      }
+      if (argv_[i].rfind("--" + name + "=", 0) == 0) {
+        used_.push_back(i);
+        return argv_[i].substr(name.size() + 3);
+      }
+    }
+    return def;
+  }
+  double get_double(const std::string& name, double def) {
+    std::string v = get(name, "");
+    if (v.empty()) return def;
+    try {
+      size_t pos;
+      double d = std::stod(v, &pos);
+      if (pos != v.size()) throw std::invalid_argument("");
+      return d;
+    } catch (const std::exception&) {
+      throw std::invalid_argument("option --" + name + ": '" + v + "' is not a number");
+    }
+  }
+  long get_long(const std::string& name, long def) {
+    std::string v = get(name, "");
+    if (v.empty()) return def;
+    try {
+      size_t pos;
+      long d = std::stol(v, &pos);
+      if (pos != v.size()) throw std::invalid_argument("");
+      return d;
+    } catch (const std::exception&) {
+      throw std::invalid_argument("option --" + name + ": '" + v + "' is not a whole number");
+    }
+  }
+  // Call after every get/flag: any argument not consumed is an error naming it.
+  void reject_unknown() {
+    for (size_t i = 0; i < argv_.size(); ++i)
+      if (std::find(used_.begin(), used_.end(), i) == used_.end())
+        throw std::invalid_argument("unknown argument '" + argv_[i] + "' (see --help)");
+  }
+
+ private:
+  std::vector<std::string> argv_;
+  std::vector<size_t> used_;
+};
+
+// Device indices chosen with --gpus ("all" or a list such as "0,2"), each below `count`, without repeats.
+// Throws std::invalid_argument naming the option for an index that is not visible.
+inline std::vector<int> select_gpus(const std::string& spec, int count);
+
+// The start of every benchmark's main(): parses the options with `parse(argc, argv, help)`. Returns the exit
+// code to leave with (usage on --help, kExitUsage with a message naming the option on a bad one), or -1 to go on.
+template <typename Options, typename Parse>
+int parse_or_exit(Parse parse, int argc, char** argv, const char* tool, const char* usage, Options& o) {
+  bool help = false;
+  try {
+    o = parse(argc, argv, help);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n%s", tool, e.what(), usage);
+    return kExitUsage;
+  }
+  if (help) {
+    std::fputs(usage, stdout);
+    return kExitOk;
+  }
+  return -1;
+}
+
+// Writes a run's JSON document to `path` (nothing when `path` is empty); false, with a message naming the
+// path on stderr, when it cannot be written.
+template <typename MakeText>
+bool write_document(const std::string& path, const char* tool, MakeText make_text) {
+  if (path.empty()) return true;
+  try {
+    write_file_atomic(path, make_text());
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return false;
+  }
+}
+
+// Splits "a,b,c".
+inline std::vector<std::string> split_csv(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ','))
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+inline std::vector<int> select_gpus(const std::string& spec, int count) {
+  std::vector<int> ids;
+  if (spec == "all") {
+    for (int i = 0; i < count; ++i) ids.push_back(i);
+    return ids;
+  }
+  for (const auto& s : split_csv(spec)) {
+    int id = std::stoi(s);
+    if (id >= count)
+      throw std::invalid_argument("option --gpus: device " + std::to_string(id) + " not visible (" +
+                                  std::to_string(count) + " device(s); CUDA_VISIBLE_DEVICES applies)");
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
+#ifdef __CUDACC__
+// The number of visible CUDA devices; 0 when there is none or the runtime cannot start, with `why` saying
+// "no CUDA device found: <the runtime's error>".
+inline int visible_devices(std::string& why) {
+  int count = 0;
+  cudaError_t ce = cudaGetDeviceCount(&count);
+  if (ce == cudaSuccess && count > 0) return count;
+  why = "no CUDA device found: " + (ce != cudaSuccess ? std::string(cudaGetErrorName(ce)) + ": " + cudaGetErrorString(ce)
+                                                      : std::string("cudaGetDeviceCount returned 0 devices"));
+  cudaGetLastError();
+  return 0;
+}
+#endif
+
+}  // namespace gpuaccept

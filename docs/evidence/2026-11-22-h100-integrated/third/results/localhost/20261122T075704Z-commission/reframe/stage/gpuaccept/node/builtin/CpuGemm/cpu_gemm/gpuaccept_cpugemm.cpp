@@ -1,0 +1,394 @@
+// gpuaccept-cpugemm: host SGEMM/DGEMM throughput with Intel MKL (-DGPUACCEPT_BLAS_MKL) or OpenBLAS
+// (-DGPUACCEPT_BLAS_OPENBLAS), at thread counts 1, 2, 4, ... and all CPUs the process may use; every result
+// checked with Freivalds' test in double. Wall-clock (steady_clock) time per call; per thread count a
+// sustained window of --window-s seconds (at least 3 calls) after one warm-up call; median GFLOP/s.
+// The JSON document is described in docs/benchmark-json.md; the method in docs/checks/gemm.md.
+
+#if defined(GPUACCEPT_BLAS_MKL)
+#include <mkl.h>
+#elif defined(GPUACCEPT_BLAS_OPENBLAS)
+#include <cblas.h>
+#else
+#error "define GPUACCEPT_BLAS_MKL or GPUACCEPT_BLAS_OPENBLAS"
+#endif
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+
+using namespace gpuaccept;
+
+namespace {
+
+constexpr const char* kTool = "gpuaccept-cpugemm";
+constexpr int kMinCalls = 3;
+constexpr double kTolDgemm = 1e-12;
+constexpr double kTolSgemm = 1e-4;
+
+// ---------------------------------------------------------------------------------------------
+// The BLAS library.
+#if defined(GPUACCEPT_BLAS_MKL)
+const char* blas_library() { return "Intel MKL"; }
+std::string blas_version() {
+  char buf[256] = {0};
+  mkl_get_version_string(buf, sizeof buf - 1);
+  std::string s = buf;
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();
+  return s;
+}
+// Exactly t threads: dynamic adjustment off, so MKL does not use fewer.
+int set_threads(int t) {
+  mkl_set_dynamic(0);
+  mkl_set_num_threads(t);
+  return mkl_get_max_threads();
+}
+#else
+const char* blas_library() { return "OpenBLAS"; }
+std::string blas_version() {
+  std::string s = openblas_get_config();
+  s += std::string(" (core ") + openblas_get_corename() + ")";
+  return s;
+}
+int set_threads(int t) {
+  openblas_set_num_threads(t);
+  return openblas_get_num_threads();
+}
+#endif
+
+// ---------------------------------------------------------------------------------------------
+uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+double uniform_pm1(uint64_t i, uint64_t seed) {
+  uint64_t h = mix64(i ^ mix64(seed));
+  return static_cast<double>(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+template <typename T>
+void fill(std::vector<T>& v, uint64_t seed) {
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(uniform_pm1(i, seed));
+}
+
+void gemm(const std::vector<double>& A, const std::vector<double>& B, std::vector<double>& C, int n) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, A.data(), n, B.data(), n, 0.0, C.data(), n);
+}
+void gemm(const std::vector<float>& A, const std::vector<float>& B, std::vector<float>& C, int n) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+}
+
+// Freivalds' test in double on row-major n x n matrices: x random, y = B x, z = A y, w = C x, and with absolute
+// values ya = |B||x|, za = |A| ya. Returns max_i |w_i - z_i| / max_i za_i (NaN if C holds a NaN).
+template <typename T>
+double freivalds(const std::vector<T>& A, const std::vector<T>& B, const std::vector<T>& C, int n, uint64_t seed) {
+  std::vector<double> x(n), xa(n), y(n), ya(n);
+  for (int j = 0; j < n; ++j) {
+    x[j] = uniform_pm1(static_cast<uint64_t>(j), seed);
+    xa[j] = std::fabs(x[j]);
+  }
+  for (int i = 0; i < n; ++i) {
+    const T* row = &B[static_cast<size_t>(i) * n];
+    double s = 0.0, sa = 0.0;
+    for (int j = 0; j < n; ++j) {
+      double b = static_cast<double>(row[j]);
+      s += b * x[j];
+      sa += std::fabs(b) * xa[j];
+    }
+    y[i] = s;
+    ya[i] = sa;
+  }
+  double num = 0.0, den = 0.0;
+  bool nan = false;
+  for (int i = 0; i < n; ++i) {
+    const T* arow = &A[static_cast<size_t>(i) * n];
+    const T* crow = &C[static_cast<size_t>(i) * n];
+    double z = 0.0, za = 0.0, w = 0.0;
+    for (int j = 0; j < n; ++j) {
+      double a = static_cast<double>(arow[j]);
+      z += a * y[j];
+      za += std::fabs(a) * ya[j];
+      w += static_cast<double>(crow[j]) * x[j];
+    }
+    double d = std::fabs(w - z);
+    if (std::isnan(d)) nan = true;
+    num = std::max(num, d);
+    den = std::max(den, za);
+  }
+  if (nan) return NAN;
+  if (den == 0.0) return num == 0.0 ? 0.0 : INFINITY;
+  return num / den;
+}
+
+// ---------------------------------------------------------------------------------------------
+struct Options {
+  int size = 4096;
+  std::vector<int> threads;  // empty: 1, 2, 4, ..., all
+  double window_s = 1.0;
+  bool quick = false;
+  bool inject_error = false;
+  std::string output;
+};
+
+struct Row {
+  std::string precision;
+  int threads = 0, blas_threads = 0, n = 0, samples = 0;
+  double gf_median = NAN, gf_min = NAN, gf_max = NAN, sec_median = NAN;
+  double rel_error = NAN, tolerance = NAN;
+  bool verified = false;
+};
+
+struct State {
+  std::vector<Row> rows;
+  std::vector<std::string> failures, errors;
+  int checked = 0;
+};
+
+// CPUs this process may run on (the affinity mask), else the online count.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int c = CPU_COUNT(&set);
+    if (c > 0) return c;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::vector<int> default_threads(int all) {
+  std::vector<int> t;
+  for (int k = 1; k < all; k *= 2) t.push_back(k);
+  t.push_back(all);
+  return t;
+}
+
+template <typename T>
+void measure(State& st, const Options& o, const char* prec, double tol, const std::vector<int>& thread_list) {
+  const int n = o.size;
+  const size_t elems = static_cast<size_t>(n) * n;
+  std::vector<T> A(elems), B(elems), C(elems);
+  fill(A, mix64(0xA ^ sizeof(T)));  // different seeds for A and B
+  fill(B, mix64(0xB ^ sizeof(T)));
+  const double flops = 2.0 * n * static_cast<double>(n) * n;
+  for (int t : thread_list) {
+    Row r;
+    r.precision = prec;
+    r.threads = t;
+    r.n = n;
+    r.blas_threads = set_threads(t);
+    gemm(A, B, C, n);  // warm-up (thread pool start, page faults)
+    std::fill(C.begin(), C.end(), std::numeric_limits<T>::quiet_NaN());  // poison: a call that writes nothing fails
+    std::vector<double> sec, gf;
+    const auto w0 = std::chrono::steady_clock::now();
+    for (;;) {
+      const auto c0 = std::chrono::steady_clock::now();
+      gemm(A, B, C, n);
+      const auto c1 = std::chrono::steady_clock::now();
+      double s = std::chrono::duration<double>(c1 - c0).count();
+      sec.push_back(s);
+      gf.push_back(flops / s / 1e9);
+      if (static_cast<int>(sec.size()) >= kMinCalls && std::chrono::duration<double>(c1 - w0).count() >= o.window_s)
+        break;
+    }
+    r.samples = static_cast<int>(sec.size());
+    r.gf_median = median(gf);
+    r.gf_min = min_of(gf);
+    r.gf_max = max_of(gf);
+    r.sec_median = median(sec);
+    if (o.inject_error) C[static_cast<size_t>(n / 2) * n + n / 3] = static_cast<T>(1e30);
+    r.tolerance = tol;
+    r.rel_error = freivalds(A, B, C, n, mix64(0x5eed + static_cast<uint64_t>(t)));
+    r.verified = r.rel_error <= tol;  // false for NaN
+    ++st.checked;
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "[%s threads=%d (BLAS reports %d) n=%d] %.1f GFLOP/s median of %d (min %.1f), rel_error %.2g %s",
+                  prec, t, r.blas_threads, n, r.gf_median, r.samples, r.gf_min, r.rel_error,
+                  r.verified ? "ok" : "FAILED");
+    std::fprintf(stderr, "%s\n", buf);
+    if (!r.verified) {
+      std::snprintf(buf, sizeof buf, "host %s (%s): %s threads=%d n=%d: Freivalds rel_error %.3g > tolerance %.3g%s",
+                    hostname().c_str(), cpu_model().c_str(), prec, t, n, r.rel_error, tol,
+                    o.inject_error ? " (--inject-error self-test)" : "");
+      st.failures.push_back(buf);
+      std::fprintf(stderr, "%s: VERIFICATION FAILED: %s\n", kTool, buf);
+    }
+    st.rows.push_back(r);
+  }
+}
+
+const char* kUsage =
+    "usage: gpuaccept-cpugemm [options]\n"
+    "Host DGEMM and SGEMM throughput (cblas, row major, square) at several thread counts, verified\n"
+    "(Freivalds, in double).\n"
+    "  --size N          matrix size (default 2048; --quick 1024)\n"
+    "  --threads LIST    comma list of thread counts (default 1,2,4,... and all usable CPUs)\n"
+    "  --window-s S      sustained window per thread count, at least 3 calls (default 1.0)\n"
+    "  --quick           nightly: size 2048\n"
+    "  --output FILE     write the JSON document (docs/benchmark-json.md) to FILE\n"
+    "  --inject-error    self-test: corrupt one element of C before every verification (expect exit 2)\n"
+    "  --help            this text\n"
+    "Thread pinning comes from the environment (OMP_PROC_BIND/OMP_PLACES, KMP_AFFINITY); it is recorded.\n"
+    "Exit status: 0 ok, 1 a call failed, 2 verification failed, 3 bad command line.\n";
+
+Options parse_options(int argc, char** argv, bool& help) {
+  Args a(argc, argv);
+  Options o;
+  help = a.flag("help");
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "-h") help = true;
+  if (help) return o;
+  o.quick = a.flag("quick");
+  o.inject_error = a.flag("inject-error");
+  long size = a.get_long("size", o.quick ? 1024 : 2048);
+  if (size < 16 || size > 65536) throw std::invalid_argument("option --size: " + std::to_string(size) + " out of range 16..65536");
+  o.size = static_cast<int>(size);
+  std::string threads = a.get("threads", "");
+  if (!threads.empty()) {
+    for (const auto& s : split_csv(threads)) {
+      long v = 0;
+      try {
+        size_t pos = 0;
+        v = std::stol(s, &pos);
+        if (pos != s.size()) throw std::invalid_argument("");
+      } catch (const std::exception&) {
+        throw std::invalid_argument("option --threads: '" + s + "' is not a whole number");
+      }
+      if (v < 1 || v > 4096) throw std::invalid_argument("option --threads: " + s + " out of range 1..4096");
+      if (std::find(o.threads.begin(), o.threads.end(), static_cast<int>(v)) == o.threads.end())
+        o.threads.push_back(static_cast<int>(v));
+    }
+    if (o.threads.empty()) throw std::invalid_argument("option --threads: empty list");
+    std::sort(o.threads.begin(), o.threads.end());
+  }
+  o.window_s = a.get_double("window-s", 1.0);
+  if (!(o.window_s > 0.0 && o.window_s <= 600.0))
+    throw std::invalid_argument("option --window-s: must be in (0, 600] seconds");
+  o.output = a.get("output", "");
+  a.reject_unknown();
+  return o;
+}
+
+const Row* find_row(const State& st, const std::string& prec, int threads) {
+  for (const auto& r : st.rows)
+    if (r.precision == prec && r.threads == threads) return &r;
+  return nullptr;
+}
+
+const char* kTiming =
+    "wall clock (steady_clock) around each cblas call; per thread count one warm-up call, then back-to-back "
+    "calls for --window-s seconds (at least 3); GFLOP/s = 2*n^3/s/1e9, median over the window";
+
+const char* kAffinityVars[] = {"OMP_PROC_BIND", "OMP_PLACES", "OMP_NUM_THREADS", "GOMP_CPU_AFFINITY", "KMP_AFFINITY",
+                               "KMP_HW_SUBSET", "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_THREADING_LAYER",
+                               "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE"};
+
+std::string document(const State& st, const Options& o, const std::vector<int>& threads, int argc, char** argv,
+                     const std::string& started, double t0, const std::string& version) {
+  Json j;
+  j.begin_object();
+  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
+  j.key("devices").begin_array().end_array();
+  j.key("parameters").begin_object();
+  j.kv("size", o.size);
+  j.key("threads").begin_array();
+  for (int t : threads) j.value(t);
+  j.end_array();
+  j.kv("window_s", o.window_s).kv("min_calls", kMinCalls).kv("warmup_calls", 1);
+  j.kv("quick", o.quick).kv("inject_error", o.inject_error);
+  j.kv("usable_cpus", usable_cpus()).kv("logical_cpus", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN)));
+  j.key("tolerance").begin_object().kv("dgemm", kTolDgemm).kv("sgemm", kTolSgemm).end_object();
+  j.key("environment").begin_object();
+  for (const char* v : kAffinityVars) {
+    const char* val = std::getenv(v);
+    if (val) j.kv(v, val); else j.kv_null(v);
+  }
+  j.end_object();
+  j.end_object();
+
+  j.key("results").begin_object();
+  j.key("cpu_gemm").begin_array();
+  for (const auto& r : st.rows) {
+    j.begin_object();
+    j.kv("precision", r.precision).kv("threads", r.threads).kv("blas_threads", r.blas_threads).kv("n", r.n);
+    j.kv("gflops_median", r.gf_median).kv("gflops_min", r.gf_min).kv("gflops_max", r.gf_max);
+    j.kv("seconds_median", r.sec_median).kv("samples", r.samples);
+    j.kv("rel_error", r.rel_error).kv("tolerance", r.tolerance).kv("verified", r.verified);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("blas").begin_object().kv("library", blas_library()).kv("version", version).end_object();
+  j.end_object();
+
+  // Metrics at the largest thread count measured (all usable CPUs unless --threads says otherwise).
+  const int tmax = threads.empty() ? 0 : threads.back();
+  std::vector<Metric> metrics;
+  Waived waived;
+  for (const char* prec : {"dgemm", "sgemm"}) {
+    const Row* r = find_row(st, prec, tmax);
+    if (r && std::isfinite(r->gf_median))
+      metrics.push_back({std::string(prec) + "_gflops", "GFLOP/s", "higher",
+                         std::string(prec == std::string("dgemm") ? "DGEMM" : "SGEMM") + " n=" +
+                             std::to_string(o.size) + ", " + std::to_string(tmax) + " threads, median over the window",
+                         r->gf_median});
+  }
+  const Row* all = find_row(st, "dgemm", tmax);
+  const Row* one = find_row(st, "dgemm", 1);
+  if (all && one && std::isfinite(all->gf_median) && one->gf_median > 0) {
+    metrics.push_back({"dgemm_scaling_efficiency", "ratio", "higher",
+                       "DGEMM " + std::to_string(tmax) + "-thread median over " + std::to_string(tmax) +
+                           " times the 1-thread median",
+                       all->gf_median / (tmax * one->gf_median)});
+  } else if (st.errors.empty() && std::find(threads.begin(), threads.end(), 1) == threads.end()) {
+    waived.push_back({"dgemm_scaling_efficiency", "--threads list has no 1-thread step"});
+  }
+  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty() && st.checked > 0, st.checked,
+                st.failures, st.errors);
+  j.end_object();
+  return j.str() + "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string started = utc_now();
+  const double t0 = now_s();
+  Options o;
+  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+  const std::vector<int> threads = o.threads.empty() ? default_threads(usable_cpus()) : o.threads;
+  const std::string version = blas_version();
+  std::fprintf(stderr, "%s: %s %s, n=%d, %d usable CPUs\n", kTool, blas_library(), version.c_str(), o.size,
+               usable_cpus());
+
+  State st;
+  try {
+    measure<double>(st, o, "dgemm", kTolDgemm, threads);
+    measure<float>(st, o, "sgemm", kTolSgemm, threads);
+  } catch (const std::exception& e) {
+    st.errors.push_back(std::string(e.what()));
+    std::fprintf(stderr, "%s: error: %s\n", kTool, e.what());
+  }
+
+  std::printf("%-6s %7s %5s %8s %12s %12s %12s %10s %s\n", "prec", "threads", "n", "samples", "GF median", "GF min",
+              "GF max", "rel_err", "verified");
+  for (const auto& r : st.rows)
+    std::printf("%-6s %7d %5d %8d %12.1f %12.1f %12.1f %10.2g %s\n", r.precision.c_str(), r.threads, r.n, r.samples,
+                r.gf_median, r.gf_min, r.gf_max, r.rel_error, r.verified ? "yes" : "NO");
+
+  const bool written =
+      write_document(o.output, kTool, [&] { return document(st, o, threads, argc, argv, started, t0, version); });
+  if (!st.errors.empty() || !written) return kExitCallFailed;
+  if (!st.failures.empty()) return kExitVerifyFailed;
+  return kExitOk;
+}

@@ -1,0 +1,1226 @@
+// gpuaccept-gemm: dense GEMM throughput of every GPU with cuBLAS (FP64, FP32, TF32, BF16, FP16) and cuBLASLt
+// (FP8 E4M3 in, BF16 out), each result checked with Freivalds' test in double precision on the GPU.
+//
+// Per GPU, one after another (mode "solo"), and per precision:
+//   series  the step-8 size series of the NetPIPE/cuBLAS paper's table III (default 8128..8192), briefly:
+//           median of 10 timed calls after 2 warm-ups;
+//   large   the large sizes (default 16384; skipped with a note where it does not fit in free memory), briefly;
+//   window  at --metric-size: back-to-back calls for --window-s seconds after ~0.5 s of warm-up; this is
+//           what the metrics judge (median TFLOP/s over the window);
+//   xfer    at --metric-size: H2D of A and B from pinned memory + GEMM + D2H of C, median of 5.
+// Then, with more than one GPU, the window again on every GPU at once (mode "concurrent"), one host thread
+// per GPU started together behind a barrier.
+// Every timed call has its own cudaEvent pair on the GPU's stream; the elapsed times are read after one
+// synchronisation at the end. The JSON document is described in docs/benchmark-json.md; the method in
+// docs/checks/gemm.md.
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_common.h"
+
+using namespace gpuaccept;
+
+#define CUBLAS_CHECK(call)                                                                                  \
+  do {                                                                                                      \
+    cublasStatus_t st_ = (call);                                                                            \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                       \
+      throw ::gpuaccept::CallError(::gpuaccept::where(                                                      \
+          #call, __FILE__, __LINE__, std::string(cublasGetStatusName(st_)) + ": " + cublasGetStatusString(st_))); \
+  } while (0)
+
+namespace {
+
+constexpr const char* kTool = "gpuaccept-gemm";
+constexpr int kBriefWarmups = 2;             // series / large sizes: untimed calls first
+constexpr int kBriefCalls = 10;              // ... then this many timed calls, median
+constexpr double kWarmupSeconds = 0.5;       // window: warm-up length ...
+constexpr int kWarmupMinCalls = 5;           // ... and at least this many calls
+constexpr int kWindowMinCalls = 5;           // window: at least this many samples
+constexpr int kWindowMaxCalls = 50000;       // ... and at most this many (tiny sizes only)
+constexpr int kTransferTrials = 5;           // with-transfer: timed trials after one untimed
+constexpr size_t kLtWorkspaceBytes = 32ull << 20;  // cuBLASLt workspace (FP8)
+constexpr size_t kMemoryMargin = 512ull << 20;     // kept free besides A, B, C (cuBLAS, context)
+
+// ---------------------------------------------------------------------------------------------
+// Precisions.
+enum class Prec { fp64, fp32, tf32, bf16, fp16, fp8 };
+
+struct PrecInfo {
+  Prec p;
+  const char* key;
+  size_t ab_bytes;  // element size of A and B
+  size_t c_bytes;   // element size of C (D)
+  double tolerance;
+  const char* setup;  // how it is called, for the JSON
+};
+
+const PrecInfo kPrecs[] = {
+    {Prec::fp64, "fp64", 8, 8, 1e-12, "cublasGemmEx A,B,C CUDA_R_64F, CUBLAS_COMPUTE_64F, OP_N/OP_N"},
+    {Prec::fp32, "fp32", 4, 4, 1e-4, "cublasGemmEx A,B,C CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no emulation), OP_N/OP_N"},
+    {Prec::tf32, "tf32", 4, 4, 1e-2, "cublasGemmEx A,B,C CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, OP_N/OP_N"},
+    {Prec::bf16, "bf16", 2, 2, 3e-2, "cublasGemmEx A,B,C CUDA_R_16BF, CUBLAS_COMPUTE_32F, OP_N/OP_N"},
+    {Prec::fp16, "fp16", 2, 2, 1e-2, "cublasGemmEx A,B,C CUDA_R_16F, CUBLAS_COMPUTE_32F, OP_N/OP_N"},
+    {Prec::fp8, "fp8", 1, 2, 3e-2,
+     "cublasLtMatmul A,B CUDA_R_8F_E4M3, C,D CUDA_R_16BF, CUBLAS_COMPUTE_32F, scale CUDA_R_32F, TRANSA=T TRANSB=N, "
+     "unit scales, no fast accumulation, algorithm from cublasLtMatmulAlgoGetHeuristic, 32 MiB workspace"},
+};
+
+const PrecInfo& info(Prec p) {
+  for (const auto& i : kPrecs)
+    if (i.p == p) return i;
+  throw std::logic_error("unknown precision");
+}
+
+const char* kFp8CcReason = "FP8 needs compute capability >= 8.9";
+
+// ---------------------------------------------------------------------------------------------
+// Device kernels: hash-based fill, Freivalds' products in double, error injection.
+__host__ __device__ inline uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [-1, 1) from (index, seed).
+__device__ inline double uniform_pm1(uint64_t i, uint64_t seed) {
+  uint64_t h = mix64(i ^ mix64(seed));
+  return static_cast<double>(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+}
+
+__device__ inline double to_d(double v) { return v; }
+__device__ inline double to_d(float v) { return static_cast<double>(v); }
+__device__ inline double to_d(__half v) { return static_cast<double>(__half2float(v)); }
+__device__ inline double to_d(__nv_bfloat16 v) { return static_cast<double>(__bfloat162float(v)); }
+__device__ inline double to_d(__nv_fp8_e4m3 v) { return static_cast<double>(static_cast<float>(v)); }
+
+template <typename T> __device__ inline T from_d(double v);
+template <> __device__ inline double from_d<double>(double v) { return v; }
+template <> __device__ inline float from_d<float>(double v) { return static_cast<float>(v); }
+template <> __device__ inline __half from_d<__half>(double v) { return __float2half(static_cast<float>(v)); }
+template <> __device__ inline __nv_bfloat16 from_d<__nv_bfloat16>(double v) {
+  return __float2bfloat16(static_cast<float>(v));
+}
+template <> __device__ inline __nv_fp8_e4m3 from_d<__nv_fp8_e4m3>(double v) {
+  return __nv_fp8_e4m3(static_cast<float>(v));
+}
+
+template <typename T>
+__global__ void fill_kernel(T* p, size_t count, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = from_d<T>(uniform_pm1(i, seed));
+}
+
+// x uniform in [-1, 1), xa = |x|.
+__global__ void fill_x_kernel(double* x, double* xa, int n, uint64_t seed) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    double v = uniform_pm1(static_cast<uint64_t>(i), seed);
+    x[i] = v;
+    xa[i] = fabs(v);
+  }
+}
+
+// y = M x and (if ya) ya_i = sqrt(sum_j (M_ij x_j)^2), the root-sum-square of the row's products (xa is
+// unused), for column-major n x n M (element (i,j) at M[i + j*n]): one thread per
+// row; the warp's loads at each j are contiguous.
+template <typename T>
+__global__ void gemv_n_kernel(const T* __restrict__ M, int n, const double* __restrict__ x,
+                              const double* __restrict__ xa, double* __restrict__ y, double* __restrict__ ya) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double s = 0.0, sa = 0.0;
+  const T* col = M + i;
+#pragma unroll 8
+  for (int j = 0; j < n; ++j) {
+    double t = to_d(col[static_cast<size_t>(j) * n]) * x[j];
+    s += t;
+    if (ya) sa = fma(t, t, sa);
+  }
+  y[i] = s;
+  if (ya) ya[i] = sqrt(sa);
+}
+
+// The same with M transposed: element (i,j) at M[j + i*n] (a row of op(M) is contiguous): one warp per row.
+template <typename T>
+__global__ void gemv_t_kernel(const T* __restrict__ M, int n, const double* __restrict__ x,
+                              const double* __restrict__ xa, double* __restrict__ y, double* __restrict__ ya) {
+  int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;  // uniform across the warp
+  int lane = threadIdx.x % 32;
+  if (row >= n) return;
+  const T* r = M + static_cast<size_t>(row) * n;
+  double s = 0.0, sa = 0.0;
+  for (int j = lane; j < n; j += 32) {
+    double t = to_d(r[j]) * x[j];
+    s += t;
+    if (ya) sa = fma(t, t, sa);
+  }
+  for (int off = 16; off > 0; off /= 2) {
+    s += __shfl_down_sync(0xffffffffu, s, off);
+    sa += __shfl_down_sync(0xffffffffu, sa, off);
+  }
+  if (lane == 0) {
+    y[row] = s;
+    if (ya) ya[row] = sqrt(sa);
+  }
+}
+
+// Self-test (--inject-error): one element of C becomes 1e30 (+inf in FP16, whose largest finite value is too
+// small to exceed the tolerance at these sizes).
+template <typename T>
+__global__ void inject_kernel(T* C, size_t idx) {
+  C[idx] = from_d<T>(1e30);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-GPU context.
+struct DeviceInfo {
+  int index = -1;
+  std::string name, pci_bus_id, uuid, cc;
+  long long numa_node = -1;
+  unsigned long long memory_bytes = 0;
+  int sm_count = 0, cc_major = 0, cc_minor = 0;
+};
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+DeviceInfo device_info(int dev) {
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  DeviceInfo d;
+  d.index = dev;
+  d.name = prop.name;
+  char bus[64] = {0};
+  CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus - 1, dev));
+  d.pci_bus_id = lower(bus);
+  // sysfs names the device with a 4-digit domain; the runtime may print 8 digits.
+  std::string sysfs_id = d.pci_bus_id;
+  auto colon = sysfs_id.find(':');
+  if (colon == 8 && sysfs_id.compare(0, 4, "0000") == 0) sysfs_id = sysfs_id.substr(4);
+  std::string numa = read_first_line("/sys/bus/pci/devices/" + sysfs_id + "/numa_node");
+  try {
+    d.numa_node = numa.empty() ? -1 : std::stoll(numa);
+  } catch (const std::exception&) {
+    d.numa_node = -1;
+  }
+  const unsigned char* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  char ubuf[64];
+  std::snprintf(ubuf, sizeof ubuf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  d.uuid = ubuf;
+  d.memory_bytes = prop.totalGlobalMem;
+  d.sm_count = prop.multiProcessorCount;
+  d.cc_major = prop.major;
+  d.cc_minor = prop.minor;
+  d.cc = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  return d;
+}
+
+struct Gpu {
+  int dev = -1;
+  DeviceInfo info;
+  cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  cudaStream_t stream = nullptr;
+  void* lt_workspace = nullptr;
+  std::vector<cudaEvent_t> events;
+
+  explicit Gpu(int d) : dev(d) {
+    CUDA_CHECK(cudaSetDevice(dev));
+    info = device_info(dev);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&blas));
+    CUBLAS_CHECK(cublasSetStream(blas, stream));
+    CUBLAS_CHECK(cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_HOST));
+    // No TF32, no emulation unless a compute type asks for it (tf32 does, through its compute type).
+    CUBLAS_CHECK(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cublasLtCreate(&lt));
+    CUDA_CHECK(cudaMalloc(&lt_workspace, kLtWorkspaceBytes));
+  }
+  Gpu(const Gpu&) = delete;
+  Gpu& operator=(const Gpu&) = delete;
+  ~Gpu() {
+    cudaSetDevice(dev);
+    for (auto e : events) cudaEventDestroy(e);
+    if (lt_workspace) cudaFree(lt_workspace);
+    if (lt) cublasLtDestroy(lt);
+    if (blas) cublasDestroy(blas);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  void ensure_events(size_t n) {
+    while (events.size() < n) {
+      cudaEvent_t e;
+      CUDA_CHECK(cudaEventCreate(&e));
+      events.push_back(e);
+    }
+  }
+  std::string label() const { return "GPU " + std::to_string(dev) + " (" + info.name + ", " + info.pci_bus_id + ")"; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// One GEMM problem on one GPU: C = A B, square n, column-major, alpha 1, beta 0. For FP8, A is stored
+// transposed (k x m, TRANSA = T) as cuBLASLt's FP8 kernels require.
+class Gemm {
+ public:
+  Gemm(Gpu& g, Prec p, int n, uint64_t seed) : g_(g), p_(p), n_(n) {
+    const PrecInfo& pi = info(p);
+    size_t elems = static_cast<size_t>(n) * n;
+    bytes_a_ = elems * pi.ab_bytes;
+    bytes_c_ = elems * pi.c_bytes;
+    CUDA_CHECK(cudaMalloc(&A_, bytes_a_));
+    CUDA_CHECK(cudaMalloc(&B_, bytes_a_));
+    CUDA_CHECK(cudaMalloc(&C_, bytes_c_));
+    CUDA_CHECK(cudaMalloc(&vec_, 7 * static_cast<size_t>(n) * sizeof(double)));
+    fill(A_, elems, mix64(seed ^ 0xA));
+    fill(B_, elems, mix64(seed ^ 0xB));
+    CUDA_CHECK(cudaMemsetAsync(C_, 0xFF, bytes_c_, g_.stream));
+    if (p_ == Prec::fp8) setup_lt();
+  }
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+  ~Gemm() {
+    cudaSetDevice(g_.dev);
+    if (pref_) cublasLtMatmulPreferenceDestroy(pref_);
+    if (ddesc_) cublasLtMatrixLayoutDestroy(ddesc_);
+    if (cdesc_) cublasLtMatrixLayoutDestroy(cdesc_);
+    if (bdesc_) cublasLtMatrixLayoutDestroy(bdesc_);
+    if (adesc_) cublasLtMatrixLayoutDestroy(adesc_);
+    if (op_) cublasLtMatmulDescDestroy(op_);
+    // Buffers are freed after the stream is idle (work may still be queued after an exception).
+    cudaStreamSynchronize(g_.stream);
+    if (vec_) cudaFree(vec_);
+    if (C_) cudaFree(C_);
+    if (B_) cudaFree(B_);
+    if (A_) cudaFree(A_);
+  }
+
+  bool supported() const { return skip_.empty(); }
+  const std::string& skip_reason() const { return skip_; }
+  size_t bytes_a() const { return bytes_a_; }
+  size_t bytes_c() const { return bytes_c_; }
+  void* A() { return A_; }
+  void* B() { return B_; }
+  void* C() { return C_; }
+
+  // Enqueues one GEMM on the GPU's stream.
+  cublasStatus_t launch() {
+    const double d1 = 1.0, d0 = 0.0;
+    const float f1 = 1.0f, f0 = 0.0f;
+    const cublasOperation_t N = CUBLAS_OP_N;
+    switch (p_) {
+      case Prec::fp64:
+        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &d1, A_, CUDA_R_64F, n_, B_, CUDA_R_64F, n_, &d0, C_,
+                            CUDA_R_64F, n_, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT);
+      case Prec::fp32:
+        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &f1, A_, CUDA_R_32F, n_, B_, CUDA_R_32F, n_, &f0, C_,
+                            CUDA_R_32F, n_, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT);
+      case Prec::tf32:
+        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &f1, A_, CUDA_R_32F, n_, B_, CUDA_R_32F, n_, &f0, C_,
+                            CUDA_R_32F, n_, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
+      case Prec::bf16:
+        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &f1, A_, CUDA_R_16BF, n_, B_, CUDA_R_16BF, n_, &f0, C_,
+                            CUDA_R_16BF, n_, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      case Prec::fp16:
+        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &f1, A_, CUDA_R_16F, n_, B_, CUDA_R_16F, n_, &f0, C_,
+                            CUDA_R_16F, n_, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      case Prec::fp8:
+        return cublasLtMatmul(g_.lt, op_, &f1, A_, adesc_, B_, bdesc_, &f0, C_, cdesc_, C_, ddesc_, &algo_,
+                              g_.lt_workspace, kLtWorkspaceBytes, g_.stream);
+    }
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  void run() { CUBLAS_CHECK(launch()); }
+
+  // The first call of a problem: an FP8 problem the heuristic offered an algorithm for can still be refused
+  // (CUBLAS_STATUS_NOT_SUPPORTED or _INVALID_VALUE, e.g. sizes that are not multiples of 16); that marks the
+  // problem unsupported (a skipped row, a waived metric) instead of failing the run.
+  bool first_run() {
+    cublasStatus_t st = launch();
+    if (p_ == Prec::fp8 && (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE)) {
+      skip_ = std::string("cublasLtMatmul returned ") + cublasGetStatusName(st) + " for FP8 m=n=k=" + std::to_string(n_);
+      return false;
+    }
+    CUBLAS_CHECK(st);
+    return true;
+  }
+
+  void poison() { CUDA_CHECK(cudaMemsetAsync(C_, 0xFF, bytes_c_, g_.stream)); }
+
+  void inject_error() {
+    size_t idx = static_cast<size_t>(n_ / 2) + static_cast<size_t>(n_ / 3) * n_;
+    switch (p_) {
+      case Prec::fp64: inject_kernel<<<1, 1, 0, g_.stream>>>(static_cast<double*>(C_), idx); break;
+      case Prec::fp32:
+      case Prec::tf32: inject_kernel<<<1, 1, 0, g_.stream>>>(static_cast<float*>(C_), idx); break;
+      case Prec::bf16:
+      case Prec::fp8: inject_kernel<<<1, 1, 0, g_.stream>>>(static_cast<__nv_bfloat16*>(C_), idx); break;
+      case Prec::fp16: inject_kernel<<<1, 1, 0, g_.stream>>>(static_cast<__half*>(C_), idx); break;
+    }
+    CUDA_CHECK_LAST();
+  }
+
+  // Freivalds' test in double on what C holds now: x random, y = B x, z = op(A) y, w = C x, and
+  // za_i = sqrt(sum_k (op(A)_ik y_k)^2). Returns max_i |w_i - z_i| / max_i za_i (NaN when C holds a NaN, inf
+  // when it holds an inf). The root-sum-square scale grows like sqrt(n), as rounding errors of a correct
+  // product do, so a single wrong element or a wrong tile stands out (a sum of absolute values would grow
+  // like n and hide them in the low precisions).
+  double freivalds(uint64_t seed) {
+    const int n = n_;
+    double* x = vec_;
+    double* xa = x + n;
+    double* y = xa + n;
+    double* ya = y + n;
+    double* z = ya + n;
+    double* za = z + n;
+    double* w = za + n;
+    fill_x_kernel<<<(n + 255) / 256, 256, 0, g_.stream>>>(x, xa, n, seed);
+    CUDA_CHECK_LAST();
+    switch (p_) {
+      case Prec::fp64:
+        gemv_n<double>(B_, x, xa, y, ya);
+        gemv_n<double>(A_, y, ya, z, za);
+        gemv_n<double>(C_, x, nullptr, w, nullptr);
+        break;
+      case Prec::fp32:
+      case Prec::tf32:
+        gemv_n<float>(B_, x, xa, y, ya);
+        gemv_n<float>(A_, y, ya, z, za);
+        gemv_n<float>(C_, x, nullptr, w, nullptr);
+        break;
+      case Prec::bf16:
+        gemv_n<__nv_bfloat16>(B_, x, xa, y, ya);
+        gemv_n<__nv_bfloat16>(A_, y, ya, z, za);
+        gemv_n<__nv_bfloat16>(C_, x, nullptr, w, nullptr);
+        break;
+      case Prec::fp16:
+        gemv_n<__half>(B_, x, xa, y, ya);
+        gemv_n<__half>(A_, y, ya, z, za);
+        gemv_n<__half>(C_, x, nullptr, w, nullptr);
+        break;
+      case Prec::fp8:
+        gemv_n<__nv_fp8_e4m3>(B_, x, xa, y, ya);
+        gemv_t<__nv_fp8_e4m3>(A_, y, ya, z, za);  // op(A) = A^T
+        gemv_n<__nv_bfloat16>(C_, x, nullptr, w, nullptr);
+        break;
+    }
+    std::vector<double> hz(n), hza(n), hw(n);
+    CUDA_CHECK(cudaMemcpyAsync(hz.data(), z, n * sizeof(double), cudaMemcpyDeviceToHost, g_.stream));
+    CUDA_CHECK(cudaMemcpyAsync(hza.data(), za, n * sizeof(double), cudaMemcpyDeviceToHost, g_.stream));
+    CUDA_CHECK(cudaMemcpyAsync(hw.data(), w, n * sizeof(double), cudaMemcpyDeviceToHost, g_.stream));
+    CUDA_CHECK(cudaStreamSynchronize(g_.stream));
+    double num = 0.0, den = 0.0;
+    for (int i = 0; i < n; ++i) {
+      double d = std::fabs(hw[i] - hz[i]);
+      if (std::isnan(d)) return NAN;
+      num = std::max(num, d);
+      den = std::max(den, hza[i]);
+    }
+    if (den == 0.0) return num == 0.0 ? 0.0 : INFINITY;
+    return num / den;
+  }
+
+ private:
+  void fill(void* p, size_t count, uint64_t seed) {
+    const int threads = 256, blocks = 2048;
+    switch (p_) {
+      case Prec::fp64: fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<double*>(p), count, seed); break;
+      case Prec::fp32:
+      case Prec::tf32: fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<float*>(p), count, seed); break;
+      case Prec::bf16:
+        fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<__nv_bfloat16*>(p), count, seed);
+        break;
+      case Prec::fp16: fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<__half*>(p), count, seed); break;
+      case Prec::fp8:
+        fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<__nv_fp8_e4m3*>(p), count, seed);
+        break;
+    }
+    CUDA_CHECK_LAST();
+  }
+
+  template <typename T>
+  void gemv_n(const void* M, const double* x, const double* xa, double* y, double* ya) {
+    const int threads = 64;
+    gemv_n_kernel<T><<<(n_ + threads - 1) / threads, threads, 0, g_.stream>>>(static_cast<const T*>(M), n_, x, xa,
+                                                                                y, ya);
+    CUDA_CHECK_LAST();
+  }
+  template <typename T>
+  void gemv_t(const void* M, const double* x, const double* xa, double* y, double* ya) {
+    const int threads = 256, rows_per_block = threads / 32;
+    gemv_t_kernel<T><<<(n_ + rows_per_block - 1) / rows_per_block, threads, 0, g_.stream>>>(
+        static_cast<const T*>(M), n_, x, xa, y, ya);
+    CUDA_CHECK_LAST();
+  }
+
+  void setup_lt() {
+    if (g_.info.cc_major * 10 + g_.info.cc_minor < 89) {
+      skip_ = kFp8CcReason;
+      return;
+    }
+    const uint64_t n = static_cast<uint64_t>(n_);
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const int32_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    // A stored k x m (transposed), B k x n, C and D m x n; all square here, leading dimension n.
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&adesc_, CUDA_R_8F_E4M3, n, n, static_cast<int64_t>(n)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&bdesc_, CUDA_R_8F_E4M3, n, n, static_cast<int64_t>(n)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&cdesc_, CUDA_R_16BF, n, n, static_cast<int64_t>(n)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ddesc_, CUDA_R_16BF, n, n, static_cast<int64_t>(n)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_));
+    const uint64_t ws = kLtWorkspaceBytes;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t result = {};
+    int count = 0;
+    cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(g_.lt, op_, adesc_, bdesc_, cdesc_, ddesc_, pref_, 1, &result, &count);
+    // No algorithm (FP8 kernels want m, n, k and the leading dimensions in multiples of 16): the size is
+    // skipped with the status in the reason, not failed.
+    if (st != CUBLAS_STATUS_SUCCESS || count == 0) {
+      skip_ = std::string("cublasLtMatmulAlgoGetHeuristic returned no FP8 algorithm for m=n=k=") + std::to_string(n_) +
+              " (" + cublasGetStatusName(st) + ")";
+      return;
+    }
+    if (result.state != CUBLAS_STATUS_SUCCESS) {
+      skip_ = "cublasLtMatmulAlgoGetHeuristic: FP8 algorithm for m=n=k=" + std::to_string(n_) + " not usable: " +
+              cublasGetStatusString(result.state);
+      return;
+    }
+    algo_ = result.algo;
+  }
+
+  Gpu& g_;
+  Prec p_;
+  int n_;
+  size_t bytes_a_ = 0, bytes_c_ = 0;
+  void* A_ = nullptr;
+  void* B_ = nullptr;
+  void* C_ = nullptr;
+  double* vec_ = nullptr;
+  std::string skip_;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t adesc_ = nullptr, bdesc_ = nullptr, cdesc_ = nullptr, ddesc_ = nullptr;
+  cublasLtMatmulPreference_t pref_ = nullptr;
+  cublasLtMatmulAlgo_t algo_ = {};
+};
+
+// Bytes one problem needs on the GPU (A, B, C, the verification vectors).
+size_t problem_bytes(Prec p, int n) {
+  const PrecInfo& pi = info(p);
+  size_t elems = static_cast<size_t>(n) * n;
+  return elems * (2 * pi.ab_bytes + pi.c_bytes) + 7 * static_cast<size_t>(n) * sizeof(double);
+}
+
+// "" when the problem fits in free memory (with a margin), else the reason.
+std::string memory_shortfall(Gpu& g, Prec p, int n) {
+  size_t free_b = 0, total_b = 0;
+  CUDA_CHECK(cudaSetDevice(g.dev));
+  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  size_t need = problem_bytes(p, n);
+  if (need + kMemoryMargin <= free_b) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "does not fit: needs %.2f GiB + %.2f GiB margin, %.2f GiB free of %.2f GiB",
+                need / 1073741824.0, kMemoryMargin / 1073741824.0, free_b / 1073741824.0, total_b / 1073741824.0);
+  return buf;
+}
+
+// `count` GEMMs, each between its own pair of events on the GPU's stream; one synchronisation at the end.
+// Returns the seconds of each call.
+std::vector<double> timed_calls(Gpu& g, Gemm& gm, int count) {
+  g.ensure_events(2 * static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    CUDA_CHECK(cudaEventRecord(g.events[2 * i], g.stream));
+    gm.run();
+    CUDA_CHECK(cudaEventRecord(g.events[2 * i + 1], g.stream));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(g.stream));
+  std::vector<double> s(count);
+  for (int i = 0; i < count; ++i) {
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, g.events[2 * i], g.events[2 * i + 1]));
+    s[i] = ms * 1e-3;
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A barrier for the concurrent phase that a failing thread can break (so no thread waits forever) and that
+// a thread with nothing to run can leave.
+class Barrier {
+ public:
+  explicit Barrier(int n) : expected_(n) {}
+  // false when the barrier was broken.
+  bool wait() {
+    std::unique_lock<std::mutex> l(m_);
+    if (broken_) return false;
+    unsigned long gen = gen_;
+    if (++arrived_ >= expected_) {
+      arrived_ = 0;
+      ++gen_;
+      cv_.notify_all();
+      return true;
+    }
+    cv_.wait(l, [&] { return gen_ != gen || broken_; });
+    return gen_ != gen;
+  }
+  void drop() {
+    std::lock_guard<std::mutex> l(m_);
+    --expected_;
+    if (expected_ > 0 && arrived_ >= expected_) {
+      arrived_ = 0;
+      ++gen_;
+      cv_.notify_all();
+    }
+  }
+  void abort() {
+    std::lock_guard<std::mutex> l(m_);
+    broken_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int expected_;
+  int arrived_ = 0;
+  unsigned long gen_ = 0;
+  bool broken_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Options and results.
+struct Options {
+  std::vector<Prec> precisions;
+  std::vector<int> series, large;
+  int metric_size = 8192;
+  double window_s = 3.0;
+  std::string gpus = "all";
+  bool quick = false;
+  bool inject_error = false;
+  std::string output;
+};
+
+struct Row {
+  int gpu = 0;
+  Prec p = Prec::fp64;
+  int n = 0;
+  std::string mode = "solo";  // solo | concurrent
+  std::string phase;          // series | large | window
+  std::string skipped;        // non-empty: not measured, why
+  int warmup_calls = 0, samples = 0;
+  double tf_median = NAN, tf_min = NAN, tf_max = NAN, sec_median = NAN, sec_total = NAN;
+  double tf_xfer = NAN, xfer_sec_median = NAN;
+  double rel_error = NAN, tolerance = NAN;
+  bool verified = false;
+};
+
+struct State {
+  std::mutex m;
+  std::vector<Row> rows;
+  std::vector<std::string> failures, errors, notes;
+  int checked = 0;
+  void add_row(const Row& r) {
+    std::lock_guard<std::mutex> l(m);
+    rows.push_back(r);
+  }
+  void error(const std::string& e) {
+    std::lock_guard<std::mutex> l(m);
+    errors.push_back(e);
+    std::cerr << kTool << ": error: " << e << "\n";
+  }
+  void note(const std::string& e) {
+    std::lock_guard<std::mutex> l(m);
+    notes.push_back(e);
+    std::cerr << kTool << ": note: " << e << "\n";
+  }
+};
+
+double tflops(int n, double seconds) { return 2.0 * n * static_cast<double>(n) * n / seconds / 1e12; }
+
+void fill_stats(Row& r, const std::vector<double>& sec) {
+  std::vector<double> tf;
+  tf.reserve(sec.size());
+  double total = 0.0;
+  for (double s : sec) {
+    tf.push_back(tflops(r.n, s));
+    total += s;
+  }
+  r.samples = static_cast<int>(sec.size());
+  r.tf_median = median(tf);
+  r.tf_min = min_of(tf);
+  r.tf_max = max_of(tf);
+  r.sec_median = median(sec);
+  r.sec_total = total;
+}
+
+uint64_t seed_for(int gpu, Prec p, int n, int salt) {
+  return mix64((static_cast<uint64_t>(gpu) << 48) ^ (static_cast<uint64_t>(p) << 40) ^ (static_cast<uint64_t>(n) << 8) ^
+               static_cast<uint64_t>(salt));
+}
+
+// Verifies what C holds (the last timed call's output) and records the outcome in the row.
+void verify(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r) {
+  if (o.inject_error) gm.inject_error();
+  r.tolerance = info(r.p).tolerance;
+  r.rel_error = gm.freivalds(seed_for(g.dev, r.p, r.n, 0x5eed));
+  r.verified = r.rel_error <= r.tolerance;  // false for NaN
+  std::lock_guard<std::mutex> l(st.m);
+  ++st.checked;
+  if (!r.verified) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%s: %s %s %s m=n=k=%d: Freivalds rel_error %.3g > tolerance %.3g%s",
+                  g.label().c_str(), info(r.p).key, r.mode.c_str(), r.phase.c_str(), r.n, r.rel_error, r.tolerance,
+                  o.inject_error ? " (--inject-error self-test)" : "");
+    st.failures.push_back(buf);
+    std::cerr << kTool << ": VERIFICATION FAILED: " << buf << "\n";
+  }
+}
+
+void progress(const Gpu& g, const Row& r) {
+  char buf[400];
+  if (!r.skipped.empty()) {
+    std::snprintf(buf, sizeof buf, "[gpu %d %s %s %s n=%d] skipped: %s", g.dev, info(r.p).key, r.mode.c_str(),
+                  r.phase.c_str(), r.n, r.skipped.c_str());
+  } else {
+    std::snprintf(buf, sizeof buf, "[gpu %d %s %s %s n=%d] %.2f TFLOP/s median of %d (min %.2f max %.2f), rel_error %.2g %s",
+                  g.dev, info(r.p).key, r.mode.c_str(), r.phase.c_str(), r.n, r.tf_median, r.samples, r.tf_min,
+                  r.tf_max, r.rel_error, r.verified ? "ok" : "FAILED");
+  }
+  std::fprintf(stderr, "%s\n", buf);
+}
+
+// Series / large sizes: 2 untimed calls, poison C, 10 timed calls, verify.
+void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std::string& phase) {
+  Row r;
+  r.gpu = g.dev;
+  r.p = p;
+  r.n = n;
+  r.phase = phase;
+  r.skipped = memory_shortfall(g, p, n);
+  if (r.skipped.empty()) {
+    Gemm gm(g, p, n, seed_for(g.dev, p, n, 1));
+    if (gm.supported() && gm.first_run()) {
+      for (int i = 1; i < kBriefWarmups; ++i) gm.run();
+      r.warmup_calls = kBriefWarmups;
+      gm.poison();
+      fill_stats(r, timed_calls(g, gm, kBriefCalls));
+      verify(st, o, g, gm, r);
+    } else {
+      r.skipped = gm.skip_reason();
+    }
+  } else if (phase == "large") {
+    st.note("GPU " + std::to_string(g.dev) + " " + info(p).key + " m=n=k=" + std::to_string(n) + " skipped: " +
+            r.skipped);
+  }
+  progress(g, r);
+  st.add_row(r);
+}
+
+// Window: one untimed call, warm-up (>= 0.5 s and >= 5 calls, timed to size the window), [barrier], poison C,
+// back-to-back timed calls for window_s, verify. Returns false when the problem cannot run here (r.skipped)
+// or the barrier was broken.
+bool measure_window(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r, Barrier* bar) {
+  if (!gm.supported() || !gm.first_run()) {
+    r.skipped = gm.skip_reason();
+    return false;
+  }
+  std::vector<double> warm = timed_calls(g, gm, kWarmupMinCalls);
+  double t = median(warm);
+  int extra = static_cast<int>(std::ceil(kWarmupSeconds / std::max(t, 1e-7))) - kWarmupMinCalls;
+  extra = std::min(std::max(extra, 0), kWindowMaxCalls);
+  if (extra > 0) {
+    std::vector<double> more = timed_calls(g, gm, extra);
+    warm.insert(warm.end(), more.begin(), more.end());
+    t = median(warm);
+  }
+  r.warmup_calls = 1 + static_cast<int>(warm.size());
+  int calls = static_cast<int>(std::ceil(o.window_s / std::max(t, 1e-7)));
+  calls = std::min(std::max(calls, kWindowMinCalls), kWindowMaxCalls);
+  g.ensure_events(2 * static_cast<size_t>(calls));
+  if (bar && !bar->wait()) return false;
+  gm.poison();
+  fill_stats(r, timed_calls(g, gm, calls));
+  verify(st, o, g, gm, r);
+  return true;
+}
+
+// Pinned host buffers for the with-transfer measurement, shared by the (sequential) solo runs.
+struct PinnedHost {
+  void* p = nullptr;
+  size_t bytes = 0;
+  ~PinnedHost() {
+    if (p) cudaFreeHost(p);
+  }
+  void* get(size_t need) {
+    if (need > bytes) {
+      if (p) CUDA_CHECK(cudaFreeHost(p));
+      p = nullptr;
+      bytes = 0;
+      CUDA_CHECK(cudaHostAlloc(&p, need, cudaHostAllocPortable));
+      bytes = need;
+    }
+    return p;
+  }
+};
+
+// With transfer: H2D A and B from pinned host memory, the GEMM, D2H C, between one event pair; one untimed
+// trial, then the median of 5.
+void measure_transfer(Gpu& g, Gemm& gm, Row& r, PinnedHost& host) {
+  size_t ba = gm.bytes_a(), bc = gm.bytes_c();
+  char* h = static_cast<char*>(host.get(2 * ba + bc));
+  char *hA = h, *hB = h + ba, *hC = h + 2 * ba;
+  // The host copies hold the real inputs, so every trial computes the verified product.
+  CUDA_CHECK(cudaMemcpyAsync(hA, gm.A(), ba, cudaMemcpyDeviceToHost, g.stream));
+  CUDA_CHECK(cudaMemcpyAsync(hB, gm.B(), ba, cudaMemcpyDeviceToHost, g.stream));
+  CUDA_CHECK(cudaStreamSynchronize(g.stream));
+  const int trials = 1 + kTransferTrials;
+  g.ensure_events(2 * trials);
+  for (int i = 0; i < trials; ++i) {
+    CUDA_CHECK(cudaEventRecord(g.events[2 * i], g.stream));
+    CUDA_CHECK(cudaMemcpyAsync(gm.A(), hA, ba, cudaMemcpyHostToDevice, g.stream));
+    CUDA_CHECK(cudaMemcpyAsync(gm.B(), hB, ba, cudaMemcpyHostToDevice, g.stream));
+    gm.run();
+    CUDA_CHECK(cudaMemcpyAsync(hC, gm.C(), bc, cudaMemcpyDeviceToHost, g.stream));
+    CUDA_CHECK(cudaEventRecord(g.events[2 * i + 1], g.stream));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(g.stream));
+  std::vector<double> sec;
+  for (int i = 1; i < trials; ++i) {
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, g.events[2 * i], g.events[2 * i + 1]));
+    sec.push_back(ms * 1e-3);
+  }
+  r.xfer_sec_median = median(sec);
+  r.tf_xfer = tflops(r.n, r.xfer_sec_median);
+}
+
+void run_solo(State& st, const Options& o, Gpu& g, PinnedHost& host) {
+  CUDA_CHECK(cudaSetDevice(g.dev));
+  for (Prec p : o.precisions) {
+    if (p == Prec::fp8 && g.info.cc_major * 10 + g.info.cc_minor < 89) {
+      Row r;
+      r.gpu = g.dev;
+      r.p = p;
+      r.n = o.metric_size;
+      r.phase = "window";
+      r.skipped = kFp8CcReason;
+      progress(g, r);
+      st.add_row(r);
+      continue;
+    }
+    for (int n : o.series) measure_brief(st, o, g, p, n, "series");
+    for (int n : o.large) measure_brief(st, o, g, p, n, "large");
+    Row r;
+    r.gpu = g.dev;
+    r.p = p;
+    r.n = o.metric_size;
+    r.phase = "window";
+    r.skipped = memory_shortfall(g, p, o.metric_size);
+    if (r.skipped.empty()) {
+      Gemm gm(g, p, o.metric_size, seed_for(g.dev, p, o.metric_size, 2));
+      if (measure_window(st, o, g, gm, r, nullptr)) measure_transfer(g, gm, r, host);
+    }
+    progress(g, r);
+    if (r.skipped.empty())
+      std::fprintf(stderr, "[gpu %d %s solo xfer n=%d] %.2f TFLOP/s with H2D A,B + D2H C, median of %d\n", g.dev,
+                   info(p).key, r.n, r.tf_xfer, kTransferTrials);
+    st.add_row(r);
+  }
+}
+
+// Every GPU at once: one thread each; setup, barrier, warm-up, barrier, window.
+void run_concurrent(State& st, const Options& o, std::vector<std::unique_ptr<Gpu>>& gpus, Prec p) {
+  Barrier bar(static_cast<int>(gpus.size()));
+  std::vector<std::thread> threads;
+  for (auto& gp : gpus) {
+    Gpu* g = gp.get();
+    threads.emplace_back([&st, &o, &bar, g, p] {
+      Row r;
+      r.gpu = g->dev;
+      r.p = p;
+      r.n = o.metric_size;
+      r.mode = "concurrent";
+      r.phase = "window";
+      try {
+        CUDA_CHECK(cudaSetDevice(g->dev));
+        if (p == Prec::fp8 && g->info.cc_major * 10 + g->info.cc_minor < 89) r.skipped = kFp8CcReason;
+        if (r.skipped.empty()) r.skipped = memory_shortfall(*g, p, o.metric_size);
+        if (!r.skipped.empty()) {
+          bar.drop();
+        } else {
+          Gemm gm(*g, p, o.metric_size, seed_for(g->dev, p, o.metric_size, 3));
+          if (!bar.wait()) return;
+          if (!measure_window(st, o, *g, gm, r, &bar)) {
+            if (r.skipped.empty()) return;  // barrier broken by another thread's error
+            bar.drop();
+          }
+        }
+        progress(*g, r);
+        st.add_row(r);
+      } catch (const CallError& e) {
+        st.error(e.what());
+        bar.abort();
+      } catch (const std::exception& e) {
+        st.error(std::string("GPU ") + std::to_string(g->dev) + ": " + e.what());
+        bar.abort();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command line.
+const char* kUsage =
+    "usage: gpuaccept-gemm [options]\n"
+    "Dense GEMM throughput per GPU with cuBLAS/cuBLASLt, every result verified (Freivalds, in double).\n"
+    "  --precisions LIST  comma list of fp64,fp32,tf32,bf16,fp16,fp8 or 'all' (default all)\n"
+    "  --series LIST      sizes measured briefly (median of 10 calls after 2 warm-ups), or 'none'\n"
+    "                     (default 8128,8136,...,8192: the step-8 series; multiples of 64 run fastest)\n"
+    "  --large LIST       large sizes measured briefly, skipped with a note where they do not fit, or\n"
+    "                     'none' (default 16384; the metric size is measured by the window instead)\n"
+    "  --metric-size N    square size of the sustained window and the metrics (default 8192)\n"
+    "  --window-s S       length of the sustained window in seconds (default 3.0; --quick 1.0)\n"
+    "  --gpus all|LIST    CUDA device indices (default all visible)\n"
+    "  --quick            nightly: window 1.0 s, no series, no large sizes\n"
+    "  --output FILE      write the JSON document (docs/benchmark-json.md) to FILE\n"
+    "  --inject-error     self-test: corrupt one element of C before every verification (expect exit 2)\n"
+    "  --help             this text\n"
+    "Exit status: 0 ok, 1 CUDA/cuBLAS call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+
+std::vector<int> parse_sizes(const std::string& opt, const std::string& text) {
+  std::vector<int> out;
+  if (text == "none") return out;
+  auto parts = split_csv(text);
+  if (parts.empty()) throw std::invalid_argument("option --" + opt + ": empty list (use 'none')");
+  for (const auto& s : parts) {
+    long v = 0;
+    try {
+      size_t pos = 0;
+      v = std::stol(s, &pos);
+      if (pos != s.size()) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw std::invalid_argument("option --" + opt + ": '" + s + "' is not a whole number");
+    }
+    if (v < 16 || v > 65536)
+      throw std::invalid_argument("option --" + opt + ": size " + s + " out of range 16..65536");
+    if (std::find(out.begin(), out.end(), static_cast<int>(v)) == out.end()) out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+Options parse_options(int argc, char** argv, bool& help) {
+  Args a(argc, argv);
+  Options o;
+  help = a.flag("help");
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "-h") help = true;
+  if (help) return o;
+  o.quick = a.flag("quick");
+  o.inject_error = a.flag("inject-error");
+  std::string precs = a.get("precisions", "all");
+  if (precs == "all") {
+    for (const auto& pi : kPrecs) o.precisions.push_back(pi.p);
+  } else {
+    auto parts = split_csv(precs);
+    if (parts.empty()) throw std::invalid_argument("option --precisions: empty list");
+    for (const auto& s : parts) {
+      bool found = false;
+      for (const auto& pi : kPrecs)
+        if (s == pi.key) {
+          found = true;
+          if (std::find(o.precisions.begin(), o.precisions.end(), pi.p) == o.precisions.end())
+            o.precisions.push_back(pi.p);
+        }
+      if (!found)
+        throw std::invalid_argument("option --precisions: unknown precision '" + s +
+                                    "' (known: fp64,fp32,tf32,bf16,fp16,fp8,all)");
+    }
+  }
+  std::string series = a.get("series", o.quick ? "none" : "");
+  if (series.empty()) {
+    for (int n = 8128; n <= 8192; n += 8) o.series.push_back(n);
+  } else {
+    o.series = parse_sizes("series", series);
+  }
+  o.large = parse_sizes("large", a.get("large", o.quick ? "none" : "8192,16384"));
+  long ms = a.get_long("metric-size", 8192);
+  if (ms < 16 || ms > 65536) throw std::invalid_argument("option --metric-size: " + std::to_string(ms) + " out of range 16..65536");
+  o.metric_size = static_cast<int>(ms);
+  o.window_s = a.get_double("window-s", o.quick ? 1.0 : 3.0);
+  if (!(o.window_s > 0.0 && o.window_s <= 600.0))
+    throw std::invalid_argument("option --window-s: must be in (0, 600] seconds");
+  o.gpus = a.get("gpus", "all");
+  if (o.gpus != "all") {
+    auto parts = split_csv(o.gpus);
+    if (parts.empty()) throw std::invalid_argument("option --gpus: empty list");
+    for (const auto& s : parts)
+      if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 4)
+        throw std::invalid_argument("option --gpus: '" + s + "' is not a device index (use 'all' or e.g. 0,1)");
+  }
+  o.output = a.get("output", "");
+  a.reject_unknown();
+  // The metric size is measured by the window; the large list keeps what the series does not cover.
+  std::vector<int> large;
+  for (int n : o.large)
+    if (n != o.metric_size && std::find(o.series.begin(), o.series.end(), n) == o.series.end()) large.push_back(n);
+  o.large = large;
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics and the document.
+
+void compute_metrics(State& st, const Options& o, const std::vector<int>& gpu_ids, std::vector<Metric>& metrics,
+                     Waived& waived) {
+  char size_txt[64];
+  std::snprintf(size_txt, sizeof size_txt, "%d^3", o.metric_size);
+  for (Prec p : o.precisions) {
+    const std::string key = info(p).key;
+    auto one = [&](const std::string& name, const std::string& mode, bool xfer, const std::string& desc) {
+      double v = INFINITY;
+      std::string reason;
+      bool complete = true;
+      for (int gid : gpu_ids) {
+        const Row* found = nullptr;
+        for (const auto& r : st.rows)
+          if (r.gpu == gid && r.p == p && r.mode == mode && r.phase == "window" && r.n == o.metric_size) found = &r;
+        if (!found) {
+          complete = false;
+          continue;
+        }
+        if (!found->skipped.empty()) {
+          if (reason.find(found->skipped) == std::string::npos) reason += (reason.empty() ? "" : "; ") + found->skipped;
+          continue;
+        }
+        double x = xfer ? found->tf_xfer : found->tf_median;
+        if (!std::isfinite(x)) {
+          complete = false;
+          continue;
+        }
+        v = std::min(v, x);
+      }
+      if (!reason.empty()) {
+        waived.push_back({name, reason});
+      } else if (complete && std::isfinite(v)) {
+        metrics.push_back({name, "TFLOP/s", "higher", desc, v});
+      }
+    };
+    one(key + "_tflops_min", "solo", false,
+        "min over GPUs of the median " + key + " GEMM rate at " + size_txt + ", sustained window, one GPU busy");
+    one(key + "_xfer_tflops_min", "solo", true,
+        "min over GPUs of the " + key + " GEMM rate at " + size_txt +
+            " including H2D of A,B (pinned) and D2H of C, median of 5");
+    if (gpu_ids.size() < 2) {
+      waived.push_back({key + "_concurrent_tflops_min", "one GPU: concurrent equals solo"});
+    } else {
+      one(key + "_concurrent_tflops_min", "concurrent", false,
+          "min over GPUs of the median " + key + " GEMM rate at " + size_txt + ", sustained window, every GPU busy");
+    }
+  }
+}
+
+const char* kTiming =
+    "one cudaEvent pair per GEMM call on the GPU's stream, all elapsed times read after one sync; metrics: "
+    "median over a sustained window of back-to-back calls (--window-s) at --metric-size after >= 0.5 s and >= 5 "
+    "warm-up calls; series/large sizes: median of 10 calls after 2 warm-ups; with transfer: median of 5 "
+    "(H2D A,B pinned + GEMM + D2H C between one event pair); TFLOP/s = 2*m*n*k/s/1e12";
+
+std::string document(State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
+                     const std::vector<DeviceInfo>& devices, const std::vector<int>& gpu_ids) {
+  std::vector<Metric> metrics;
+  Waived waived;
+  if (st.errors.empty() || !st.rows.empty()) compute_metrics(st, o, gpu_ids, metrics, waived);
+
+  Json j;
+  j.begin_object();
+  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
+  j.key("cuda").begin_object();
+  int dv = 0, rv = 0;
+  if (cudaDriverGetVersion(&dv) == cudaSuccess && dv > 0) j.kv("driver_version", dv); else j.kv_null("driver_version");
+  if (cudaRuntimeGetVersion(&rv) == cudaSuccess) j.kv("runtime_version", rv); else j.kv_null("runtime_version");
+  std::string rel = driver_release();
+  if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
+  int maj = 0, min = 0, pat = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS)
+    j.kv("cublas_version", maj * 10000 + min * 100 + pat);
+  else
+    j.kv_null("cublas_version");
+  j.kv("cublaslt_version", static_cast<unsigned long long>(cublasLtGetVersion()));
+  j.end_object();
+
+  j.key("devices").begin_array();
+  for (const auto& d : devices) {
+    j.begin_object();
+    j.kv("index", d.index).kv("name", d.name).kv("pci_bus_id", d.pci_bus_id).kv("uuid", d.uuid);
+    if (d.numa_node >= 0) j.kv("numa_node", d.numa_node); else j.kv_null("numa_node");
+    j.kv("memory_bytes", d.memory_bytes).kv("sm_count", d.sm_count).kv("compute_capability", d.cc);
+    j.end_object();
+  }
+  j.end_array();
+
+  j.key("parameters").begin_object();
+  j.key("precisions").begin_array();
+  for (Prec p : o.precisions) j.value(info(p).key);
+  j.end_array();
+  j.key("series").begin_array();
+  for (int n : o.series) j.value(n);
+  j.end_array();
+  j.key("large").begin_array();
+  for (int n : o.large) j.value(n);
+  j.end_array();
+  j.kv("metric_size", o.metric_size).kv("window_s", o.window_s);
+  j.key("gpus").begin_array();
+  for (int g : gpu_ids) j.value(g);
+  j.end_array();
+  j.kv("quick", o.quick).kv("inject_error", o.inject_error);
+  j.kv("brief_warmup_calls", kBriefWarmups).kv("brief_timed_calls", kBriefCalls);
+  j.kv("window_warmup_s", kWarmupSeconds).kv("window_warmup_min_calls", kWarmupMinCalls);
+  j.kv("window_min_calls", kWindowMinCalls).kv("window_max_calls", kWindowMaxCalls);
+  j.kv("transfer_trials", kTransferTrials);
+  j.kv("cublaslt_workspace_bytes", static_cast<unsigned long long>(kLtWorkspaceBytes));
+  j.key("precision_setup").begin_object();
+  for (Prec p : o.precisions) {
+    j.key(info(p).key).begin_object().kv("call", info(p).setup).kv("tolerance", info(p).tolerance).end_object();
+  }
+  j.end_object();
+  j.key("environment").begin_object();
+  for (const char* v : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
+                        "CUBLAS_WORKSPACE_CONFIG", "CUBLAS_EMULATION_STRATEGY", "CUBLASLT_WORKSPACE_SIZE"}) {
+    const char* val = std::getenv(v);
+    if (val) j.kv(v, val); else j.kv_null(v);
+  }
+  j.end_object();
+  j.end_object();
+
+  j.key("results").begin_object();
+  j.key("gemm").begin_array();
+  for (const auto& r : st.rows) {
+    j.begin_object();
+    j.kv("gpu", r.gpu).kv("precision", info(r.p).key).kv("m", r.n).kv("n", r.n).kv("k", r.n);
+    j.kv("mode", r.mode).kv("phase", r.phase);
+    if (!r.skipped.empty()) {
+      j.kv("skipped", r.skipped);
+    } else {
+      j.kv("samples", r.samples).kv("warmup_calls", r.warmup_calls);
+      j.kv("tflops_median", r.tf_median).kv("tflops_min", r.tf_min).kv("tflops_max", r.tf_max);
+      j.kv("seconds_median", r.sec_median).kv("seconds_total", r.sec_total);
+      j.kv("tflops_with_transfer", r.tf_xfer);  // null except solo windows
+      j.kv("seconds_with_transfer_median", r.xfer_sec_median);
+      j.kv("rel_error", r.rel_error).kv("tolerance", r.tolerance).kv("verified", r.verified);
+    }
+    j.end_object();
+  }
+  j.end_array();
+  j.key("notes").begin_array();
+  for (const auto& n : st.notes) j.value(n);
+  j.end_array();
+  j.end_object();
+
+  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty() && st.checked > 0, st.checked, st.failures, st.errors);
+  j.end_object();
+  return j.str() + "\n";
+}
+
+void print_table(const State& st) {
+  std::printf("%-4s %-5s %-10s %-7s %6s %8s %10s %10s %10s %10s %9s %s\n", "gpu", "prec", "mode", "phase", "n",
+              "samples", "TF median", "TF min", "TF max", "TF xfer", "rel_err", "verified");
+  for (const auto& r : st.rows) {
+    if (!r.skipped.empty()) {
+      std::printf("%-4d %-5s %-10s %-7s %6d skipped: %s\n", r.gpu, info(r.p).key, r.mode.c_str(), r.phase.c_str(),
+                  r.n, r.skipped.c_str());
+      continue;
+    }
+    char xfer[32] = "-";
+    if (std::isfinite(r.tf_xfer)) std::snprintf(xfer, sizeof xfer, "%.2f", r.tf_xfer);
+    std::printf("%-4d %-5s %-10s %-7s %6d %8d %10.2f %10.2f %10.2f %10s %9.2g %s\n", r.gpu, info(r.p).key,
+                r.mode.c_str(), r.phase.c_str(), r.n, r.samples, r.tf_median, r.tf_min, r.tf_max, xfer, r.rel_error,
+                r.verified ? "yes" : "NO");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string started = utc_now();
+  const double t0 = now_s();
+  Options o;
+  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+
+  State st;
+  std::vector<DeviceInfo> devices;
+  std::vector<int> gpu_ids;
+  auto write_doc = [&]() {
+    return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices, gpu_ids); });
+  };
+
+  std::string msg;
+  const int count = visible_devices(msg);
+  if (count == 0) {
+    std::cerr << kTool << ": " << msg << "\n";
+    st.errors.push_back(msg);
+    write_doc();
+    return kExitCallFailed;
+  }
+  try {
+    gpu_ids = select_gpus(o.gpus, count);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << kTool << ": " << e.what() << "\n";
+    return kExitUsage;
+  }
+
+  {
+    std::vector<std::unique_ptr<Gpu>> gpus;
+    PinnedHost host;
+    try {
+      for (int id : gpu_ids) {
+        gpus.push_back(std::make_unique<Gpu>(id));
+        devices.push_back(gpus.back()->info);
+        std::cerr << "[gpu " << id << "] " << gpus.back()->info.name << ", " << gpus.back()->info.pci_bus_id
+                  << ", compute capability " << gpus.back()->info.cc << "\n";
+      }
+      for (auto& g : gpus) run_solo(st, o, *g, host);
+      if (gpus.size() > 1) {
+        for (Prec p : o.precisions) {
+          run_concurrent(st, o, gpus, p);
+          if (!st.errors.empty()) break;
+        }
+      }
+    } catch (const CallError& e) {
+      st.error(e.what());
+    } catch (const std::exception& e) {
+      st.error(std::string("unexpected: ") + e.what());
+    }
+  }
+
+  print_table(st);
+  bool written = write_doc();
+  if (!st.errors.empty() || !written) return kExitCallFailed;
+  if (!st.failures.empty()) return kExitVerifyFailed;
+  return kExitOk;
+}
