@@ -13,7 +13,13 @@ EVIDENCE = ROOT / "docs" / "evidence"
 H100_SMOKE = EVIDENCE / "2026-11-22-h100-smoke"
 H100_RUNS = EVIDENCE / "2026-11-22-h100-accept" / "results"
 # The merged harness's commission runs on fresh H100 VMs (the H100 references' runs 6 and 7).
-H100_INTEGRATED = sorted((EVIDENCE / "2026-11-22-h100-integrated").glob("*/results/localhost/*-commission"))
+H100_INTEGRATED = [
+    run
+    for part in ("first", "second")
+    for run in sorted((EVIDENCE / "2026-11-22-h100-integrated" / part).glob("results/localhost/*-commission"))
+]
+# The merged harness's commission run that was accepted (not among the references' runs).
+H100_ACCEPTED_ALL = next((EVIDENCE / "2026-11-22-h100-integrated" / "fourth").glob("results/localhost/*-commission"))
 H100_COMMISSION = H100_RUNS / "20261122T052346Z-commission"
 H100_DEGRADED = EVIDENCE / "2026-11-22-h100-degraded" / "20261122T053501Z-commission"
 H200_RUNS = EVIDENCE / "2026-11-22-h200" / "runs"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import (
+    H100_ACCEPTED_ALL,
     H100_COMMISSION,
     H100_DEGRADED,
     H100_INTEGRATED,
@@ -176,3 +177,16 @@ def test_shipped_references_are_reproducible_from_the_evidence(node_type, runs):
     }
     checks, _ = baseline.derive(docs, source_id, informational=decided)
     assert checks == {key: shipped["checks"][key] for key in checks}
+
+
+def test_the_merged_harness_commission_run_is_accepted_by_the_shipped_references():
+    """Every check of the commission suite ran on the H100 (health, bandwidth, GEMM, host GEMM, HPL-style,
+    power) and passed; the optional backends that were not installed are not run and not expected."""
+    v = judge(H100_ACCEPTED_ALL, "h100_sxm5_80gb")
+    assert v.accepted, verdict.table(v)
+    checks = {r.check: r for r in v.rows if r.metric is None}
+    assert {k for k, r in checks.items() if r.status == "pass"} >= {
+        "health", "bandwidth", "gemm", "cpu_gemm", "hplstyle", "power"
+    }
+    assert {k for k, r in checks.items() if r.status == "not_run"} == {"hpl_nvidia", "hpl_host"}
+    assert not any(checks[k].expected for k in ("hpl_nvidia", "hpl_host"))

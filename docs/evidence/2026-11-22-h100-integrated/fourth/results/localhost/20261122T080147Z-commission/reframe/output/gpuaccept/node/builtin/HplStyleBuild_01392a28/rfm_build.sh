@@ -1,0 +1,12 @@
+#!/bin/bash
+
+_onerror()
+{
+    exitcode=$?
+    echo "-reframe: command \`$BASH_COMMAND' failed (exit code: $exitcode)"
+    exit $exitcode
+}
+
+trap _onerror ERR
+
+make -j 8 GIT_REV=e8d80a4 CUDA_ARCH=-gencode=arch=compute_90,code=sm_90 hpl
