@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The evaluation report, baseline proposal and fleet comparison made from the GPU machines' runs recorded
-# here (2026-11-22-h100-accept, -h100-degraded, -h200, -h200x2). Runs on the controller, not on a GPU node:
+# here (2026-11-22-h100-accept, -h100-integrated/fourth (HPL-style, health and power), -h100-degraded, -h200,
+# -h200-hpl, -h200x2). Runs on the controller, not on a GPU node:
 # needs the test environment (scripts/venv.sh test: matplotlib, Pillow) and Debian's chromium.
 # Usage, from the repository root: docs/evidence/make_report.sh   (writes docs/evidence/2026-11-22-report/)
 set -euo pipefail
@@ -16,7 +17,8 @@ export LC_ALL=C
   # H100 against H200 (one and two GPUs), ratios to the H100.
   $GA report --title "gpuaccept evaluation: H100 80GB HBM3 vs H200 (device tool machines, 2026-11-22)" \
     --generated 2026-11-22 --baseline h100_sxm5_80gb --output "$OUT/report.html" --pdf "$OUT/report.pdf" \
-    "h100_sxm5_80gb=$E/2026-11-22-h100-accept/results" "h200=$E/2026-11-22-h200/runs" "2xH200=$E/2026-11-22-h200x2"
+    "h100_sxm5_80gb=$E/2026-11-22-h100-accept/results,$E/2026-11-22-h100-integrated/fourth/results" \
+    "h200=$E/2026-11-22-h200/runs,$E/2026-11-22-h200-hpl/repeat" "2xH200=$E/2026-11-22-h200x2"
   # The H100's five good runs and the degraded one: the degraded run is rejected as an outlier.
   $GA baseline --reference-dir reference_values --node-type h100_sxm5_80gb --description "H100 80GB HBM3, 5 good runs and a degraded one" \
     --machine "device tool nvidia-h100-x1" --evidence "$E/2026-11-22-h100-accept, $E/2026-11-22-h100-degraded" \
