@@ -150,6 +150,9 @@ def accept(
             "commission",
             *extra,
             "--",
+            # The host GEMM only, at a tiny size (the host HPL, also a CPU check, has options of its own).
+            "-n",
+            "^CpuGemm$",
             "-S",
             "bench_opts=--size,512,--window-s,0.3",
         ],
