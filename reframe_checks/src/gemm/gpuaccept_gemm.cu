@@ -194,50 +194,6 @@ __global__ void inject_kernel(T* C, size_t idx) {
 
 // ---------------------------------------------------------------------------------------------
 // Per-GPU context.
-struct DeviceInfo {
-  int index = -1;
-  std::string name, pci_bus_id, uuid, cc;
-  long long numa_node = -1;
-  unsigned long long memory_bytes = 0;
-  int sm_count = 0, cc_major = 0, cc_minor = 0;
-};
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-DeviceInfo device_info(int dev) {
-  cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-  DeviceInfo d;
-  d.index = dev;
-  d.name = prop.name;
-  char bus[64] = {0};
-  CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus - 1, dev));
-  d.pci_bus_id = lower(bus);
-  // sysfs names the device with a 4-digit domain; the runtime may print 8 digits.
-  std::string sysfs_id = d.pci_bus_id;
-  auto colon = sysfs_id.find(':');
-  if (colon == 8 && sysfs_id.compare(0, 4, "0000") == 0) sysfs_id = sysfs_id.substr(4);
-  std::string numa = read_first_line("/sys/bus/pci/devices/" + sysfs_id + "/numa_node");
-  try {
-    d.numa_node = numa.empty() ? -1 : std::stoll(numa);
-  } catch (const std::exception&) {
-    d.numa_node = -1;
-  }
-  const unsigned char* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-  char ubuf[64];
-  std::snprintf(ubuf, sizeof ubuf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-  d.uuid = ubuf;
-  d.memory_bytes = prop.totalGlobalMem;
-  d.sm_count = prop.multiProcessorCount;
-  d.cc_major = prop.major;
-  d.cc_minor = prop.minor;
-  d.cc = std::to_string(prop.major) + "." + std::to_string(prop.minor);
-  return d;
-}
 
 struct Gpu {
   int dev = -1;
@@ -1074,15 +1030,7 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
   j.kv("cublaslt_version", static_cast<unsigned long long>(cublasLtGetVersion()));
   j.end_object();
 
-  j.key("devices").begin_array();
-  for (const auto& d : devices) {
-    j.begin_object();
-    j.kv("index", d.index).kv("name", d.name).kv("pci_bus_id", d.pci_bus_id).kv("uuid", d.uuid);
-    if (d.numa_node >= 0) j.kv("numa_node", d.numa_node); else j.kv_null("numa_node");
-    j.kv("memory_bytes", d.memory_bytes).kv("sm_count", d.sm_count).kv("compute_capability", d.cc);
-    j.end_object();
-  }
-  j.end_array();
+  write_devices(j, devices);
 
   j.key("parameters").begin_object();
   j.key("precisions").begin_array();

@@ -138,48 +138,6 @@ __global__ void row_norm_kernel(const double* A, int64_t lda, int64_t n, double*
 __global__ void inject_kernel(double* x, int64_t idx) { x[idx] += 1.0; }
 
 // ---------------------------------------------------------------------------------------------
-struct DeviceInfo {
-  int index = -1;
-  std::string name, pci_bus_id, uuid, cc;
-  long long numa_node = -1;
-  unsigned long long memory_bytes = 0;
-  int sm_count = 0;
-};
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-DeviceInfo device_info(int dev) {
-  cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
-  DeviceInfo d;
-  d.index = dev;
-  d.name = prop.name;
-  char bus[64] = {0};
-  CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus - 1, dev));
-  d.pci_bus_id = lower(bus);
-  std::string sysfs_id = d.pci_bus_id;
-  if (sysfs_id.find(':') == 8 && sysfs_id.compare(0, 4, "0000") == 0) sysfs_id = sysfs_id.substr(4);
-  std::string numa = read_first_line("/sys/bus/pci/devices/" + sysfs_id + "/numa_node");
-  try {
-    d.numa_node = numa.empty() ? -1 : std::stoll(numa);
-  } catch (const std::exception&) {
-    d.numa_node = -1;
-  }
-  const unsigned char* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-  char ubuf[64];
-  std::snprintf(ubuf, sizeof ubuf, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-  d.uuid = ubuf;
-  d.memory_bytes = prop.totalGlobalMem;
-  d.sm_count = prop.multiProcessorCount;
-  d.cc = std::to_string(prop.major) + "." + std::to_string(prop.minor);
-  return d;
-}
-
-// ---------------------------------------------------------------------------------------------
 struct Options {
   long long n = 0;  // 0: from memory
   double mem_fraction = 0.85;
@@ -662,15 +620,7 @@ std::string document(const Options& o, int argc, char** argv, const std::string&
   if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
   if (cusolverGetVersion(&sv) == CUSOLVER_STATUS_SUCCESS) j.kv("cusolver_version", sv); else j.kv_null("cusolver_version");
   j.end_object();
-  j.key("devices").begin_array();
-  for (const auto& d : devices) {
-    j.begin_object();
-    j.kv("index", d.index).kv("name", d.name).kv("pci_bus_id", d.pci_bus_id).kv("uuid", d.uuid);
-    if (d.numa_node >= 0) j.kv("numa_node", d.numa_node); else j.kv_null("numa_node");
-    j.kv("memory_bytes", d.memory_bytes).kv("sm_count", d.sm_count).kv("compute_capability", d.cc);
-    j.end_object();
-  }
-  j.end_array();
+  write_devices(j, devices);
   j.key("parameters").begin_object();
   if (o.n > 0) j.kv("n", o.n); else j.kv_null("n");
   j.kv("mem_fraction", o.mem_fraction).kv("align", o.align).kv("runs", o.runs).kv("seed", o.seed);
