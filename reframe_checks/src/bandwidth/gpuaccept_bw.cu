@@ -539,9 +539,7 @@ std::vector<size_t> sweep_sizes(unsigned long long min_b, unsigned long long max
 Options parse_options(int argc, char** argv, bool& help) {
   Args a(argc, argv);
   Options o;
-  help = a.flag("help");
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "-h") help = true;
+  help = a.help();
   if (help) return o;
   o.quick = a.flag("quick");
   o.sweep = !a.flag("no-sweep");
@@ -1485,12 +1483,7 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
   j.kv("fit_min_bytes", static_cast<unsigned long long>(kFitMinBytes)).kv("gap_max_n", kGapMaxN);
   j.kv("gap_trials", std::max(o.trials, 10));
   j.kv("poison_byte", static_cast<int>(kPoison));
-  j.key("environment").begin_object();
-  for (const char* v : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING"}) {
-    const char* val = std::getenv(v);
-    if (val) j.kv(v, val); else j.kv_null(v);
-  }
-  j.end_object();
+  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING"});
   j.end_object();
 
   j.key("results").begin_object();

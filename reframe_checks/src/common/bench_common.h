@@ -57,6 +57,14 @@ inline std::string where(const char* call, const char* file, int line, const std
   } while (0)
 // After a kernel launch: the launch error, if any.
 #define CUDA_CHECK_LAST() CUDA_CHECK(cudaGetLastError())
+// For the tools that include cublas_v2.h.
+#define CUBLAS_CHECK(call)                                                                                  \
+  do {                                                                                                      \
+    cublasStatus_t st_ = (call);                                                                            \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                       \
+      throw ::gpuaccept::CallError(::gpuaccept::where(                                                      \
+          #call, __FILE__, __LINE__, std::string(cublasGetStatusName(st_)) + ": " + cublasGetStatusString(st_))); \
+  } while (0)
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -343,10 +351,30 @@ inline void write_file_atomic(const std::string& path, const std::string& text) 
   }
 }
 
+// The document's parameters.environment: each variable's value, null where unset.
+template <typename Names>
+void write_environment(Json& j, const Names& names) {
+  j.key("environment").begin_object();
+  for (const char* v : names) {
+    const char* val = std::getenv(v);
+    if (val) j.kv(v, val); else j.kv_null(v);
+  }
+  j.end_object();
+}
+inline void write_environment(Json& j, std::initializer_list<const char*> names) {
+  write_environment<std::initializer_list<const char*>>(j, names);
+}
+
 // Minimal option parsing: --name value / --name=value / --flag.
 class Args {
  public:
   Args(int argc, char** argv) : argv_(argv + 1, argv + argc) {}
+  // --help or -h anywhere on the line.
+  bool help() {
+    bool h = flag("help");
+    for (const auto& s : argv_) h = h || s == "-h";
+    return h;
+  }
   bool flag(const std::string& name) {
     for (size_t i = 0; i < argv_.size(); ++i)
       if (argv_[i] == "--" + name) { used_.push_back(i); return true; }

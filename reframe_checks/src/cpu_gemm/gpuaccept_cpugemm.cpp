@@ -245,9 +245,7 @@ const char* kUsage =
 Options parse_options(int argc, char** argv, bool& help) {
   Args a(argc, argv);
   Options o;
-  help = a.flag("help");
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "-h") help = true;
+  help = a.help();
   if (help) return o;
   o.quick = a.flag("quick");
   o.inject_error = a.flag("inject-error");
@@ -309,12 +307,7 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
   j.kv("quick", o.quick).kv("inject_error", o.inject_error);
   j.kv("usable_cpus", usable_cpus()).kv("logical_cpus", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN)));
   j.key("tolerance").begin_object().kv("dgemm", kTolDgemm).kv("sgemm", kTolSgemm).end_object();
-  j.key("environment").begin_object();
-  for (const char* v : kAffinityVars) {
-    const char* val = std::getenv(v);
-    if (val) j.kv(v, val); else j.kv_null(v);
-  }
-  j.end_object();
+  write_environment(j, kAffinityVars);
   j.end_object();
 
   j.key("results").begin_object();

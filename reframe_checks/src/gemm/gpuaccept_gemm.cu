@@ -39,14 +39,6 @@
 
 using namespace gpuaccept;
 
-#define CUBLAS_CHECK(call)                                                                                  \
-  do {                                                                                                      \
-    cublasStatus_t st_ = (call);                                                                            \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                       \
-      throw ::gpuaccept::CallError(::gpuaccept::where(                                                      \
-          #call, __FILE__, __LINE__, std::string(cublasGetStatusName(st_)) + ": " + cublasGetStatusString(st_))); \
-  } while (0)
-
 namespace {
 
 constexpr const char* kTool = "gpuaccept-gemm";
@@ -891,9 +883,7 @@ std::vector<int> parse_sizes(const std::string& opt, const std::string& text) {
 Options parse_options(int argc, char** argv, bool& help) {
   Args a(argc, argv);
   Options o;
-  help = a.flag("help");
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "-h") help = true;
+  help = a.help();
   if (help) return o;
   o.quick = a.flag("quick");
   o.inject_error = a.flag("inject-error");
@@ -1057,13 +1047,8 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
     j.key(info(p).key).begin_object().kv("call", info(p).setup).kv("tolerance", info(p).tolerance).end_object();
   }
   j.end_object();
-  j.key("environment").begin_object();
-  for (const char* v : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
-                        "CUBLAS_WORKSPACE_CONFIG", "CUBLAS_EMULATION_STRATEGY", "CUBLASLT_WORKSPACE_SIZE"}) {
-    const char* val = std::getenv(v);
-    if (val) j.kv(v, val); else j.kv_null(v);
-  }
-  j.end_object();
+  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
+                        "CUBLAS_WORKSPACE_CONFIG", "CUBLAS_EMULATION_STRATEGY", "CUBLASLT_WORKSPACE_SIZE"});
   j.end_object();
 
   j.key("results").begin_object();

@@ -54,14 +54,6 @@ using namespace gpuaccept;
                                                       "cusolverStatus_t " + std::to_string(st_))); \
   } while (0)
 
-#define CUBLAS_CHECK(call)                                                                                  \
-  do {                                                                                                      \
-    cublasStatus_t st_ = (call);                                                                            \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                       \
-      throw ::gpuaccept::CallError(::gpuaccept::where(                                                      \
-          #call, __FILE__, __LINE__, std::string(cublasGetStatusName(st_)) + ": " + cublasGetStatusString(st_))); \
-  } while (0)
-
 namespace {
 
 constexpr const char* kTool = "gpuaccept-hplstyle";
@@ -180,9 +172,7 @@ const char* kUsage =
 Options parse_options(int argc, char** argv, bool& help) {
   Args a(argc, argv);
   Options o;
-  help = a.flag("help");
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "-h") help = true;
+  help = a.help();
   if (help) return o;
   o.n = a.get_long("n", 0);
   if (o.n < 0 || o.n > 4000000) throw std::invalid_argument("option --n: must be in 1..4000000 (or 0: automatic)");
