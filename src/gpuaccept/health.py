@@ -21,7 +21,6 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -29,8 +28,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import __version__, facts
+from . import __version__
 from .atomic import write_text_atomic
+from .power import git_revision, host_block
 from .references import NodeType, ReferenceError, _fail, load_node_type
 
 # ------------------------------------------------------------------------------------------------
@@ -872,18 +872,13 @@ def probe(
         "schema": SCHEMA,
         "tool": TOOL,
         "tool_version": __version__,
-        "git_revision": _git_revision(),
+        "git_revision": git_revision(),
         "command_line": argv,
         "started_utc": started,
         "elapsed_s": round(time.monotonic() - t0, 3),
         "timing": f"one reading of each GPU; the PCIe link read every 0.1 s during a {load_s:g} s host-to-device "
         "copy load, the highest reading kept",
-        "host": {
-            "hostname": socket.gethostname(),
-            "cpu_model": facts.cpu_model(),
-            "logical_cpus": os.cpu_count(),
-            "numa_nodes": facts.numa_nodes(),
-        },
+        "host": host_block(),
         "cuda": {
             "driver_version": None,
             "runtime_version": None,
@@ -916,12 +911,6 @@ def probe(
     }
     status = EXIT_ERROR if obs is None else (EXIT_UNHEALTHY if findings else EXIT_OK)
     return doc, status
-
-
-def _git_revision() -> str:
-    from .power import git_revision  # noqa: PLC0415 - one helper for both tools
-
-    return git_revision()
 
 
 def run(args: Any, argv: list[str]) -> int:
