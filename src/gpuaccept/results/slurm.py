@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import exporter, verdict
-from .atomic import write_text_atomic
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.judge import exporter, verdict
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
+TEMPLATE = Path(__file__).resolve().parents[3] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
 SCHEDULERS = ("squeue", "slurm")  # squeue: no accounting database needed; slurm: sacct
 LAUNCHERS = ("local", "srun", "mpirun")
 
