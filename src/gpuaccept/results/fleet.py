@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tabulate
+
 from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
 
 MISSING = "missing"
@@ -101,10 +103,8 @@ def table(entries: list[Entry]) -> str:
         )
         for e in entries
     ]
-    widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    out = [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths))]
-    out += [fmt.format(*row).rstrip() for row in lines]
+    text = tabulate.tabulate(lines, headers=header, tablefmt="simple", disable_numparse=True)
+    out = [line.rstrip() for line in text.splitlines()]
     counts = {v: sum(e.verdict == v for e in entries) for v in (PASS, FAIL, MISSING)}
     out.append("")
     out.append(f"{len(entries)} node(s): {counts[PASS]} accepted, {counts[FAIL]} rejected, {counts[MISSING]} missing")
