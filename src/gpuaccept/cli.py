@@ -1,6 +1,7 @@
 """The ``gpuaccept`` command: node facts, node type detection, reference checks, verdicts, baselines.
 
-Exit codes: 0 success (or node accepted), 1 node rejected, 4 bad input (message on stderr names it).
+Exit codes: 0 success (or node accepted), 1 node rejected, 3 the suite could not run to the end (``gpuaccept
+run``: a verdict is written all the same), 4 bad input (message on stderr names it).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from . import (
     cli_fleet,
     compare,
     crosscheck,
-    exporter,
     facts,
     health,
+    judging,
     power,
     powercheck,
     references,
+    run,
     verdict,
 )
 from .atomic import OutputError, write_text_atomic
@@ -90,38 +92,18 @@ def cmd_references(args: argparse.Namespace) -> int:
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
-    run_dir = Path(args.run_dir)
     node_facts = _load_json(args.facts, "node facts") if args.facts else facts.gather()
-    report, report_error = None, None
-    try:
-        report = verdict.load_report(run_dir / "reframe-report.json")
-    except verdict.ReportError as err:
-        report_error = str(err)
-    result = verdict.build(
-        report,
+    result = judging.judge_run_dir(
+        args.run_dir,
         node_facts,
         args.reference_dir,
         args.node_type,
         args.suite,
         expected_gpus=args.expected_gpus,
-        report_error=report_error,
-        run_dir=run_dir,
+        textfile_dir=args.textfile_dir,
+        pushgateway=args.pushgateway,
+        pushgateway_instance=args.pushgateway_instance,
     )
-    result.run_dir = str(run_dir.resolve())
-    if result.started_unix is None:
-        result.finished_unix = dt.datetime.now(dt.UTC).timestamp()
-    write_text_atomic(run_dir / "verdict.json", json.dumps(result.to_json(), indent=2) + "\n")
-    written = exporter.write(result, run_dir, args.textfile_dir)
-    print(verdict.table(result))
-    if args.pushgateway:
-        from . import pushgateway  # noqa: PLC0415
-
-        grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance)
-        print(f"\npushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
-    print(f"\nreport:  {run_dir / 'verdict.json'}")
-    print(f"reframe: {run_dir / 'reframe-report.json'}")
-    for path in written:
-        print(f"prom:    {path}")
     return 0 if result.accepted else EXIT_REJECTED
 
 
@@ -424,6 +406,7 @@ def parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_report)
 
     cli_fleet.register(sub, default_reference_dir())
+    run.add_subparser(sub, default_reference_dir())
     crosscheck.add_subparser(sub)
 
     sp = sub.add_parser(
@@ -465,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (InputError, references.ReferenceError, OutputError, ValueError) as err:
+    except (InputError, run.RunError, references.ReferenceError, OutputError, ValueError) as err:
         print(f"gpuaccept {args.command}: {err}", file=sys.stderr)
         return EXIT_INPUT
 
