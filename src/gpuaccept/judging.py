@@ -38,6 +38,23 @@ def _explain_node_type(result: verdict.Verdict, node_type_error: str) -> None:
     result.node_type = result.node_type or "unknown"
 
 
+def _name_nothing_judged(result: verdict.Verdict) -> None:
+    """A node rejected with no failed check: nothing of the suite was judged (every check of the suite is one
+    its node type does not expect, or none ran). Say so, and name the checks that did not run."""
+    if result.accepted or result.failed_checks():
+        return
+    not_run = sorted({r.check for r in result.rows if r.metric is None and r.status == verdict.NOT_RUN})
+    result.rows.append(
+        verdict.Row(
+            "suite",
+            None,
+            verdict.NOT_RUN,
+            reason=f"nothing judged: no check of the {result.suite} suite ran for node type {result.node_type} "
+            f"(not run: {', '.join(not_run) or 'none'}; each row says why)",
+        )
+    )
+
+
 def judge_run_dir(
     run_dir: str | Path,
     facts: dict[str, Any],
@@ -83,6 +100,7 @@ def judge_run_dir(
     )
     if node_type_error:
         _explain_node_type(result, node_type_error)
+    _name_nothing_judged(result)
     result.run_dir = str(run_dir.resolve())
     if result.started_unix is None:
         result.finished_unix = dt.datetime.now(dt.UTC).timestamp()

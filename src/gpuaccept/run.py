@@ -191,7 +191,7 @@ def run_reframe(argv: list[str], run_dir: Path, timeout_s: float, log: Path) -> 
         )
     elif not (run_dir / "reframe-report.json").exists():
         text = log.read_text(encoding="utf-8", errors="replace")
-        if re.search(r"(?:Found|Running) 0 check\(s\)|no tests? (?:were )?(?:selected|found)", text, re.IGNORECASE) or rc == 0:
+        if rc == 0 or re.search(r"Running 0 check\(s\)", text):
             # ReFrame ran and selected nothing for this node: each check's own reason says why (no GPU...).
             outcome.nothing_selected = True
         else:
@@ -239,6 +239,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     extra = list(args.reframe_options)
     if extra[:1] == ["--"]:
         extra = extra[1:]
+
+    if args.slurm_inventory:
+        return run_slurm(args, extra)
+    if args.distribute or args.drain:
+        raise RunError("--distribute and --drain belong to a Slurm run: give --slurm-inventory")
 
     facts = _load_facts(args.facts)
     node = args.node or (facts.get("hostname") or "localhost").split(".")[0]
@@ -288,6 +293,58 @@ def cmd_run(args: argparse.Namespace) -> int:
     return exit_status(result, outcome)
 
 
+def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
+    """A Slurm run from a login node (scripts/slurm-accept.sh): ReFrame with the fleet's configuration
+    (``gpuaccept slurm-config``), one job per node with ``--distribute``, in the work directory
+    ``<results>/_slurm/<run id>``; then one verdict per inventory node in ``<results>/<node>/<run id>/``, whose
+    ``node-facts.json`` was gathered on the node before (srun)."""
+    from . import slurm  # noqa: PLC0415
+
+    if not args.run_dir or not args.reframe_config:
+        raise RunError("a Slurm run needs --run-dir <results>/_slurm/<run id> and --reframe-config (slurm-config's)")
+    work = Path(args.run_dir)
+    run_id = check_run_id(work.name)
+    if work.parent.name != "_slurm":
+        raise RunError(f"--run-dir {work}: a Slurm run's work directory is <results>/_slurm/<run id>")
+    results = work.parent.parent
+    try:
+        parts = slurm.partitions(slurm.load_inventory(args.slurm_inventory))
+    except slurm.SlurmError as err:
+        raise RunError(str(err)) from None
+    work.mkdir(parents=True, exist_ok=True)
+    reframe = args.reframe or str(Path(sys.executable).parent / "reframe")
+    argv = reframe_argv(reframe, args.reframe_config, args.suite, work, args.checks_dir, args.repeat,
+                        not args.no_suite_options, args.quick, extra, distribute=args.distribute)  # fmt: skip
+    timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
+    print(f"== {args.suite} suite through Slurm{', one job per node' if args.distribute else ''}, run {run_id}")
+    outcome = run_reframe(argv, work, timeout_s, work / "reframe.out")
+    print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
+    try:
+        report = verdict.load_report(work / "reframe-report.json")
+    except verdict.ReportError as err:
+        print(f"gpuaccept run: no verdicts: {outcome.report_error or err}", file=sys.stderr)
+        return EXIT_NOT_RUN
+    try:
+        judged = slurm.judge(report, parts, results, run_id, args.suite, args.reference_dir)
+    except slurm.SlurmError as err:
+        raise RunError(str(err)) from None
+    for r in judged:
+        status = "ACCEPTED" if r.accepted else "REJECTED"
+        print(f"{r.node} ({r.node_type}, suite {r.suite}): {status}"
+              + (f": {', '.join(r.failed_checks())}" if not r.accepted else "")
+              + f"  -> {Path(r.run_dir) / 'verdict.json'}")  # fmt: skip
+        if args.pushgateway:
+            from . import pushgateway  # noqa: PLC0415
+
+            pushgateway.push(r, args.pushgateway, r.node)
+            print(f"  pushed to {args.pushgateway}")
+        if args.drain and not r.accepted:
+            print(f"  drained: {' '.join(slurm.drain(r.node, slurm.drain_reason(r, run_id)))}")
+    if judged and all(r.accepted for r in judged):
+        return EXIT_ACCEPTED
+    return EXIT_NOT_RUN if outcome.timed_out else EXIT_REJECTED
+
+
 def exit_status(result: verdict.Verdict, outcome: ReframeOutcome) -> int:
     if result.accepted:
         return EXIT_ACCEPTED
@@ -330,6 +387,10 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     sp.add_argument("--quick", action="store_true", help="the checks' quick mode (-S mode=quick; nightly's default)")
     sp.add_argument("--no-suite-options", action="store_true", help="leave out the suite's own ReFrame options "
                     f"({', '.join(f'{k}: {shlex.join(v)}' for k, v in SUITE_OPTIONS.items())})")  # fmt: skip
+    slurm = sp.add_argument_group("a Slurm run from a login node (scripts/slurm-accept.sh, docs/fleet.md)")
+    slurm.add_argument("--slurm-inventory", help="judge each node of this inventory (ansible-inventory --list JSON)")
+    slurm.add_argument("--distribute", action="store_true", help="one job per node (reframe --distribute=avail)")
+    slurm.add_argument("--drain", action="store_true", help="drain the nodes that failed, with the reason")
     sp.add_argument("reframe_options", nargs=argparse.REMAINDER, metavar="-- REFRAME OPTIONS")
     sp.set_defaults(func=cmd_run)
 

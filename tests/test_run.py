@@ -1,0 +1,157 @@
+"""``gpuaccept run`` end to end on this GPU-less machine, with a real ReFrame: the run directory, the node's facts,
+ReFrame's command line, the verdict (GPU checks NOT RUN with the reason, the host GEMM run), the exit status; a
+node of no known node type; a suite that selects nothing on this node."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REFERENCE_DIR
+
+from gpuaccept import facts as node_facts
+from gpuaccept import run
+
+GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
+# The host GEMM alone, at a tiny size: the plumbing is under test, not this machine's speed.
+HOST_GEMM_ONLY = ["--", "-n", "^CpuGemm$", "-S", "bench_opts=--size,512,--window-s,0.3"]
+# A node type without GPUs whose only check is the host GEMM (passes on any working CPU).
+CI_TYPE = """\
+schema: gpuaccept.references/1
+node_type: ci_cpu
+description: CI host without GPUs (synthetic test references)
+match: {gpu_count: 0}
+sources:
+  synthetic: {kind: synthetic, date: 2026-11-23, reference: "tests/test_run.py: plumbing test"}
+checks:
+  cpu_gemm:
+    dgemm_gflops: {value: 1.0, unit: GFLOP/s, lower: 0.9, source: synthetic}
+    sgemm_gflops: {value: 1.0, unit: GFLOP/s, lower: 0.9, source: synthetic}
+    dgemm_scaling_efficiency: {value: 0.5, unit: ratio, lower: 0.95, source: synthetic}
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_gpu():
+    if node_facts.gather()["gpus"]:
+        pytest.skip("these tests expect a machine without NVIDIA GPUs")
+
+
+def gpuaccept_run(results: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*GPUACCEPT, "run", "--results", str(results), "--node", "ci", *args],
+                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+
+
+def the_run(results: Path) -> tuple[Path, dict, dict]:
+    (run_dir,) = (results / "ci").iterdir()
+    doc = json.loads((run_dir / "verdict.json").read_text())
+    rows = {(r["check"], r["metric"]): r for r in doc["rows"]}
+    return run_dir, doc, rows
+
+
+def test_a_node_without_gpus_gets_a_verdict_with_the_gpu_checks_not_run(tmp_path):
+    proc = gpuaccept_run(tmp_path, "--suite", "commission", "--node-type", "h100_sxm5_80gb", *HOST_GEMM_ONLY)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir, doc, rows = the_run(tmp_path)
+    assert run.RUN_ID_RE.match(run_dir.name) and run_dir.name.endswith("-commission")
+    assert json.loads((run_dir / "node-facts.json").read_text())["gpus"] == []
+    # ReFrame ran as the suite role runs it: one test at a time, into the run directory.
+    argv = (run_dir / "reframe.out").read_text().splitlines()[0]
+    assert "--exec-policy serial" in argv and "--tag commission" in argv and str(run_dir / "reframe") in argv
+    assert (run_dir / "reframe-report.json").exists() and (run_dir / "gpuaccept.prom").exists()
+    assert doc["verdict"] == "fail" and doc["node_type"] == "h100_sxm5_80gb"
+    for check in ("bandwidth", "gemm", "hplstyle", "power"):
+        assert rows[(check, None)]["status"] == "not_run"
+        assert rows[(check, None)]["reason"].startswith("no NVIDIA GPU found"), rows[(check, None)]
+    assert rows[("node", "gpu_count")]["status"] == "fail"
+    # The host GEMM ran, and is shown with its figures.
+    assert rows[("cpu_gemm", None)]["status"] in ("pass", "fail")
+    assert rows[("cpu_gemm", "dgemm_gflops")]["value"] > 0
+    assert "NOT RUN" in proc.stdout and "REJECTED" in proc.stdout and str(run_dir / "verdict.json") in proc.stdout
+
+
+def test_a_node_of_no_known_type_runs_its_host_checks_unjudged_and_says_how_to_make_one(tmp_path):
+    proc = gpuaccept_run(tmp_path, "--suite", "commission", "--reference-dir", str(REFERENCE_DIR), *HOST_GEMM_ONLY)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir, doc, rows = the_run(tmp_path)
+    assert doc["verdict"] == "fail" and doc["node_type"] == "unknown"
+    why = rows[("node", "node_type")]
+    assert why["status"] == "fail" and why["reason"].startswith("no reference file for this node")
+    known = sorted(p.stem for p in REFERENCE_DIR.glob("*.yaml"))
+    for name in known:
+        match = yaml.safe_load((REFERENCE_DIR / f"{name}.yaml").read_text())["match"]
+        assert f"{name} (gpu_model {match['gpu_model']!r}, gpu_count {match['gpu_count']}" in why["reason"]
+    assert "gpuaccept baseline --node-type <name>" in why["reason"]
+    assert rows[("gemm", None)]["status"] == "not_run" and "no NVIDIA GPU found" in rows[("gemm", None)]["reason"]
+    # The host GEMM ran without references: its figures are shown, not judged.
+    assert rows[("cpu_gemm", None)]["status"] == "info", rows[("cpu_gemm", None)]
+    assert rows[("cpu_gemm", "dgemm_gflops")]["status"] == "info"
+    assert rows[("cpu_gemm", "dgemm_gflops")]["value"] > 0
+    # The configuration was written for this node, with no node type.
+    config = (run_dir / "reframe_settings.py").read_text()
+    assert '"node_type": ""' in config and '"bench_dir":' in config
+
+
+def test_a_suite_that_selects_nothing_names_the_checks_that_did_not_run(tmp_path):
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_cpu.yaml").write_text(CI_TYPE)
+    results = tmp_path / "results"
+    proc = gpuaccept_run(results, "--suite", "nightly", "--reference-dir", str(refs))
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir, doc, rows = the_run(results)
+    assert "Running 0 check(s)" in (run_dir / "reframe.out").read_text()
+    assert doc["node_type"] == "ci_cpu" and doc["verdict"] == "fail"
+    for check in ("bandwidth", "gemm", "health", "power"):
+        assert rows[(check, None)]["status"] == "not_run"
+        assert rows[(check, None)]["reason"].startswith("no NVIDIA GPU found")
+        assert "report is missing" not in rows[(check, None)]["reason"]
+    assert doc["failed_checks"] == ["suite"]
+    assert "not run: bandwidth, gemm, health, power" in rows[("suite", None)]["reason"]
+
+
+def test_a_node_of_a_type_it_matches_is_accepted(tmp_path):
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_cpu.yaml").write_text(CI_TYPE)
+    results = tmp_path / "results"
+    proc = gpuaccept_run(results, "--suite", "commission", "--reference-dir", str(refs), *HOST_GEMM_ONLY)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _, doc, rows = the_run(results)
+    assert doc["verdict"] == "pass" and doc["node_type"] == "ci_cpu"
+    assert rows[("cpu_gemm", None)]["status"] == "pass"
+    assert "(not expected for node type ci_cpu)" in rows[("gemm", None)]["reason"]
+
+
+def test_reframe_that_cannot_start_is_not_run_with_exit_3(tmp_path):
+    proc = gpuaccept_run(tmp_path, "--suite", "nightly", "--node-type", "h100_sxm5_80gb",
+                         "--reframe", str(tmp_path / "no-reframe"))  # fmt: skip
+    assert proc.returncode == run.EXIT_NOT_RUN, proc.stdout + proc.stderr
+    _, _doc, rows = the_run(tmp_path)
+    assert "ReFrame did not start" in rows[("gemm", None)]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--run-id", "yesterday"], "run id 'yesterday' is not of the form <UTC time>-<suite>"),
+        (["--reference-dir", "/nonexistent"], "--reference-dir /nonexistent: not a directory"),
+        (["--drain"], "--distribute and --drain belong to a Slurm run"),
+    ],
+)
+def test_bad_input_is_named(tmp_path, args, message):
+    proc = gpuaccept_run(tmp_path, "--suite", "nightly", *args)
+    assert proc.returncode == 4 and message in proc.stderr, proc.stderr
+
+
+def test_the_nightly_suite_runs_quick_mode_and_the_comparable_bandwidth_pass():
+    argv = run.reframe_argv("reframe", "c.py", "nightly", "/r")
+    assert argv[argv.index("--tag") + 1] == "nightly" and argv[-1] == "-r"
+    assert "mode=quick" in argv and "GpuBandwidth.bench_opts=--max-bytes,1GiB,--trials,7,--target-ms,5" in argv
+    assert "mode=quick" not in run.reframe_argv("reframe", "c.py", "commission", "/r")
+    assert "mode=quick" in run.reframe_argv("reframe", "c.py", "commission", "/r", quick=True)
+    assert "mode=quick" not in run.reframe_argv("reframe", "c.py", "nightly", "/r", suite_options=False)
+    distributed = run.reframe_argv("reframe", "c.py", "commission", "/r", distribute=True)
+    assert "--distribute=avail" in distributed and "--exec-policy" not in distributed
