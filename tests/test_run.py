@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REFERENCE_DIR
+from conftest import REFERENCE_DIR, ROOT
 
 from gpuaccept import facts as node_facts
-from gpuaccept import run
+from gpuaccept import rfmconfig, run
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 # The host GEMM alone, at a tiny size: the plumbing is under test, not this machine's speed.
@@ -155,3 +155,24 @@ def test_the_nightly_suite_runs_quick_mode_and_the_comparable_bandwidth_pass():
     assert "mode=quick" not in run.reframe_argv("reframe", "c.py", "nightly", "/r", suite_options=False)
     distributed = run.reframe_argv("reframe", "c.py", "commission", "/r", distribute=True)
     assert "--distribute=avail" in distributed and "--exec-policy" not in distributed
+
+
+def test_the_checks_use_the_prebuilt_benchmarks_and_compile_nothing(tmp_path):
+    """The gpuaccept_bench role builds the benchmarks into a fixed directory (the extras' bench_dir); the build
+    fixture then links them instead of running make."""
+    bench = tmp_path / "bench"
+    blas = rfmconfig.blas(Path(sys.prefix))
+    assert blas != "none", "this test needs OpenBLAS (libopenblas-dev) or MKL in the environment"
+    make = ["make", "-C", str(ROOT / "reframe_checks" / "src"), f"BUILD_DIR={bench}", f"BLAS={blas}",
+            f"MKLROOT={sys.prefix}", "GIT_REV=prebuilt", "cpu"]  # fmt: skip
+    subprocess.run(make, check=True, capture_output=True)
+    results = tmp_path / "results"
+    proc = gpuaccept_run(results, "--suite", "commission", "--node-type", "h100_sxm5_80gb",
+                         "--bench-dir", str(bench), *HOST_GEMM_ONLY)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir, _doc, rows = the_run(results)
+    assert rows[("cpu_gemm", "dgemm_gflops")]["value"] > 0
+    (build,) = (run_dir / "reframe" / "stage").rglob("CpuBenchBuild*")
+    script = next(build.glob("rfm_*build.sh")).read_text()
+    assert f"ln -sf {bench / 'gpuaccept-cpugemm'}" in script and "make" not in script
+    assert (build / "gpuaccept-cpugemm").resolve() == bench / "gpuaccept-cpugemm"
