@@ -106,15 +106,15 @@ def judge_run_dir(
         result.finished_unix = dt.datetime.now(dt.UTC).timestamp()
     verdict_file = write_text_atomic(run_dir / "verdict.json", json.dumps(result.to_json(), indent=2) + "\n")
     written = exporter.write(result, run_dir, textfile_dir)
-    lines = [verdict.table(result)]
-    if pushgateway:
-        from . import pushgateway as pgw  # noqa: PLC0415
-
-        grouping = pgw.push(result, pushgateway, pushgateway_instance)
-        lines += ["", f"pushed:  {pushgateway} (job {pgw.JOB}, {grouping})"]
-    lines += ["", f"report:  {verdict_file}"]
+    lines = [verdict.table(result), "", f"report:  {verdict_file}"]
     lines.append(f"reframe: {report_file}" + ("" if report is not None else " (none)"))
     lines += [f"prom:    {path}" for path in written]
     if echo is not None:
         echo("\n".join(lines))
+    if pushgateway:  # after the table: a failed push (an error) still leaves the verdict shown and written
+        from . import pushgateway as pgw  # noqa: PLC0415
+
+        grouping = pgw.push(result, pushgateway, pushgateway_instance)
+        if echo is not None:
+            echo(f"pushed:  {pushgateway} (job {pgw.JOB}, {grouping})")
     return result
