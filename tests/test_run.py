@@ -3,6 +3,7 @@ ReFrame's command line, the verdict (GPU checks NOT RUN with the reason, the hos
 node of no known node type; a suite that selects nothing on this node."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -176,3 +177,49 @@ def test_the_checks_use_the_prebuilt_benchmarks_and_compile_nothing(tmp_path):
     script = next(build.glob("rfm_*build.sh")).read_text()
     assert f"ln -sf {bench / 'gpuaccept-cpugemm'}" in script and "make" not in script
     assert (build / "gpuaccept-cpugemm").resolve() == bench / "gpuaccept-cpugemm"
+
+
+def test_the_nightly_timer_runner_runs_the_suite_through_gpuaccept_run(tmp_path):
+    """The runner the gpuaccept_nightly_timer role installs (rendered by the role, no service touched), run on this
+    GPU-less host with a configuration from `gpuaccept reframe-config`: the nightly suite selects nothing here,
+    and the verdict and the textfile metrics say which checks did not run."""
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_cpu.yaml").write_text(CI_TYPE)
+    config = tmp_path / "build" / "reframe_settings.py"
+    config.parent.mkdir()
+    res = subprocess.run([*GPUACCEPT, "reframe-config", "--output", str(config), "--reference-dir", str(refs)],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert res.returncode == 0 and "node type ci_cpu, 0 GPUs" in res.stdout, res.stderr
+    runner = tmp_path / "bin" / "gpuaccept-nightly"
+    settings = {
+        "gpuaccept_test_role": "gpuaccept_nightly_timer",
+        "gpuaccept_node_type": "ci_cpu",
+        "gpuaccept_nightly_timer_enabled": False,
+        "gpuaccept_nightly_timer_root": str(tmp_path),
+        "gpuaccept_nightly_timer_venv": sys.prefix,
+        "gpuaccept_nightly_timer_reframe_config": str(config),
+        "gpuaccept_nightly_timer_checks_dir": str(ROOT / "reframe_checks"),
+        "gpuaccept_nightly_timer_reference_dir": str(refs),
+        "gpuaccept_nightly_timer_textfile_dir": str(tmp_path / "textfile"),
+        "gpuaccept_nightly_timer_unit_dir": str(tmp_path / "units"),
+        "gpuaccept_nightly_timer_runner": str(runner),
+    }
+    (tmp_path / "vars.json").write_text(json.dumps(settings))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", "LC_ALL": "C.UTF-8",
+           "ANSIBLE_LOCAL_TEMP": str(tmp_path / "at")}  # fmt: skip
+    env.pop("ANSIBLE_INVENTORY", None)
+    playbook = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(ROOT / "inventories" / "local"),
+                str(ROOT / "tests" / "ansible" / "apply_role.yml"), "-e", f"@{tmp_path / 'vars.json'}"]  # fmt: skip
+    play = subprocess.run(playbook, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert play.returncode == 0, play.stdout[-3000:]
+    assert '/bin/gpuaccept" run --suite nightly' in runner.read_text()
+    proc = subprocess.run([str(runner)], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / "results" / "localhost").iterdir()
+    assert run_dir.name.endswith("-nightly")
+    doc = json.loads((run_dir / "verdict.json").read_text())
+    assert doc["node_type"] == "ci_cpu" and doc["failed_checks"] == ["suite"]
+    assert "-S mode=quick" in (run_dir / "reframe.out").read_text().splitlines()[0]
+    prom = (tmp_path / "textfile" / "gpuaccept_nightly.prom").read_text()
+    assert 'gpuaccept_node_accepted{node_type="ci_cpu",suite="nightly"} 0' in prom
