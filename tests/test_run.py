@@ -223,3 +223,12 @@ def test_the_nightly_timer_runner_runs_the_suite_through_gpuaccept_run(tmp_path)
     assert "-S mode=quick" in (run_dir / "reframe.out").read_text().splitlines()[0]
     prom = (tmp_path / "textfile" / "gpuaccept_nightly.prom").read_text()
     assert 'gpuaccept_node_accepted{node_type="ci_cpu",suite="nightly"} 0' in prom
+
+
+def test_a_suite_stopped_at_its_time_limit_is_judged_and_exits_3(tmp_path):
+    proc = gpuaccept_run(tmp_path, "--suite", "commission", "--node-type", "h100_sxm5_80gb", "--timeout-s", "1")
+    assert proc.returncode == run.EXIT_NOT_RUN, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir, doc, rows = the_run(tmp_path)
+    assert doc["verdict"] == "fail"
+    assert "reframe exit" in (run_dir / "reframe.out").read_text() and "stopped at the time limit" in proc.stdout
+    assert "did not finish within its time limit (1 s)" in rows[("cpu_gemm", None)]["reason"]

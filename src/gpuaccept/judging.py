@@ -76,18 +76,18 @@ def judge_run_dir(
 
     ``node_type_error`` says why the run has no node type (detection failed, no reference file): the verdict
     then names it on the node's row and on the checks that could not be judged, and the node is not accepted.
-    ``report_error`` overrides why the report is missing (e.g. ReFrame could not be started);
+    ``report_error`` says why checks are missing from the report, or why there is none (ReFrame could not be
+    started, or was stopped at the time limit);
     ``nothing_selected`` says that ReFrame ran and selected no check for this node (it then writes no report),
     so that each check's own reason (no GPU, not selected) is given instead.
     """
     run_dir = Path(run_dir)
     report_file = run_dir / "reframe-report.json"
-    report = None
+    report, load_error = None, None
     try:
         report = verdict.load_report(report_file)
     except verdict.ReportError as err:
-        if not nothing_selected:
-            report_error = report_error or str(err)
+        load_error = None if nothing_selected else str(err)
     result = verdict.build(
         report,
         facts,
@@ -95,7 +95,7 @@ def judge_run_dir(
         node_type,
         suite,
         expected_gpus=expected_gpus,
-        report_error=report_error if report is None else None,
+        report_error=report_error or load_error,
         run_dir=run_dir,
     )
     if node_type_error:
