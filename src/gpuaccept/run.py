@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,6 +50,12 @@ TIMEOUT_S = {"nightly": 900}
 DEFAULT_TIMEOUT_S = 3600
 #: After the time limit ReFrame gets SIGTERM (it cancels its jobs and exits), then SIGKILL this much later.
 KILL_AFTER_S = 120
+
+
+def default_reframe() -> str:
+    """The reframe beside this Python (the tool environment's), else the one on PATH."""
+    beside = Path(sys.executable).parent / "reframe"
+    return str(beside) if beside.exists() else (shutil.which("reframe") or str(beside))
 
 
 class RunError(Exception):
@@ -265,7 +272,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.reframe_config:
             rfmconfig.write(config, facts, node_type.name, reference_dir, facts_file, args.bench_dir,
                             source="gpuaccept run")  # fmt: skip
-        reframe = args.reframe or str(Path(sys.executable).parent / "reframe")
+        reframe = args.reframe or default_reframe()
         argv = reframe_argv(reframe, config, args.suite, run_dir, args.checks_dir, args.repeat,
                             not args.no_suite_options, args.quick, extra)  # fmt: skip
         timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
@@ -312,7 +319,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
     except slurm.SlurmError as err:
         raise RunError(str(err)) from None
     work.mkdir(parents=True, exist_ok=True)
-    reframe = args.reframe or str(Path(sys.executable).parent / "reframe")
+    reframe = args.reframe or default_reframe()
     argv = reframe_argv(reframe, args.reframe_config, args.suite, work, args.checks_dir, args.repeat,
                         not args.no_suite_options, args.quick, extra, distribute=args.distribute)  # fmt: skip
     timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
@@ -380,7 +387,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     )
     sp.add_argument("--bench-dir", help=f"prebuilt benchmarks, for a generated configuration ({rfmconfig.BENCH_DIR})")
     sp.add_argument("--checks-dir", default=CHECKS_DIR, help="the ReFrame checks (%(default)s)")
-    sp.add_argument("--reframe", help="the reframe command (default: the one beside this Python)")
+    sp.add_argument("--reframe", help="the reframe command (default: the one beside this Python, else on PATH)")
     sp.add_argument("--timeout-s", type=float, help=f"time limit of ReFrame's run (nightly {TIMEOUT_S['nightly']}, "
                     f"else {DEFAULT_TIMEOUT_S})")  # fmt: skip
     sp.add_argument("--repeat", type=int, default=1, help="run the suite this many times (ReFrame --repeat)")
