@@ -233,3 +233,24 @@ def test_a_suite_stopped_at_its_time_limit_is_judged_and_exits_3(tmp_path):
     assert doc["verdict"] == "fail"
     assert "reframe exit" in (run_dir / "reframe.out").read_text() and "stopped at the time limit" in proc.stdout
     assert "did not finish within its time limit (1 s)" in rows[("cpu_gemm", None)]["reason"]
+
+
+def test_a_slurm_node_without_a_job_or_facts_is_judged_through_the_same_function(tmp_path):
+    """slurm.judge writes each node's run with judging.judge_run_dir: a node whose facts were not gathered and that
+    got no job is rejected, naming both."""
+    from gpuaccept import slurm  # noqa: PLC0415
+
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_cpu.yaml").write_text(CI_TYPE)
+    hostvars = {"n1": {"gpuaccept_node_type": "ci_cpu", "gpuaccept_gpu_count": 0, "gpuaccept_slurm_partition": "ci"}}
+    parts = slurm.partitions({"_meta": {"hostvars": hostvars}})
+    report = {"session_info": {"hostname": "login"}, "runs": [{"runid": 0, "testcases": []}]}
+    (result,) = slurm.judge(report, parts, tmp_path / "results", "20261123T101500Z-commission-slurm", "commission",
+                            refs)  # fmt: skip
+    doc = json.loads((tmp_path / "results" / "n1" / "20261123T101500Z-commission-slurm" / "verdict.json").read_text())
+    assert doc["node"] == "n1" and doc["verdict"] == "fail" and result.node == "n1"
+    rows = {(r["check"], r["metric"]): r for r in doc["rows"]}
+    assert "`gpuaccept facts` did not run there" in rows[("node", "facts")]["reason"]
+    assert rows[("cpu_gemm", None)]["reason"].startswith("no job of this run ran on n1")
+    assert (tmp_path / "results" / "n1" / "20261123T101500Z-commission-slurm" / "gpuaccept.prom").exists()

@@ -68,6 +68,8 @@ def judge_run_dir(
     node_type_error: str | None = None,
     report_error: str | None = None,
     nothing_selected: bool = False,
+    node: str | None = None,
+    node_problems: list[str] | tuple[str, ...] = (),
     echo: Callable[[str], None] | None = print,
 ) -> verdict.Verdict:
     """Judge the run in ``run_dir`` (its ``reframe-report.json``) for ``node_type``, write ``verdict.json`` and
@@ -79,7 +81,8 @@ def judge_run_dir(
     ``report_error`` says why checks are missing from the report, or why there is none (ReFrame could not be
     started, or was stopped at the time limit);
     ``nothing_selected`` says that ReFrame ran and selected no check for this node (it then writes no report),
-    so that each check's own reason (no GPU, not selected) is given instead.
+    so that each check's own reason (no GPU, not selected) is given instead. ``node`` names the node (default:
+    the facts' hostname); each of ``node_problems`` (e.g. no facts from the node) fails the node with that reason.
     """
     run_dir = Path(run_dir)
     report_file = run_dir / "reframe-report.json"
@@ -98,6 +101,11 @@ def judge_run_dir(
         report_error=report_error or load_error,
         run_dir=run_dir,
     )
+    if node:
+        result.node = node
+    for why in reversed(node_problems):
+        result.rows.insert(0, verdict.Row("node", "facts", verdict.FAIL, reason=why))
+        result.accepted = False
     if node_type_error:
         _explain_node_type(result, node_type_error)
     _name_nothing_judged(result)
