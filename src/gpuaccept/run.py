@@ -257,7 +257,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_dir = run_dir_for(args, node)
     run_dir.mkdir(parents=True, exist_ok=True)
     facts_file = run_dir / "node-facts.json"
-    if not facts_file.exists() or args.facts:
+    if facts_file.exists() and not args.facts:
+        facts = _load_facts(str(facts_file))  # gathered on the node before the run (e.g. through srun)
+    else:
         write_text_atomic(facts_file, json.dumps(facts, indent=2, sort_keys=True) + "\n")
     print(f"== {args.suite} suite on {node}, run {run_dir}")
     if not facts.get("gpus"):
