@@ -40,7 +40,7 @@ echo "== ReFrame configuration from $inventory"
 echo "== node facts, gathered on each node"
 "$VENV/bin/python" - "$inv_json" <<'PY' > "$work/nodes.txt"
 import json, sys
-from gpuaccept import slurm
+from gpuaccept.results import slurm
 for p in slurm.partitions(json.load(open(sys.argv[1]))):
     for host in p.hosts:
         print(host, *p.access_options)

@@ -12,7 +12,9 @@ import pytest
 import yaml
 from conftest import EVIDENCE, REFERENCE_DIR
 
-from gpuaccept import baseline, hpl, hpl_dat, verdict
+from gpuaccept.judge import verdict
+from gpuaccept.probe import hpl, hpl_dat
+from gpuaccept.results import baseline
 
 H100_HPL = EVIDENCE / "2026-11-22-h100-hpl"
 HPCC = EVIDENCE / "2026-11-22-hpcc-debian12"
@@ -199,7 +201,7 @@ def test_hpl_dat_command_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "gpuaccept.hpl_dat",
+            "gpuaccept.probe.hpl_dat",
             "--ranks",
             "8",
             "--memory-bytes",
@@ -216,7 +218,7 @@ def test_hpl_dat_command_line(tmp_path):
     assert lines[5].split()[0] == str(hpl_dat.problem_size(85520809984, 8, 0.85, 1024, 2, 4))
     assert (lines[10].split()[0], lines[11].split()[0]) == ("2", "4")
     bad = subprocess.run(
-        [sys.executable, "-m", "gpuaccept.hpl_dat", "--ranks", "0", "--n", "10"],
+        [sys.executable, "-m", "gpuaccept.probe.hpl_dat", "--ranks", "0", "--n", "10"],
         capture_output=True,
         text=True,
         check=False,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rfm_support import render_config, run_reframe
 
-from gpuaccept import facts as node_facts
+from gpuaccept.probe import facts as node_facts
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 # Synthetic references: one the host GEMM passes on any working CPU, one it cannot reach. They exercise the
@@ -92,7 +92,7 @@ def test_cpu_gemm_runs_and_passes_through_reframe(runs):
 
 def test_cpu_gemm_below_reference_fails(runs):
     run_dir, proc, summary = runs["ci_fail"]
-    assert proc.returncode == 1, "ReFrame itself must fail the check"
+    assert proc.returncode == 0, "ReFrame records; the judge alone fails a figure"
     assert summary.returncode == 1
     table, doc = rows(run_dir)
     assert doc["verdict"] == "fail" and doc["failed_checks"] == ["cpu_gemm"]

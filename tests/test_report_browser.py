@@ -9,7 +9,7 @@ import pytest
 from conftest import H100_RUNS, H200_RUNS, H200X2
 from PIL import Image  # requirements/report.txt, which scripts/venv.sh test installs
 
-from gpuaccept import report
+from gpuaccept.results import report
 
 if not report.chromium():
     if os.environ.get("GPUACCEPT_REQUIRE_CHROMIUM") == "1":

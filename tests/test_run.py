@@ -12,8 +12,8 @@ import pytest
 import yaml
 from conftest import REFERENCE_DIR, ROOT
 
-from gpuaccept import facts as node_facts
 from gpuaccept import rfmconfig, run
+from gpuaccept.probe import facts as node_facts
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 # The host GEMM alone, at a tiny size: the plumbing is under test, not this machine's speed.
@@ -77,18 +77,18 @@ def test_a_node_of_no_known_type_runs_its_host_checks_unjudged_and_says_how_to_m
     proc = gpuaccept_run(tmp_path, "--suite", "commission", "--reference-dir", str(REFERENCE_DIR), *HOST_GEMM_ONLY)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     run_dir, doc, rows = the_run(tmp_path)
-    assert doc["verdict"] == "fail" and doc["node_type"] == "unknown"
-    why = rows[("node", "node_type")]
+    assert doc["verdict"] == "fail" and doc["node_type"] == ""
+    why = rows[("inputs", None)]
     assert why["status"] == "fail" and why["reason"].startswith("no reference file for this node")
     known = sorted(p.stem for p in REFERENCE_DIR.glob("*.yaml"))
     for name in known:  # each known node type, with what it expects
         match = yaml.safe_load((REFERENCE_DIR / f"{name}.yaml").read_text())["match"]
         expects = why["reason"].split(f"{name} (", 1)[1].split(")", 1)[0]
         assert all(f"{key} {value!r}" in expects for key, value in match.items()), expects
-    assert "gpuaccept baseline --node-type <name>" in why["reason"]
+    assert "gpuaccept baseline --node-type NAME" in rows[("references", None)]["reason"]
     assert rows[("gemm", None)]["status"] == "not_run" and "no NVIDIA GPU found" in rows[("gemm", None)]["reason"]
     # The host GEMM ran without references: its figures are shown, not judged.
-    assert rows[("cpu_gemm", None)]["status"] == "info", rows[("cpu_gemm", None)]
+    assert rows[("cpu_gemm", None)]["reason"].startswith("ran, not judged"), rows[("cpu_gemm", None)]
     assert rows[("cpu_gemm", "dgemm_gflops")]["status"] == "info"
     assert rows[("cpu_gemm", "dgemm_gflops")]["value"] > 0
     # The configuration was written for this node, with no node type.
@@ -111,7 +111,7 @@ def test_a_suite_that_selects_nothing_names_the_checks_that_did_not_run(tmp_path
         assert rows[(check, None)]["reason"].startswith("no NVIDIA GPU found")
         assert "report is missing" not in rows[(check, None)]["reason"]
     assert doc["failed_checks"] == ["suite"]
-    assert "not run: bandwidth, gemm, health, power" in rows[("suite", None)]["reason"]
+    assert "ReFrame selected none" in rows[("suite", None)]["reason"]
 
 
 def test_a_node_of_a_type_it_matches_is_accepted(tmp_path):
@@ -174,10 +174,10 @@ def test_the_checks_use_the_prebuilt_benchmarks_and_compile_nothing(tmp_path):
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     run_dir, _doc, rows = the_run(results)
     assert rows[("cpu_gemm", "dgemm_gflops")]["value"] > 0
-    (build,) = (run_dir / "reframe" / "stage").rglob("CpuBenchBuild*")
-    script = next(build.glob("rfm_*build.sh")).read_text()
-    assert f"ln -sf {bench / 'gpuaccept-cpugemm'}" in script and "make" not in script
-    assert (build / "gpuaccept-cpugemm").resolve() == bench / "gpuaccept-cpugemm"
+    # ReFrame keeps the fixture's build script with the run's output (--save-log-files).
+    (script,) = (run_dir / "reframe" / "output").rglob("CpuBenchBuild*/rfm_build.sh")
+    text = script.read_text()
+    assert f"ln -sf {bench / 'gpuaccept-cpugemm'}" in text and "make" not in text
 
 
 def test_the_nightly_timer_runner_runs_the_suite_through_gpuaccept_run(tmp_path):
@@ -232,13 +232,14 @@ def test_a_suite_stopped_at_its_time_limit_is_judged_and_exits_3(tmp_path):
     run_dir, doc, rows = the_run(tmp_path)
     assert doc["verdict"] == "fail"
     assert "reframe exit" in (run_dir / "reframe.out").read_text() and "stopped at the time limit" in proc.stdout
-    assert "did not finish within its time limit (1 s)" in rows[("cpu_gemm", None)]["reason"]
+    # The checks that never started say why (with or without a report, as far as ReFrame got).
+    assert "did not finish within its time limit (1 s)" in rows[("gemm", None)]["reason"]
 
 
 def test_a_slurm_node_without_a_job_or_facts_is_judged_through_the_same_function(tmp_path):
-    """slurm.judge writes each node's run with judging.judge_run_dir: a node whose facts were not gathered and that
+    """gpuaccept run --slurm-inventory judges through slurm.judge: a node whose facts were not gathered and that
     got no job is rejected, naming both."""
-    from gpuaccept import slurm  # noqa: PLC0415
+    from gpuaccept.results import slurm  # noqa: PLC0415
 
     refs = tmp_path / "refs"
     refs.mkdir()

@@ -13,23 +13,12 @@ import os
 import sys
 from pathlib import Path
 
-from . import (
-    __version__,
-    baseline,
-    cli_fleet,
-    compare,
-    crosscheck,
-    facts,
-    health,
-    judging,
-    power,
-    powercheck,
-    references,
-    run,
-    verdict,
-)
-from .atomic import OutputError, write_text_atomic
-from .checks import CHECKS, SUITES
+from gpuaccept import __version__, cli_fleet, run
+from gpuaccept.atomic import OutputError, write_text_atomic
+from gpuaccept.judge import health_rules, references, summarize, verdict
+from gpuaccept.judge.checks import CHECKS, SUITES
+from gpuaccept.probe import crosscheck, facts, health, power, powercheck
+from gpuaccept.results import baseline, compare
 
 EXIT_REJECTED = 1
 EXIT_INPUT = 4
@@ -85,25 +74,35 @@ def cmd_references(args: argparse.Namespace) -> int:
         loaded = references.load_all(args.reference_dir)
     for t in loaded:
         if "health" in t.extra:
-            health.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
+            health_rules.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
         metrics = sum(len(m) for m in t.checks.values())
         print(f"{t.path}: {t.name}: {len(t.checks)} checks, {metrics} metrics, sources: {', '.join(t.sources)}")
     return 0
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
-    node_facts = _load_json(args.facts, "node facts") if args.facts else facts.gather()
-    result = judging.judge_run_dir(
-        args.run_dir,
+    run_dir = Path(args.run_dir)
+    node_facts = None if args.facts else facts.gather()
+    result, written = summarize.judge_run_dir(
+        run_dir,
         node_facts,
         args.reference_dir,
         args.node_type,
         args.suite,
         expected_gpus=args.expected_gpus,
         textfile_dir=args.textfile_dir,
-        pushgateway=args.pushgateway,
-        pushgateway_instance=args.pushgateway_instance,
+        facts_file=Path(args.facts) if args.facts else None,
     )
+    print(verdict.table(result))
+    if args.pushgateway:
+        from gpuaccept.judge import pushgateway  # noqa: PLC0415
+
+        grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance)
+        print(f"\npushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
+    print(f"\nreport:  {run_dir / 'verdict.json'}")
+    print(f"reframe: {run_dir / 'reframe-report.json'}")
+    for path in written[1:]:
+        print(f"prom:    {path}")
     return 0 if result.accepted else EXIT_REJECTED
 
 
@@ -248,7 +247,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print()
     print(
         f"{len(outside)} of {len(devs)} judged metrics outside their tolerance on {len(bad_nodes)} of "
-        f"{len(nodes)} node(s) ({len(found)} run(s) against {args.reference_dir})"
+        f"{len(nodes)} node(s) ({len(found)} run(s) against "
+        f"{args.reference_dir or 'the references they were judged with'})"
     )
     inside = [d for d in devs if not d.outside]
     if inside and not args.all:
@@ -259,7 +259,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     try:
-        from . import report  # noqa: PLC0415 (matplotlib is optional: requirements/report.txt)
+        from gpuaccept.results import report  # noqa: PLC0415 (matplotlib is optional: requirements/report.txt)
 
         report._pyplot()
     except ImportError as err:
@@ -276,7 +276,23 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    return health.run(args, ["gpuaccept", *sys.argv[1:]])
+    """Probe (gpuaccept.probe.health), then, with --node-type, the judge's health rules on what it recorded:
+    exit 0 healthy, 2 unhealthy, 3 could not look (kernel log unreadable), 1 GPUs unreadable."""
+    doc, status = health.run(args, ["gpuaccept", *sys.argv[1:]])
+    if status != 0 or not args.node_type:
+        return status
+    node_type = references.load_node_type(args.reference_dir, args.node_type)
+    findings, notes, not_run = health_rules.assess(doc, node_type, args.expected_gpus)
+    for f in findings:
+        print(f"UNHEALTHY: {f['message']}\n  fix: {f['fix']}")
+    for note in notes:
+        print(f"note: {note}")
+    if findings:
+        return 2
+    if not_run:
+        print(f"NOT RUN: {not_run}")
+        return 3
+    return 0
 
 
 def cmd_powercheck(args: argparse.Namespace) -> int:
@@ -383,7 +399,10 @@ def parser() -> argparse.ArgumentParser:
         "compare",
         help="compare the latest results of one node or a fleet with the references: outliers, worst first",
     )
-    refdir(sp)
+    sp.add_argument(
+        "--reference-dir",
+        help="judge the runs again against the <node_type>.yaml files here (default: the verdicts as judged)",
+    )
     sp.add_argument("results", nargs="+", help="verdict.json files, run directories or results trees")
     sp.add_argument("--every-run", action="store_true", help="every run, not only the newest per node")
     sp.add_argument("--all", action="store_true", help="list every judged metric, not only those outside")
@@ -412,10 +431,12 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser(
         "health",
         help="probe the GPUs' health (count, driver, PCIe under load, ECC, row remapping, XID, processes); "
-        "exit 0 healthy, 2 unhealthy, 1 GPUs unreadable",
+        "exit 0 healthy, 2 unhealthy, 3 could not look, 1 GPUs unreadable",
     )
     refdir(sp)
-    sp.add_argument("--node-type", required=True, help="judge against this node type's health expectations")
+    sp.add_argument(
+        "--node-type", help="also judge what was recorded against this node type's health expectations and print it"
+    )
     sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument(

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import fleet, slurm
-from .atomic import write_text_atomic
-from .checks import SUITES
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.judge.checks import SUITES
+from gpuaccept.results import fleet, slurm
 
 EXIT_REJECTED = 1
 
@@ -69,7 +69,7 @@ def cmd_slurm_config(args: argparse.Namespace) -> int:
 
 
 def cmd_slurm_judge(args: argparse.Namespace) -> int:
-    from .verdict import ReportError, load_report  # noqa: PLC0415
+    from gpuaccept.judge.verdict import ReportError, load_report  # noqa: PLC0415
 
     parts = slurm.partitions(slurm.load_inventory(args.inventory), args.limit.split(",") if args.limit else None)
     try:
@@ -85,7 +85,7 @@ def cmd_slurm_judge(args: argparse.Namespace) -> int:
             + f"  -> {Path(r.run_dir) / 'verdict.json'}"
         )
         if args.pushgateway:
-            from . import pushgateway  # noqa: PLC0415
+            from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
             pushgateway.push(r, args.pushgateway, r.node)
             print(f"  pushed to {args.pushgateway}")

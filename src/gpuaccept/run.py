@@ -1,6 +1,6 @@
 """``gpuaccept run``: the one way a suite runs on a node. It makes the run directory, records the node's
 facts, resolves the node type, runs ReFrame on the suite's checks (its command line is built here and nowhere
-else) within a time limit, and judges the run (:func:`gpuaccept.judging.judge_run_dir`).
+else) within a time limit, and judges the run (:func:`gpuaccept.judge.summarize.judge_run_dir`).
 
 The suite role, the nightly timer's runner and scripts/slurm-accept.sh (``--distribute``) all call it. A node
 without GPUs or without a node type still runs what it can (the host checks) and gets a verdict that names
@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import facts as node_facts
-from . import judging, references, rfmconfig, verdict
-from .atomic import write_text_atomic
-from .checks import SUITES
+from gpuaccept import rfmconfig
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.judge import references, summarize, verdict
+from gpuaccept.judge.checks import SUITES
+from gpuaccept.probe import facts as node_facts
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_RUN, EXIT_INPUT = 0, 1, 3, 4
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -114,15 +115,6 @@ class NodeType:
     error: str | None = None
 
 
-def _baseline_hint(node: str, reference_dir: Path) -> str:
-    return (
-        f"make one from runs of this node with: gpuaccept baseline --node-type <name> --description '...' "
-        f"--machine '...' --evidence <where the runs are kept> --source-id <name> "
-        f"--facts results/{node}/<run>/node-facts.json --output <name>.yaml results/{node}/<run>... , review it, "
-        f"and copy it to {reference_dir}/<name>.yaml (docs/reference-values.md)"
-    )
-
-
 def _known_types(reference_dir: Path) -> str:
     try:
         types = references.load_all(reference_dir)
@@ -146,8 +138,7 @@ def resolve_node_type(requested: str, reference_dir: Path, facts: dict[str, Any]
         why = str(err)
         if requested in ("auto", ""):
             why = f"no reference file for this node: {why}"
-        return NodeType("", f"{why}. {_known_types(reference_dir)}. No reference file for {node}? "
-                            + _baseline_hint(node, reference_dir))  # fmt: skip
+        return NodeType("", f"{why}. {_known_types(reference_dir)} (the node type row says how to make one)")
     mismatch = references.mismatches(loaded, facts)
     if mismatch:
         print(f"gpuaccept run: warning: {node} does not match node type {loaded.name} as {loaded.path} describes "
@@ -285,7 +276,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
     print()
 
-    result = judging.judge_run_dir(
+    result, written = summarize.judge_run_dir(
         run_dir,
         facts,
         reference_dir,
@@ -293,12 +284,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.suite,
         expected_gpus=args.expected_gpus,
         textfile_dir=args.textfile_dir,
-        pushgateway=args.pushgateway,
-        pushgateway_instance=args.pushgateway_instance or node,
         node_type_error=node_type.error,
         report_error=outcome.report_error,
         nothing_selected=outcome.nothing_selected,
     )
+    print(verdict.table(result))
+    print(f"\nreport:  {run_dir / summarize.VERDICT_FILE}")
+    report = run_dir / summarize.REPORT_FILE
+    print(f"reframe: {report}" + ("" if report.exists() else " (none)"))
+    for path in written[1:]:
+        print(f"prom:    {path}")
+    if args.pushgateway:  # after the table: a failed push (an error) leaves the verdict shown and written
+        from gpuaccept.judge import pushgateway  # noqa: PLC0415
+
+        grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance or node)
+        print(f"pushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
     return exit_status(result, outcome)
 
 
@@ -307,7 +307,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
     (``gpuaccept slurm-config``), one job per node with ``--distribute``, in the work directory
     ``<results>/_slurm/<run id>``; then one verdict per inventory node in ``<results>/<node>/<run id>/``, whose
     ``node-facts.json`` was gathered on the node before (srun)."""
-    from . import slurm  # noqa: PLC0415
+    from gpuaccept.results import slurm  # noqa: PLC0415
 
     if not args.run_dir or not args.reframe_config:
         raise RunError("a Slurm run needs --run-dir <results>/_slurm/<run id> and --reframe-config (slurm-config's)")
@@ -343,7 +343,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
               + (f": {', '.join(r.failed_checks())}" if not r.accepted else "")
               + f"  -> {Path(r.run_dir) / 'verdict.json'}")  # fmt: skip
         if args.pushgateway:
-            from . import pushgateway  # noqa: PLC0415
+            from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
             pushgateway.push(r, args.pushgateway, r.node)
             print(f"  pushed to {args.pushgateway}")

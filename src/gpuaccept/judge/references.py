@@ -85,25 +85,23 @@ class MetricReference:
             return None
         return self.value * (1.0 + self.upper)
 
-    def judge(self, measured: float | None) -> bool | None:
-        """True/False for a judged metric, None for an informational one."""
+    def assess(self, measured: float | None) -> tuple[str, str]:
+        """The one place a measured value is judged against its reference: ("pass" | "fail" | "info", reason)."""
         if not self.judged:
-            return None
+            return "info", f"informational: {self.informational}"
         if measured is None or not math.isfinite(measured):
-            return False
+            return "fail", "no value"
         lo, hi = self.lower_bound, self.upper_bound
-        return (lo is None or measured >= lo) and (hi is None or measured <= hi)
+        if lo is not None and measured < lo:
+            return "fail", f"below the reference's tolerance (lowest that passes: {lo:.4g} {self.unit})"
+        if hi is not None and measured > hi:
+            return "fail", f"above the reference's tolerance (highest that passes: {hi:.4g} {self.unit})"
+        return "pass", ""
 
-    def reframe_tuple(self) -> tuple[float, float | None, float | None, str]:
-        """The ReFrame reference tuple (value, lower threshold, upper threshold, unit)."""
-        if not self.judged:
-            return (self.value or 0.0, None, None, self.unit)
-        return (
-            self.value,  # type: ignore[return-value]
-            None if self.lower is None else -self.lower,
-            self.upper,
-            self.unit,
-        )
+    def reframe_tuple(self) -> tuple[float, None, None, str]:
+        """The ReFrame reference tuple: the value and unit, with no thresholds. ReFrame records the figures next
+        to their reference; pass or fail is the judge's alone (``assess``), never decided twice."""
+        return (self.value or 0.0, None, None, self.unit)
 
 
 @dataclass

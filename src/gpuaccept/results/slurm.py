@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import judging, verdict
-from .atomic import write_text_atomic
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.judge import exporter, verdict
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
+TEMPLATE = Path(__file__).resolve().parents[3] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
 SCHEDULERS = ("squeue", "slurm")  # squeue: no accounting database needed; slurm: sacct
 LAUNCHERS = ("local", "srun", "mpirun")
 
@@ -263,18 +263,16 @@ def judge(
                 )
             else:
                 write_text_atomic(run_dir / "reframe-report.json", json.dumps(mine, indent=2) + "\n")
-            result = judging.judge_run_dir(
-                run_dir,
-                facts,
-                reference_dir,
-                p.node_type,
-                suite,
-                expected_gpus=p.gpu_count,
-                report_error=report_error,
-                node=node,
-                node_problems=problems,
-                echo=None,
+            result = verdict.build(
+                mine, facts, reference_dir, p.node_type, suite, expected_gpus=p.gpu_count, report_error=report_error
             )
+            result.node = node
+            for why in problems:
+                result.rows.insert(0, verdict.Row("node", "facts", verdict.FAIL, reason=why))
+                result.accepted = False
+            result.run_dir = str(run_dir.resolve())
+            write_text_atomic(run_dir / "verdict.json", json.dumps(result.to_json(), indent=2) + "\n")
+            exporter.write(result, run_dir)
             out.append(result)
     return out
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
-from .checks import CHECKS
-from .references import SCHEMA
+from gpuaccept.judge.checks import CHECKS
+from gpuaccept.judge.references import SCHEMA
 
 FLOORS = {"GB/s": 0.05, "TFLOP/s": 0.05, "GFLOP/s": 0.10, "us": 0.25, "ratio": 0.10}
 CAP = 0.30

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .verdict import FAIL, NOT_RUN, PASS, SCHEMA
+from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
 
 MISSING = "missing"
 SUMMARY_SCHEMA = "gpuaccept.fleet/1"

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .atomic import write_text_atomic
+from gpuaccept.atomic import write_text_atomic
 
 SCHEMA = "gpuaccept.crosscheck/1"
 DEFAULT_TOLERANCE = 0.05
@@ -615,7 +615,7 @@ def add_subparser(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gpuaccept.crosscheck")
+    p = argparse.ArgumentParser(prog="python -m gpuaccept.probe.crosscheck")
     add_subparser(p.add_subparsers(dest="command", required=True))
     args = p.parse_args(["crosscheck", *(sys.argv[1:] if argv is None else argv)])
     try:
