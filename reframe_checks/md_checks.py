@@ -113,11 +113,13 @@ class Namd(BenchCheck):
         )
         super().bind_references()
         self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.probe.namd run"
+        # ReFrame writes executable_opts into the job script as they are: an operator's path is quoted, so a
+        # `$(...)` in it is a name, never a command.
         self.executable_opts += [
             "--namd-home",
-            home,
+            shlex.quote(home),
             "--system",
-            self.system,
+            shlex.quote(self.system),
             "--steps",
             str(self.steps),
             "--modes",
