@@ -1,6 +1,7 @@
 """The ``gpuaccept`` command: node facts, node type detection, reference checks, verdicts, baselines.
 
-Exit codes: 0 success (or node accepted), 1 node rejected, 4 bad input (message on stderr names it).
+Exit codes: 0 success (or node accepted), 1 node rejected, 3 the suite could not run to the end (``gpuaccept
+run``: a verdict is written all the same), 4 bad input (message on stderr names it).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, cli_fleet
+from gpuaccept import __version__, cli_fleet, run
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import health_rules, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
@@ -424,6 +425,7 @@ def parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_report)
 
     cli_fleet.register(sub, default_reference_dir())
+    run.add_subparser(sub, default_reference_dir())
     crosscheck.add_subparser(sub)
 
     sp = sub.add_parser(
@@ -467,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (InputError, references.ReferenceError, OutputError, ValueError) as err:
+    except (InputError, run.RunError, references.ReferenceError, OutputError, ValueError) as err:
         print(f"gpuaccept {args.command}: {err}", file=sys.stderr)
         return EXIT_INPUT
 

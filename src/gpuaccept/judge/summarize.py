@@ -41,10 +41,15 @@ def judge_run_dir(
     textfile_dir: str | Path | None = None,
     facts_file: Path | None = None,
     node_type_error: str | None = None,
+    report_error: str | None = None,
+    nothing_selected: bool = False,
 ) -> tuple[verdict.Verdict, list[Path]]:
     """Judge ``run_dir`` and write its verdict and metrics; returns the verdict and the files written.
     ``facts`` None: read ``facts_file`` (default: the run's node-facts.json). ``node_type_error``: why no node
-    type could be resolved (the verdict then says so for every check)."""
+    type could be resolved (the verdict then says so for every check). ``report_error``: why checks are missing
+    from ReFrame's report, or why there is none, as the caller knows it (ReFrame did not start, or was stopped at
+    the time limit); ``nothing_selected``: ReFrame ran and selected no check for this node, so it wrote no report
+    and each check's own reason (no GPU, not selected) is given instead of "the report is missing"."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise OutputError(f"{run_dir}: no such run directory (a run directory is made by the run, never here)")
@@ -54,11 +59,11 @@ def judge_run_dir(
         input_errors: list[str] = []
         if facts is None:
             facts, input_errors = read_facts(facts_file or run_dir / FACTS_FILE)
-        report, report_error = None, None
+        report, load_error = None, None
         try:
             report = verdict.load_report(run_dir / REPORT_FILE)
         except verdict.ReportError as err:
-            report_error = str(err)
+            load_error = None if nothing_selected else str(err)
         if node_type_error:
             input_errors.append(node_type_error)
         result = verdict.build(
@@ -68,7 +73,7 @@ def judge_run_dir(
             node_type,
             suite,
             expected_gpus=expected_gpus,
-            report_error=report_error,
+            report_error=report_error or load_error,
             run_dir=run_dir,
             input_errors=input_errors,
         )
