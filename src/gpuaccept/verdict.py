@@ -88,8 +88,17 @@ class Verdict:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Verdict:
+        if not isinstance(doc, dict):
+            raise ValueError(f"not a gpuaccept verdict (a JSON {type(doc).__name__}, expected an object)")
         if doc.get("schema") != SCHEMA:
             raise ValueError(f"not a gpuaccept verdict (schema {doc.get('schema')!r}, expected {SCHEMA!r})")
+        try:
+            return cls._from_json(doc)
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"not a complete gpuaccept verdict ({type(err).__name__}: {err})") from None
+
+    @classmethod
+    def _from_json(cls, doc: dict[str, Any]) -> Verdict:
         return cls(
             node=doc["node"],
             node_type=doc["node_type"],
@@ -114,7 +123,7 @@ def load_report(path: str | Path) -> dict[str, Any]:
         report = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ReportError(f"{path}: ReFrame's report is missing: ReFrame did not run or did not finish") from None
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
         raise ReportError(f"{path}: cannot read ReFrame's report: {err}") from None
     if not isinstance(report, dict) or "runs" not in report or "session_info" not in report:
         raise ReportError(f"{path}: not a ReFrame report (no 'session_info'/'runs')")
