@@ -1,6 +1,8 @@
 """The ``gpuaccept`` command: node facts, node type detection, reference checks, verdicts, baselines.
 
-Exit codes: 0 success (or node accepted), 1 node rejected, 4 bad input (message on stderr names it).
+Exit codes: 0 success (or node accepted), 1 node rejected, 2 usage error (an unknown option or a missing
+argument), 4 bad input (one line on stderr names the path or value and what is wrong with it). ``health`` and
+``powercheck`` say 2 for an unhealthy node or a failed rule, and ``sample`` exits with its command's status.
 """
 
 from __future__ import annotations
