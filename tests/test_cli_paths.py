@@ -123,3 +123,15 @@ def test_help_runs_for_every_subcommand(capsys):
             cli.main([name, "--help"])
         assert exit_.value.code == 0
         assert f"usage: gpuaccept {name}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["compare", "--top", "-3", "{tree}"], "--top -3: give how many to list"),
+    (["sample", "--interval", "-1", "--output", "{out}/s.json", "--", "true"], "--interval -1.0: must be between"),
+    (["detect", "--expect", "../x", "--facts", str(H100_COMMISSION / "node-facts.json")], "is not a valid name"),
+])
+def test_bad_values_are_named(bad, argv, message, capsys):
+    args = [a.format(out=bad["out"], tree=bad[GARBAGE_TREE]) for a in argv]
+    assert cli.main(args) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuaccept {argv[0]}: ") and message in err and len(err.splitlines()) == 1, err

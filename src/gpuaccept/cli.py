@@ -266,6 +266,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.top < 0:
+        raise InputError(f"--top {args.top}: give how many to list (0 lists them all)")
     found = compare.find_verdicts([Path(p) for p in args.results], every_run=args.every_run)
     devs = compare.deviations(found, args.reference_dir)
     if args.json:
@@ -430,7 +432,7 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("results", nargs="+", help="verdict.json files, run directories or results trees")
     sp.add_argument("--every-run", action="store_true", help="every run, not only the newest per node")
     sp.add_argument("--all", action="store_true", help="list every judged metric, not only those outside")
-    sp.add_argument("--top", type=int, default=0, help="list at most this many")
+    sp.add_argument("--top", type=int, default=0, help="list at most this many (default: all)")
     sp.add_argument("--json", help="also write every deviation to this file (atomically)")
     sp.set_defaults(func=cmd_compare)
 
