@@ -27,7 +27,7 @@ checks:
     sgemm_gflops: {{value: 1.0, unit: GFLOP/s, lower: 0.9, source: synthetic}}
     dgemm_scaling_efficiency: {{value: 0.5, unit: ratio, lower: 0.95, source: synthetic}}
 """
-# The host HPL (hpcc, Debian's package; CI installs it): expected only where hpcc is installed, at a tiny N.
+# The host HPL (hpcc, Debian's package; make test installs it): judged where hpcc is installed, at a tiny N.
 HPCC = shutil.which("hpcc")
 REF_HPL = """\
   hpl_host:
@@ -111,9 +111,10 @@ def test_a_benchmark_past_its_time_limit_fails_the_check(runs):
     assert check["status"] == "fail" and "job timed out" in check["reason"], check
 
 
-@pytest.mark.skipif(HPCC is None, reason="hpcc not installed (CI installs it: apt install hpcc)")
 def test_host_hpl_runs_through_reframe(runs):
     """hpcc's HPL for real, judged by gpuaccept.hpl through the HostHpl check."""
+    if HPCC is None:  # like every other tool the tests need: a failure, not a skip
+        pytest.fail("hpcc not found: make test installs it (scripts/deps.sh; apt-get install hpcc)")
     run_dir, _proc, _summary = runs["ci_pass"]
     table, _doc = rows(run_dir)
     assert table[("hpl_host", None)]["status"] == "pass", table[("hpl_host", None)]

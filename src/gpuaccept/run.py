@@ -369,7 +369,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
         "exit 0 accepted, 1 rejected, 3 could not run, 4 bad input",
         description=__doc__.split("\n\n")[0],
     )
-    sp.add_argument("--suite", required=True, choices=SUITES)
+    sp.add_argument("--suite", required=True, choices=SUITES, help="the suite to run (its checks, tags and options)")
     where = sp.add_mutually_exclusive_group()
     where.add_argument("--run-dir", help="the run directory to make (its name is the run id)")
     where.add_argument("--results", help="make the run in RESULTS/<node>/<run id> (default: results/ of the project)")
@@ -400,14 +400,19 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     slurm.add_argument("--slurm-inventory", help="judge each node of this inventory (ansible-inventory --list JSON)")
     slurm.add_argument("--distribute", action="store_true", help="one job per node (reframe --distribute=avail)")
     slurm.add_argument("--drain", action="store_true", help="drain the nodes that failed, with the reason")
-    sp.add_argument("reframe_options", nargs=argparse.REMAINDER, metavar="-- REFRAME OPTIONS")
+    sp.add_argument(
+        "reframe_options",
+        nargs=argparse.REMAINDER,
+        metavar="-- REFRAME OPTIONS",
+        help="more ReFrame options after --, added to the suite's (e.g. -- -n '^GpuGemm$')",
+    )
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser(
         "reframe-config",
         help="write this node's ReFrame configuration from the gpuaccept_reframe role's template (no Ansible)",
     )
-    sp.add_argument("--output", required=True)
+    sp.add_argument("--output", required=True, help="the ReFrame configuration file to write (atomically)")
     sp.add_argument("--node-type", default="auto", help="the node type, or auto (default: detect it)")
     sp.add_argument("--reference-dir", default=reference_dir, help="directory of <node_type>.yaml (%(default)s)")
     sp.add_argument("--facts", help="the node's facts JSON (default: gather them now, and write them beside)")

@@ -221,6 +221,10 @@ def load_file(path: str | Path) -> NodeType:
         raise ReferenceError(f"{path}: reference file not found") from None
     except OSError as err:
         raise ReferenceError(f"{path}: cannot read reference file: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ReferenceError(
+            f"{path}: not a reference file: not UTF-8 text ({err.reason} at byte {err.start})"
+        ) from None
     try:
         doc = yaml.load(text, Loader=_LineLoader)
     except ReferenceError as err:
@@ -300,6 +304,9 @@ def load_node_type(reference_dir: str | Path, node_type: str) -> NodeType:
         raise ReferenceError("no node type given: set gpuaccept_node_type or let 'gpuaccept detect' find one")
     if not NODE_TYPE_RE.match(node_type):
         raise ReferenceError(f"node type {node_type!r} is not a valid name (lower-case letters, digits and _)")
+    if not Path(reference_dir).is_dir():
+        what = "no such directory" if not Path(reference_dir).exists() else "not a directory"
+        raise ReferenceError(f"{reference_dir}: {what} (the reference directory holds <node_type>.yaml files)")
     path = reference_file(reference_dir, node_type)
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in Path(reference_dir).glob("*.yaml"))) or "none"
@@ -312,6 +319,9 @@ def load_node_type(reference_dir: str | Path, node_type: str) -> NodeType:
 
 def load_all(reference_dir: str | Path) -> list[NodeType]:
     """Every reference file of a directory; the first bad one raises."""
+    if not Path(reference_dir).is_dir():
+        what = "no such directory" if not Path(reference_dir).exists() else "not a directory"
+        raise ReferenceError(f"{reference_dir}: {what} (the reference directory holds <node_type>.yaml files)")
     files = sorted(Path(reference_dir).glob("*.yaml"))
     if not files:
         raise ReferenceError(f"{reference_dir}: no reference files (*.yaml) found")

@@ -90,8 +90,17 @@ class Verdict:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Verdict:
+        if not isinstance(doc, dict):
+            raise ValueError(f"not a gpuaccept verdict (a JSON {type(doc).__name__}, expected an object)")
         if doc.get("schema") != SCHEMA:
             raise ValueError(f"not a gpuaccept verdict (schema {doc.get('schema')!r}, expected {SCHEMA!r})")
+        try:
+            return cls._from_json(doc)
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"not a complete gpuaccept verdict ({type(err).__name__}: {err})") from None
+
+    @classmethod
+    def _from_json(cls, doc: dict[str, Any]) -> Verdict:
         return cls(
             node=doc["node"],
             node_type=doc["node_type"],

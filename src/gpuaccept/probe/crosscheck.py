@@ -520,6 +520,10 @@ def _load_text(path: str, what: str) -> str:
         return Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise CrosscheckInputError(f"{path}: cannot read {what}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise CrosscheckInputError(
+            f"{path}: cannot read {what}: not UTF-8 text ({err.reason} at byte {err.start})"
+        ) from None
 
 
 def compare_files(

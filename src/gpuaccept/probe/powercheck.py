@@ -202,7 +202,7 @@ def run(args: Any, argv: list[str]) -> int:
     load_s = args.load_s if args.load_s is not None else (5.0 if args.quick else 10.0)
     if not (0.5 <= idle_s <= 600 and 1.0 <= load_s <= 600):
         raise ValueError(f"--idle-s {idle_s} / --load-s {load_s}: idle 0.5..600 s, load 1..600 s")
-    if not os.access(args.gemm, os.X_OK):
+    if not (os.path.isfile(args.gemm) and os.access(args.gemm, os.X_OK)):
         raise ValueError(f"--gemm {args.gemm}: not an executable file (build gpuaccept-gemm first)")
     t0, started = time.monotonic(), dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     out_dir = Path(args.output).resolve().parent

@@ -77,7 +77,7 @@ def find_verdicts(paths: list[Path], every_run: bool = False) -> list[tuple[Path
         for f in files:
             try:
                 doc = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as err:
+            except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
                 raise ValueError(f"{f}: cannot read the verdict: {err}") from None
             if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
                 raise ValueError(f"{f}: not a gpuaccept verdict (schema {SCHEMA!r} expected)")

@@ -40,7 +40,7 @@ class FleetError(ValueError):
 def _entry(path: Path) -> Entry:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
         raise FleetError(f"{path}: cannot read the verdict: {err}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise FleetError(
