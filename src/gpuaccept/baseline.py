@@ -26,8 +26,9 @@ from typing import Any
 
 import yaml
 
+from . import metric_table
 from .checks import CHECKS
-from .references import SCHEMA
+from .references import GPU_DIR, GPU_SCHEMA, SCHEMA, SCHEMA_V1
 
 FLOORS = {"GB/s": 0.05, "TFLOP/s": 0.05, "GFLOP/s": 0.10, "us": 0.25, "ratio": 0.10}
 CAP = 0.30
@@ -281,6 +282,30 @@ def derive(
     return checks, stats
 
 
+def split_layers(checks: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(per-GPU, node-level) sections of a derived checks section, by the metric table's layer. A metric the
+    table does not know is an error: the table must learn it first (src/gpuaccept/metric_table.py)."""
+    layers: dict[str, dict[str, dict[str, Any]]] = {metric_table.GPU: {}, metric_table.NODE: {}}
+    for check, metrics in checks.items():
+        for metric, entry in metrics.items():
+            try:
+                layer = metric_table.layer(check, metric)
+            except metric_table.UnknownMetric as err:
+                raise ValueError(f"{check}.{metric}: {err}") from None
+            layers[layer].setdefault(check, {})[metric] = entry
+    return layers[metric_table.GPU], layers[metric_table.NODE]
+
+
+def _used_sources(checks: dict[str, dict[str, Any]], sources: dict[str, Any]) -> dict[str, Any]:
+    used = {entry["source"] for metrics in checks.values() for entry in metrics.values()}
+    return {sid: src for sid, src in sources.items() if sid in used}
+
+
+def _dump(doc: dict[str, Any], header: str) -> str:
+    comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+    return comments + yaml.safe_dump(doc, sort_keys=False, width=110)
+
+
 def proposal(
     node_type: str,
     description: str,
@@ -290,14 +315,56 @@ def proposal(
     checks: dict[str, Any],
     header: str = "",
 ) -> str:
-    """The proposed reference file; ``header`` lines become comments at its top."""
+    """A self-contained proposal (schema gpuaccept.references/1, both layers in one file): for a node without
+    GPUs, where no GPU SKU holds the per-GPU layer. ``header`` lines become comments at its top."""
     doc = {
-        "schema": SCHEMA,
+        "schema": SCHEMA_V1,
         "node_type": node_type,
         "description": description,
         "match": match,
         "sources": {source_id: source},
         "checks": checks,
     }
-    comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
-    return comments + yaml.safe_dump(doc, sort_keys=False, width=110)
+    return _dump(doc, header)
+
+
+def proposals(
+    node_type: str,
+    description: str,
+    sku: str,
+    sku_match: dict[str, Any],
+    sku_description: str,
+    gpu_count: int,
+    match: dict[str, Any],
+    source_id: str,
+    source: dict[str, Any],
+    checks: dict[str, Any],
+    header: str = "",
+) -> tuple[str, str | None]:
+    """(node type file, GPU SKU file or None) of a two-layer proposal: per-GPU figures go to
+    ``gpus/<sku>.yaml``, node-level ones to ``<node_type>.yaml`` (docs/reference-values.md)."""
+    gpu_checks, node_checks = split_layers(checks)
+    sources = {source_id: source}
+    node_doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "node_type": node_type,
+        "description": description,
+        "gpu": sku,
+        "gpu_count": gpu_count,
+    }
+    if match:
+        node_doc["match"] = match
+    node_doc["sources"] = _used_sources(node_checks, sources)
+    node_doc["checks"] = node_checks
+    gpu_text = None
+    if gpu_checks:
+        gpu_doc = {
+            "schema": GPU_SCHEMA,
+            "sku": sku,
+            "description": sku_description,
+            "match": sku_match,
+            "sources": _used_sources(gpu_checks, sources),
+            "checks": gpu_checks,
+        }
+        gpu_text = _dump(gpu_doc, header + f"\nThe per-GPU layer: every node type with gpu: {sku} shares it.")
+    return _dump(node_doc, header + f"\nThe node layer; the per-GPU figures are in {GPU_DIR}/{sku}.yaml."), gpu_text

@@ -20,7 +20,7 @@ import math
 import os
 import re
 import stat
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -286,7 +286,7 @@ def _read_yaml(path: Path) -> Any:
     except UnicodeDecodeError as err:
         raise ReferenceError(f"{path}: not UTF-8 text (byte {err.start})") from None
     try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a SafeLoader
+        return yaml.load(text, Loader=_LineLoader)
     except ReferenceError as err:
         raise ReferenceError(f"{path}:{str(err).removeprefix('line ')}") from None
     except yaml.YAMLError as err:
@@ -433,9 +433,16 @@ def _schema_errors(path: Path, doc: Any, schema: dict[str, Any]) -> None:
     if not errors:
         return
     err = jsonschema.exceptions.best_match(errors) if len(errors) > 1 else errors[0]
-    # oneOf (judged or informational) says little: name the first concrete problem under it.
-    while err.context:
-        err = min(err.context, key=lambda e: (-len(e.absolute_path), len(e.message)))
+    # A metric is judged or informational (oneOf): name the problem of the form it was meant to have.
+    while err.context and err.validator != "anyOf":
+        if err.validator == "oneOf" and isinstance(err.instance, dict):
+            branch = 0 if "informational" in err.instance else 1
+            mine = [e for e in err.context if e.schema_path and e.schema_path[0] == branch]
+            if not mine:
+                break
+            err = mine[0]
+        else:
+            err = min(err.context, key=lambda e: (-len(e.absolute_path), len(e.message)))
     keys = list(err.absolute_path)
     line = _line_of(doc, keys)
     where = ".".join(map(str, keys)) or "file"
@@ -446,7 +453,7 @@ def _schema_errors(path: Path, doc: Any, schema: dict[str, Any]) -> None:
         what = "top-level key" if not keys else "key"
         message = f"{where}: unknown {what} {key!r} (see docs/reference-values.md)"
     elif err.validator == "required":
-        message = f"{where}: required key {_show(err.message.split(' is a required')[0], 80)} is missing"
+        message = f"{where}: required key {err.message.split(' is a required')[0][:80]} is missing"
     elif err.validator == "oneOf":
         message = f"{where}: a metric is either judged (value and 'lower' and/or 'upper', fractions) or "
         message += "informational (a reason, no tolerance)"
@@ -746,7 +753,9 @@ def detect_sku(reference_dir: str | Path, facts: dict[str, Any]) -> GpuSku:
             )
         found[fits[0].name] = fits[0]
     if len(found) > 1:
-        raise ReferenceError(f"the node's GPUs are of several SKUs ({', '.join(sorted(found))}): no node type mixes them")
+        raise ReferenceError(
+            f"the node's GPUs are of several SKUs ({', '.join(sorted(found))}): no node type mixes them"
+        )
     return next(iter(found.values()))
 
 

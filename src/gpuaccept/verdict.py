@@ -166,16 +166,16 @@ def _metric_rows(tc: dict[str, Any], key: str, node_type: NodeType | None, moved
         value, _ref, _lower, _upper, unit, result = (list(entry) + [None] * 6)[:6]
         ref = refs.get(metric)
         row = Row(key, metric, FAIL, _num(value), unit or "")
-        if ref is None:
+        missing = node_type.missing_reason(key, metric) if node_type else None
+        if ref is None and missing:
+            row.status, row.reason = NOT_RUN, missing
+        elif ref is None:
             row.reason = "no reference value for this metric"
-        elif not ref.judged:
-            row.status, row.reference, row.reason = INFO, ref.value, f"informational: {ref.informational}"
         else:
-            row.reference, row.lower_bound, row.upper_bound = ref.value, ref.lower_bound, ref.upper_bound
-            ok = ref.judge(row.value)
-            row.status = PASS if ok and result != "fail" else FAIL
-            if row.status == FAIL:
-                row.reason = "outside the reference's tolerance" if row.value is not None else "no value"
+            row.status, row.reason, (row.lower_bound, row.upper_bound) = ref.assess(row.value)
+            row.reference = ref.value
+            if row.status == PASS and result == "fail":
+                row.status, row.reason = FAIL, "ReFrame failed the check's performance stage"
         rows.append(row)
     doc = _bench_document(tc, CHECKS[key].result_file, moved)
     for metric, why in ((doc or {}).get("waived") or {}).items():
@@ -249,6 +249,9 @@ def build(
         node_type = load_node_type(reference_dir, node_type_name)
     except ReferenceError as err:
         rows.append(Row("references", None, FAIL, reason=str(err)))
+    if node_type is not None and node_type.node_layer_missing:
+        # A known GPU SKU with no node type file for this GPU count: per-GPU verdicts only; not accepted.
+        rows.append(Row("references", "node_layer", NOT_RUN, reason=node_type.node_layer_missing))
 
     # The node itself: the GPUs the inventory and the node type promise are there.
     seen_gpus = len(facts.get("gpus") or [])
