@@ -45,3 +45,16 @@ def references_as_recorded(tmp_path: Path, checks=RECORDED_CHECKS) -> Path:
         doc["sources"] = {k: v for k, v in doc.get("sources", {}).items() if k in used}
         (out / path.relative_to(REFERENCE_DIR)).write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
+
+
+def shipped(node_type: str) -> dict:
+    """A shipped node type as YAML, with its GPU SKU's layer (reference_values/gpus/<sku>.yaml) merged in:
+    ``checks`` and ``sources`` of both files, for tests that compare raw entries."""
+    doc = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())
+    if "gpu" not in doc:
+        return doc
+    gpu = yaml.safe_load((REFERENCE_DIR / "gpus" / f"{doc['gpu']}.yaml").read_text())
+    checks = {check: dict(metrics) for check, metrics in gpu["checks"].items()}
+    for check, metrics in (doc.get("checks") or {}).items():
+        checks.setdefault(check, {}).update(metrics)
+    return {**doc, "checks": checks, "sources": {**gpu["sources"], **doc["sources"]}}

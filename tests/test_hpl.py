@@ -8,8 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import conftest
 import pytest
-import yaml
 from conftest import EVIDENCE, REFERENCE_DIR
 
 from gpuaccept import baseline, hpl, hpl_dat, verdict
@@ -327,7 +327,7 @@ def test_recorded_reframe_run_with_a_wrong_solution_fails():
 )
 def test_hpl_references_are_reproducible_from_the_evidence(node_type, runs, source):
     """tflops_min/tflops_sum in the reference files are gpuaccept baseline's output on the recorded ReFrame runs."""
-    shipped = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())["checks"]["hplstyle"]
+    shipped = conftest.shipped(node_type)["checks"]["hplstyle"]
     docs = baseline.find_documents([runs], "hplstyle")
     assert len(docs) == 5 and all(d["verification"]["passed"] for d in docs)
     derived, _ = baseline.derive({"hplstyle": docs}, source)

@@ -1,13 +1,12 @@
 """Reference files: every shipped file loads; bad input names the file, line and key."""
 
-import json
 import os
 from pathlib import Path
 
 import pytest
-from conftest import H100_ACCEPTED_ALL, H100_COMMISSION, REFERENCE_DIR
+from conftest import REFERENCE_DIR
 
-from gpuaccept import metric_table, references, verdict
+from gpuaccept import metric_table, references
 from gpuaccept.checks import CHECKS, node_checks
 from gpuaccept.references import ReferenceError
 

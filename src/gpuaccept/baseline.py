@@ -181,14 +181,12 @@ def changes(reviewed_text: str, proposed_text: str) -> list[str]:
     return lines
 
 
-def waived_unit(metric: str) -> str:
-    """A waived metric carries no unit in the benchmark document: its name says it."""
-    for suffix, unit in (("_tflops_min", "TFLOP/s"), ("_gflops", "GFLOP/s"), ("_max", "us"),
-                         ("_ns_per_day_per_kw", "ns/day/kW"), ("_ns_per_day", "ns/day"), ("_s_per_step", "s/step"),
-                         ("_wall_s", "s"), ("_power_avg_w", "W"), ("_energy_kj", "kJ")):
-        if metric.endswith(suffix):
-            return unit
-    return "GB/s" if metric.startswith(("p2p_", "h2d_", "d2h_", "d2d_", "bidir_")) else "ratio"
+def waived_unit(check: str, metric: str) -> str:
+    """A waived metric carries no unit in the benchmark document: the metric table says it."""
+    try:
+        return metric_table.unit(check, metric)
+    except metric_table.UnknownMetric as err:
+        raise ValueError(f"{check}.{metric} (waived): {err}") from None
 
 
 def tolerance(values: list[float], unit: str) -> float:
@@ -226,7 +224,7 @@ def derive(
             values = [float(m["value"]) for m in measured]
             if not values:
                 why = next(d["waived"][metric] for d in docs if metric in (d.get("waived") or {}))
-                unit = waived_unit(metric)
+                unit = waived_unit(check, metric)
                 entries[metric] = {
                     "informational": f"waived on the measured machine: {why}",
                     "unit": unit,
