@@ -82,7 +82,8 @@ def test_good_file_gives_reframe_tuples(tmp_path):
         (("informational: no FP8 here", "informational: ''"), "must not be empty (say why)"),
         # The hostile cases of issue 12: tolerances that switch judging off, values that are not numbers.
         (("lower: 0.1", "lower: 0.9999"), "lower 0.9999 is over 0.5: a tolerance that wide hardly judges"),
-        (("upper: 0.5", "upper: .inf"), "checks.bandwidth.latency_h2d_max.upper: inf must be <= 10"),
+        (("upper: 0.5", "upper: .inf"), "checks.bandwidth.latency_h2d_max.upper must be a finite number, not inf"),
+        (("upper: 0.5", "upper: .inf, wide_tolerance: why"), "latency_h2d_max.upper must be a finite number, not inf"),
         (("upper: 0.5", "upper: .nan"), "checks.bandwidth.latency_h2d_max.upper must be a finite number, not nan"),
         (("value: 50.0", "value: .inf"), "checks.gemm.fp64_tflops_min.value must be a finite number, not inf"),
         (("informational: no FP8 here,", "informational: no FP8 here, value: .nan,"), "must be a finite number"),

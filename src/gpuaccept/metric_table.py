@@ -119,6 +119,16 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "nccl": (("*_busbw_gbps_*", "GB/s", NODE), ("*_algbw_gbps_*", "GB/s", NODE)),
 }
 
+# The power sampler's metrics (gpuaccept sample, docs/checks/power.md), added to any check run under it: all GPUs
+# of the node over the benchmark's run. A check's own rows above come first.
+SAMPLER = (
+    ("energy_j", "J", NODE),
+    ("power_avg_w", "W", NODE),
+    ("power_peak_w", "W", NODE),
+    ("gflops_per_watt", "GFLOP/s/W", NODE),
+)
+METRICS = {check: (*rows, *SAMPLER) for check, rows in METRICS.items()}
+
 UNITS = tuple(sorted({unit for rows in METRICS.values() for _, unit, _ in rows}))
 
 
