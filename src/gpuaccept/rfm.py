@@ -164,7 +164,13 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
                 "configuration with the gpuaccept_reframe role (it resolves the node type)"
             )
         self._node_type: NodeType = load_node_type(extras.get("reference_dir", "reference_values"), node_type)
-        self.reference = self._node_type.reframe_reference(self.check_key)
+        if self._node_type.node_layer_missing:
+            # A known GPU SKU with no node type file for this GPU count: the per-GPU references only (a check may
+            # have none); node-level metrics are recorded without a reference, and the verdict says NOT RUN.
+            refs = self._node_type.checks.get(self.check_key, {})
+            self.reference = {"*": {name: ref.reframe_tuple() for name, ref in refs.items()}}
+        else:
+            self.reference = self._node_type.reframe_reference(self.check_key)
         self.keep_files = [self.result_file]
         self.executable_opts = [
             "--output",
@@ -267,10 +273,15 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             seen = len(doc.get("devices") or [])
             if expected is not None and seen != expected:
                 problems.append(f"the benchmark saw {seen} GPUs, the node has {expected}")
-        refs = self._node_type.check(self.check_key)
+        if self._node_type.node_layer_missing:
+            refs = self._node_type.checks.get(self.check_key, {})
+        else:
+            refs = self._node_type.check(self.check_key)
         metrics, waived, power_problems = self.combined_metrics()
         problems += power_problems
         for name in sorted(set(metrics) - set(refs)):
+            if self._node_type.missing_reason(self.check_key, name):
+                continue  # node-level, and this node type has no node layer: NOT RUN in the verdict
             problems.append(f"{self._node_type.path} has no reference for metric {name!r} of check {self.check_key!r}")
         for name, ref in sorted(refs.items()):
             if ref.judged and name not in metrics:
@@ -290,3 +301,7 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             name: sn.make_performance_function(_combined_metric(self, name), m.get("unit", ""))
             for name, m in metrics.items()
         }
+        for name, m in metrics.items():
+            if self._node_type.missing_reason(self.check_key, name):
+                # Recorded, not judged (no bounds): the verdict reports it NOT RUN, no node-level reference.
+                self.reference.setdefault("*", {})[name] = (0.0, None, None, m.get("unit", ""))
