@@ -9,6 +9,7 @@ import yaml
 from conftest import EVIDENCE, H100_ACCEPTED_ALL, H100_COMMISSION, REFERENCE_DIR
 
 from gpuaccept import metric_table, references, verdict
+from gpuaccept.checks import CHECKS
 from gpuaccept.cli import main
 from gpuaccept.references import ReferenceError
 
@@ -154,3 +155,21 @@ def test_baseline_refuses_a_node_type_that_is_a_path(tmp_path, capsys):
     assert "--node-type '../../x' is not a valid name" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
 
+
+
+def test_the_tools_documents_and_the_metric_table_agree():
+    # Every benchmark document recorded on the GPU machines: each metric is in the table, with the table's unit.
+    seen = {}
+    for check in CHECKS:
+        for path in sorted(EVIDENCE.rglob(CHECKS[check].result_file)):
+            try:
+                doc = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if not isinstance(doc, dict) or doc.get("schema") != "gpuaccept.bench/1":
+                continue
+            assert metric_table.document_problems(check, doc) == [], path
+            seen[check] = seen.get(check, 0) + 1
+    assert {"bandwidth", "gemm", "cpu_gemm", "hplstyle", "health", "power", "md_openmm"} <= set(seen), seen
+    bad = {"metrics": {"fp64_tflops_min": {"value": 1.0, "unit": "GFLOP/s"}, "fp4_x": {"value": 1.0, "unit": "x"}}}
+    assert len(metric_table.document_problems("gemm", bad)) == 2

@@ -84,8 +84,13 @@ def cmd_references(args: argparse.Namespace) -> int:
     for t in loaded:
         if "health" in t.extra:
             health.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
-        metrics = sum(len(m) for m in t.checks.values())
-        print(f"{t.path}: {t.name}: {len(t.checks)} checks, {metrics} metrics, sources: {', '.join(t.sources)}")
+        layers = [r.layer for m in t.checks.values() for r in m.values()]
+        gpu = f"{t.gpu_count} x {t.sku.name} ({t.sku.path}), " if t.sku else ""
+        print(
+            f"{t.path}: {t.name}: {gpu}{len(t.checks)} checks, {layers.count('gpu')} per-GPU and "
+            f"{layers.count('node')} node-level metrics, sources: {', '.join(t.sources)}"
+            + (f"; {t.node_layer_missing}" if t.node_layer_missing else "")
+        )
     return 0
 
 

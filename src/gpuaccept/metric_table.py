@@ -158,3 +158,24 @@ def unit(check: str, metric: str) -> str:
 
 def layer(check: str, metric: str) -> str:
     return lookup(check, metric)[1]
+
+
+def document_problems(check: str, doc: dict) -> list[str]:
+    """What in a benchmark document (docs/benchmark-json.md) disagrees with this table: a metric it does not know,
+    or a unit other than the metric's. Empty when the document and the table agree."""
+    problems = []
+    for name, metric in (doc.get("metrics") or {}).items():
+        try:
+            want = unit(check, name)
+        except UnknownMetric as err:
+            problems.append(str(err))
+            continue
+        got = metric.get("unit") if isinstance(metric, dict) else None
+        if got != want:
+            problems.append(f"{check}.{name}: unit {got!r}, the metric's unit is {want!r}")
+    for name in doc.get("waived") or {}:
+        try:
+            lookup(check, name)
+        except UnknownMetric as err:
+            problems.append(str(err))
+    return problems
