@@ -8,7 +8,7 @@ import pytest
 import yaml
 from conftest import EVIDENCE, H100_ACCEPTED_ALL, H100_COMMISSION, REFERENCE_DIR
 
-from gpuaccept import metric_table, references, verdict
+from gpuaccept import metric_table, references, slurm, verdict
 from gpuaccept.checks import CHECKS
 from gpuaccept.cli import main
 from gpuaccept.references import ReferenceError
@@ -173,3 +173,9 @@ def test_the_tools_documents_and_the_metric_table_agree():
     assert {"bandwidth", "gemm", "cpu_gemm", "hplstyle", "health", "power", "md_openmm"} <= set(seen), seen
     bad = {"metrics": {"fp64_tflops_min": {"value": 1.0, "unit": "GFLOP/s"}, "fp4_x": {"value": 1.0, "unit": "x"}}}
     assert len(metric_table.document_problems("gemm", bad)) == 2
+
+
+def test_run_ids_are_checked_against_the_same_pattern(tmp_path):
+    with pytest.raises(ReferenceError, match=r"run id '\.\./\.\./etc' is not a valid name"):
+        slurm.judge({"runs": []}, [], tmp_path, "../../etc", "commission", REFERENCE_DIR)
+    assert not list(tmp_path.iterdir())
