@@ -8,7 +8,7 @@ import pytest
 import yaml
 from conftest import EVIDENCE, H100_ACCEPTED_ALL, H100_COMMISSION, REFERENCE_DIR
 
-from gpuaccept import metric_table, references, slurm, verdict
+from gpuaccept import health, metric_table, references, slurm, verdict
 from gpuaccept.checks import CHECKS
 from gpuaccept.cli import main
 from gpuaccept.references import ReferenceError
@@ -81,6 +81,9 @@ def test_a_known_sku_with_an_unknown_count_gets_the_per_gpu_layer_only():
     assert t.node_layer_missing.startswith("no node-level reference: run gpuaccept baseline")
     assert "reference_values/h100_sxm5_80gb_x3.yaml (gpu: h100_sxm5_80gb, gpu_count: 3" in t.node_layer_missing
     assert {r.layer for refs in t.checks.values() for r in refs.values()} == {"gpu"}
+    # Health is judged per GPU from the SKU's expectations; NVLink links are the node type's (not checked here).
+    expect = health.expectations(t)
+    assert expect["driver_versions"] == ["580"] and expect["ecc"] is True and expect["nvlink_links_up"] == 0
     # The name is understood again later (summarize --node-type), and a SKU nobody knows is still an error.
     assert references.load_node_type(REFERENCE_DIR, "h100_sxm5_80gb_x3").node_layer_missing == t.node_layer_missing
     with pytest.raises(ReferenceError, match="unknown node type 'b300_x3'"):

@@ -189,6 +189,7 @@ class GpuSku:
     pci_device_ids: list[str]  # NVML's pciDeviceId, "0x233010DE" (device id << 16 | vendor id 10DE)
     sources: dict[str, dict[str, Any]]
     checks: dict[str, dict[str, MetricReference]]
+    health: dict[str, Any] | None = None  # per-GPU health expectations, for a node type without a file
 
     def fits(self, gpu: dict[str, Any]) -> bool:
         """Whether a GPU of the node facts is of this SKU: by PCI device id where the facts have one (the
@@ -407,6 +408,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             },
             "sources": {"type": "object", "additionalProperties": _SOURCE},
             "checks": {**_CHECKS, "minProperties": 1},
+            # Per-GPU health expectations (no NVLink links: those are the node type's), for <sku>_x<count>.
+            "health": {"type": "object", "not": {"required": ["nvlink_links_up"]}},
         },
     },
 }
@@ -583,8 +586,13 @@ def load_gpu(path: str | Path) -> GpuSku:
     sources = {k: dict(v) for k, v in doc["sources"].items()}
     checks = _parse_checks(path, doc, sources, (metric_table.GPU,))
     match = doc["match"]
+    health = doc.get("health")
+    if health is not None and health.get("source") not in sources:
+        key = "source" if "source" in health else None
+        raise _fail(path, health, key, "health.source must name an entry of 'sources'")
     return GpuSku(
-        name, path, doc["description"], list(match["names"]), list(match.get("pci_device_ids") or []), sources, checks
+        name, path, doc["description"], list(match["names"]), list(match.get("pci_device_ids") or []), sources, checks,
+        health,
     )
 
 
@@ -665,7 +673,8 @@ def sku_only(sku: GpuSku, count: int) -> NodeType:
     )
     desc = f"{count} x {sku.description} (per-GPU references only: no node type file for {count} GPUs)"
     match = {"gpu_model": sku.names[0], "gpu_count": count}
-    return NodeType(name, sku.path, desc, match, dict(sku.sources), _merge(sku.checks), {}, sku, why)
+    extra = {"health": sku.health} if sku.health is not None else {}
+    return NodeType(name, sku.path, desc, match, dict(sku.sources), _merge(sku.checks), extra, sku, why)
 
 
 def load_node_type(reference_dir: str | Path, node_type: str) -> NodeType:
