@@ -73,6 +73,9 @@ def cmd_detect(args: argparse.Namespace) -> int:
     else:
         node_type = references.detect(args.reference_dir, node)
     print(node_type.name)
+    if node_type.node_layer_missing:
+        print(f"gpuaccept detect: {node_type.name}: per-GPU references only; {node_type.node_layer_missing}",
+              file=sys.stderr)
     return 0
 
 
