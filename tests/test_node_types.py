@@ -3,10 +3,11 @@
 with no node type file gets per-GPU verdicts and NOT RUN node rows."""
 
 import json
+import shutil
 
 import pytest
 import yaml
-from conftest import EVIDENCE, H100_ACCEPTED_ALL, H100_COMMISSION, REFERENCE_DIR
+from conftest import EVIDENCE, H100_ACCEPTED_ALL, H100_COMMISSION, H100_DEGRADED, REFERENCE_DIR
 
 from gpuaccept import health, metric_table, references, slurm, verdict
 from gpuaccept.checks import CHECKS
@@ -182,3 +183,44 @@ def test_run_ids_are_checked_against_the_same_pattern(tmp_path):
     with pytest.raises(ReferenceError, match=r"run id '\.\./\.\./etc' is not a valid name"):
         slurm.judge({"runs": []}, [], tmp_path, "../../etc", "commission", REFERENCE_DIR)
     assert not list(tmp_path.iterdir())
+
+
+def copy_references(tmp_path):
+    out = tmp_path / "refs"
+    shutil.copytree(REFERENCE_DIR, out)
+    return out
+
+
+def test_a_file_that_switches_judging_off_rejects_the_node_instead(tmp_path):
+    # Issue 12's hostile file: lower 0.9999 on the GEMM that the degraded run halved. Judged against it, the
+    # degraded node was ACCEPTED; now the file is refused and the node is rejected with the file's line.
+    refs = copy_references(tmp_path)
+    sku = refs / "gpus" / "h100_sxm5_80gb.yaml"
+    text = sku.read_text()
+    old = "    fp64_tflops_min:\n      value: 53.1177\n      unit: TFLOP/s\n      lower: 0.05\n"
+    assert old in text
+    sku.write_text(text.replace(old, old.replace("lower: 0.05", "lower: 0.9999")))
+    report = verdict.load_report(H100_DEGRADED / "reframe-report.json")
+    facts = json.loads((H100_DEGRADED / "node-facts.json").read_text())
+    v = verdict.build(report, facts, refs, "h100_sxm5_80gb", "commission", run_dir=H100_DEGRADED)
+    row = next(r for r in v.rows if r.check == "references")
+    assert row.status == "fail" and f"{sku}:" in row.reason and "lower 0.9999 is over 0.5" in row.reason
+    assert not v.accepted
+
+
+def test_a_figure_in_the_wrong_layer_is_refused(tmp_path):
+    refs = copy_references(tmp_path)
+    node = refs / "h100_sxm5_80gb.yaml"
+    node.write_text(node.read_text().replace(
+        "checks:\n", "checks:\n  health:\n    pcie_gen_min: {value: 5, unit: count, lower: 0, source: "
+        "h100-device-2026-11-22}\n", 1))
+    with pytest.raises(ReferenceError, match=r"checks.health.pcie_gen_min is a gpu-level figure: it belongs in "
+                       r"reference_values/gpus/<sku>.yaml"):
+        references.load_file(node)
+    shutil.copy(REFERENCE_DIR / "h100_sxm5_80gb.yaml", node)
+    sku = refs / "gpus" / "h100_sxm5_80gb.yaml"
+    sku.write_text(sku.read_text().replace(
+        "checks:\n", "checks:\n  cpu_gemm:\n    dgemm_gflops: {value: 1.0, unit: GFLOP/s, lower: 0.1, source: "
+        "h100-device-2026-11-22}\n", 1))
+    with pytest.raises(ReferenceError, match=r"node-level figure: it belongs in reference_values/<node_type>\.yaml"):
+        references.load_file(node)
