@@ -224,3 +224,18 @@ def test_a_figure_in_the_wrong_layer_is_refused(tmp_path):
         "h100-device-2026-11-22}\n", 1))
     with pytest.raises(ReferenceError, match=r"node-level figure: it belongs in reference_values/<node_type>\.yaml"):
         references.load_file(node)
+
+
+def test_the_h100_is_recognised_by_the_pci_device_id_nvml_reported():
+    # Facts read on the H100 through NVML, with the device id (docs/evidence/2026-11-23-h100-sku).
+    facts = json.loads((EVIDENCE / "2026-11-23-h100-sku" / "out" / "facts.json").read_text())
+    assert facts["gpus"][0]["pci_device_id"] == "0x233010DE"
+    sku = references.detect_sku(REFERENCE_DIR, facts)
+    assert sku.name == "h100_sxm5_80gb" and facts["gpus"][0]["pci_device_id"] in sku.pci_device_ids
+    assert references.detect(REFERENCE_DIR, facts).name == "h100_sxm5_80gb"
+    # The same GPU under another name is still an H100 SXM5 by its device id; another device id is not.
+    renamed = json.loads(json.dumps(facts))
+    renamed["gpus"][0]["name"] = "NVIDIA H100 80GB HBM3 (renamed)"
+    assert references.detect_sku(REFERENCE_DIR, renamed).name == "h100_sxm5_80gb"
+    renamed["gpus"][0]["pci_device_id"] = "0x233510DE"
+    assert references.detect_sku(REFERENCE_DIR, renamed).name == "h200"
