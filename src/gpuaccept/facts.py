@@ -155,6 +155,7 @@ def parse_nvidia_smi_csv(text: str) -> dict[str, Any]:
                 "uuid": v["uuid"],
                 "serial": None if v["serial"] in ("[N/A]", "N/A") else v["serial"],
                 "pci_bus_id": bus_id,
+                "pci_device_id": None,  # not queried: the GPU SKU is then recognised by its name
                 "numa_node": pci_numa_node(bus_id),
                 "memory_bytes": mem_mib * 1024 * 1024 if mem_mib is not None else None,
                 "compute_capability": v["compute_cap"] or None,
