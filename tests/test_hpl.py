@@ -342,3 +342,17 @@ def test_verdict_reports_the_gpu_cpu_hpl_ratio():
     ]
     (ratio,) = [r for r in verdict._cpu_gpu_ratios(rows) if r.metric == "gpu_cpu_hpl_ratio"]
     assert ratio.status == verdict.INFO and ratio.value == pytest.approx(83.34)
+
+
+@pytest.mark.parametrize(("threshold", "message"), [("inf", "residual threshold is inf: above HPL's 16"),
+                                                    ("17.0", "residual threshold is 17: above HPL's 16"),
+                                                    ("nan", "residual threshold is nan")])
+def test_a_threshold_above_16_or_not_finite_fails(threshold, message):
+    """Issue 12: with a threshold of inf any residual passes; HPL's own is 16 (the recorded H100 run, edited)."""
+    text = (H100_HPL / "default1.out").read_text()
+    line = "Computational tests pass if scaled residuals are less than               16.0"
+    assert line in text
+    out = hpl.parse(text.replace(line, line.replace("16.0", threshold)), "edited")
+    assert any(message in p for p in hpl.judge(out, expected_runs=1)), hpl.judge(out, expected_runs=1)
+    with pytest.raises(ValueError, match="threshold must"):
+        hpl_dat.HplDat(n=1000, nb=64, p=1, q=1, threshold=float(threshold))
