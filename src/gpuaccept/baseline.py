@@ -299,9 +299,16 @@ def _used_sources(checks: dict[str, dict[str, Any]], sources: dict[str, Any]) ->
     return {sid: src for sid, src in sources.items() if sid in used}
 
 
+class _IndentedDumper(yaml.SafeDumper):
+    """Block sequences indented under their key, as yamllint's default (and the shipped files) want them."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
 def _dump(doc: dict[str, Any], header: str) -> str:
     comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
-    return comments + yaml.safe_dump(doc, sort_keys=False, width=110)
+    return comments + yaml.dump(doc, Dumper=_IndentedDumper, sort_keys=False, width=110)
 
 
 def proposal(
