@@ -46,7 +46,9 @@ def test_shipped_node_types_name_their_sku_and_count():
     assert "not measured" in eight.description
     allreduce = eight.metric("nccl", "allreduce_busbw_gbps_max")
     assert allreduce.judged and allreduce.unit == "GB/s" and allreduce.lower <= references.MAX_TOLERANCE
-    assert not one.checks.get("nccl")  # waived on 1-GPU types: no collective without a peer
+    # Waived on 1-GPU types: no collective without a peer (informational, with the reason).
+    waived = {r.informational for r in one.checks["nccl"].values()}
+    assert waived == {"waived: one GPU: a collective needs two or more GPUs"}
     assert eight.extra["health"]["nvlink_links_up"] == 18
 
 
