@@ -183,7 +183,8 @@ def test_health_expectations_are_validated_with_file_and_line(tmp_path):
     line = bad.read_text().splitlines().index("  persistence_mode: sometimes") + 1
     with pytest.raises(references.ReferenceError, match=rf"h100_sxm5_80gb.yaml:{line}: health.persistence_mode"):
         health.expectations(references.load_file(bad))
-    bad.write_text(src.replace("  cuda_versions:\n  - '13.0'\n", ""))
+    assert "  cuda_versions:\n    - '13.0'\n" in src
+    bad.write_text(src.replace("  cuda_versions:\n    - '13.0'\n", ""))
     with pytest.raises(references.ReferenceError, match=r"health\.cuda_versions must be a non-empty list"):
         health.expectations(references.load_file(bad))
     bad.write_text(src[: src.index("# Health expectations")])
