@@ -33,14 +33,28 @@ RECORDED_CHECKS = ("bandwidth", "gemm", "cpu_gemm")
 def references_as_recorded(tmp_path: Path, checks=RECORDED_CHECKS) -> Path:
     """A copy of reference_values with only the checks that existed when a recorded run was made (later checks,
     e.g. 'hplstyle', 'health', 'power', have their own evidence and tests), for tests that judge such a run as a
-    whole: judged against today's files, it would be rejected for the checks it could not have run."""
+    whole: judged against today's files, it would be rejected for the checks it could not have run. Both layers
+    are copied: the node type files and the GPU SKU files under gpus/."""
     out = tmp_path / "references-as-recorded"
-    out.mkdir(exist_ok=True)
-    for path in REFERENCE_DIR.glob("*.yaml"):
+    (out / "gpus").mkdir(parents=True, exist_ok=True)
+    for path in [*REFERENCE_DIR.glob("*.yaml"), *REFERENCE_DIR.glob("gpus/*.yaml")]:
         doc = yaml.safe_load(path.read_text())
         doc["checks"] = {k: v for k, v in doc.get("checks", {}).items() if k in checks}
         used = {m.get("source") for c in doc["checks"].values() for m in c.values()}
         used.add((doc.get("health") or {}).get("source"))
         doc["sources"] = {k: v for k, v in doc.get("sources", {}).items() if k in used}
-        (out / path.name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        (out / path.relative_to(REFERENCE_DIR)).write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
+
+
+def shipped(node_type: str) -> dict:
+    """A shipped node type as YAML, with its GPU SKU's layer (reference_values/gpus/<sku>.yaml) merged in:
+    ``checks`` and ``sources`` of both files, for tests that compare raw entries."""
+    doc = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())
+    if "gpu" not in doc:
+        return doc
+    gpu = yaml.safe_load((REFERENCE_DIR / "gpus" / f"{doc['gpu']}.yaml").read_text())
+    checks = {check: dict(metrics) for check, metrics in gpu["checks"].items()}
+    for check, metrics in (doc.get("checks") or {}).items():
+        checks.setdefault(check, {}).update(metrics)
+    return {**doc, "checks": checks, "sources": {**gpu["sources"], **doc["sources"]}}

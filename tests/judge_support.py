@@ -8,7 +8,8 @@ from pathlib import Path
 import yaml
 from conftest import EVIDENCE, REFERENCE_DIR
 
-from gpuaccept.judge import verdict
+from gpuaccept.judge import metric_table, verdict
+from gpuaccept.judge.references import SCHEMA_V1, MetricReference, load_node_type
 
 DERIVED = verdict.DERIVED_METRICS
 
@@ -23,32 +24,41 @@ def references_of_verdict(recorded: dict, out_dir: Path) -> Path:
     metric row's reference value and bounds (informational rows informational), today's match, health and
     sources otherwise."""
     name = recorded["node_type"]
-    doc = yaml.safe_load((REFERENCE_DIR / f"{name}.yaml").read_text())
+    today = load_node_type(REFERENCE_DIR, name)  # both layers, merged: match, sources and health as today
+    doc = {"schema": SCHEMA_V1, "node_type": name, "description": today.description, "match": today.match,
+           "sources": today.sources, **today.extra}  # fmt: skip
     source = next(iter(doc["sources"]))
     checks: dict = {}
+    def unit(r: dict) -> str:  # the metric's declared unit (a row without a value may carry another)
+        try:
+            return metric_table.lookup(r["check"], r["metric"])[0]
+        except metric_table.UnknownMetric:
+            return r["unit"]
+
     for r in recorded["rows"]:
         if not r["metric"] or r["check"] in ("node", "references", "inputs", "suite") or r["metric"] in DERIVED:
             continue
         if r["status"] == "info" and r["reason"].startswith("informational: "):
-            entry = {"unit": r["unit"], "source": source, "informational": r["reason"].removeprefix("informational: ")}
+            entry = {"unit": unit(r), "source": source, "informational": r["reason"].removeprefix("informational: ")}
             if r["reference"] is not None:
                 entry["value"] = r["reference"]
         elif r["reference"] is None or (r["lower_bound"] is None and r["upper_bound"] is None):
             continue
         else:
             ref = r["reference"]
-            entry = {"value": ref, "unit": r["unit"], "source": source}
+            entry = {"value": ref, "unit": unit(r), "source": source}
             if r["lower_bound"] is not None:
-                entry["lower"] = round(1 - r["lower_bound"] / ref, 12)
+                entry["lower"] = round(1 - r["lower_bound"] / ref, 9)
             if r["upper_bound"] is not None:
-                entry["upper"] = round(r["upper_bound"] / ref - 1, 12)
+                entry["upper"] = round(r["upper_bound"] / ref - 1, 9)
         checks.setdefault(r["check"], {})[r["metric"]] = entry
     for r in recorded["rows"]:  # checks judged with no metric reference of their own (health rules only, say)
-        if r["metric"] is None and r["check"] in doc["checks"] and r["check"] not in checks and r["expected"]:
-            checks[r["check"]] = doc["checks"][r["check"]]
+        if r["metric"] is None and r["check"] in today.checks and r["check"] not in checks and r["expected"]:
+            checks[r["check"]] = {m: ref_entry(ref) for m, ref in today.checks[r["check"]].items()}
     doc["checks"] = checks
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{name}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    plain = json.loads(json.dumps(doc))  # the loader's line-keeping mappings as plain data
+    (out_dir / f"{name}.yaml").write_text(yaml.safe_dump(plain, sort_keys=False))
     return out_dir
 
 
@@ -58,3 +68,16 @@ def rejudge(run: Path, reference_dir: Path) -> tuple[dict, verdict.Verdict]:
     facts = json.loads(facts_file.read_text()) if facts_file.exists() else recorded.get("facts") or {}
     report = verdict.load_report(run / "reframe-report.json")
     return recorded, verdict.build(report, facts, reference_dir, recorded["node_type"], recorded["suite"], run_dir=run)
+
+
+def ref_entry(ref: MetricReference) -> dict:
+    """A reference as a file writes it."""
+    entry: dict = {"unit": ref.unit, "source": ref.source}
+    if ref.value is not None:
+        entry["value"] = ref.value
+    if ref.informational is not None:
+        entry["informational"] = ref.informational
+    for key in ("lower", "upper"):
+        if getattr(ref, key) is not None:
+            entry[key] = getattr(ref, key)
+    return entry

@@ -17,6 +17,18 @@ from gpuaccept.judge import references
 from gpuaccept.results import baseline
 
 
+def merged_checks(node_type_file, gpu_file):
+    """The checks of a two-layer proposal or reference: the node type's and its GPU SKU's, per check."""
+    out = {}
+    for path in (node_type_file, gpu_file):
+        for check, metrics in (yaml.safe_load(path.read_text())["checks"] or {}).items():
+            out.setdefault(check, {}).update(metrics)
+    return out
+
+
+SHIPPED_GPU = REFERENCE_DIR / "gpus" / "h100_sxm5_80gb.yaml"
+
+
 def propose(tmp_path, *runs, extra=()):
     out = tmp_path / "proposal.yaml"
     argv = [
@@ -44,11 +56,12 @@ def propose(tmp_path, *runs, extra=()):
 
 
 def test_a_degraded_run_among_good_ones_is_rejected_and_named(tmp_path, capsys):
-    shipped_text = (REFERENCE_DIR / "h100_sxm5_80gb.yaml").read_text()
-    shipped = yaml.safe_load(shipped_text)["checks"]
+    shipped_text = SHIPPED_GPU.read_text()
+    shipped = merged_checks(REFERENCE_DIR / "h100_sxm5_80gb.yaml", SHIPPED_GPU)
     rc, out = propose(tmp_path, H100_RUNS, *H100_INTEGRATED, H100_DEGRADED.parent)
     assert rc == 0
-    proposed = yaml.safe_load(out.read_text())
+    gpu_out = tmp_path / "gpus" / "h100_sxm5_80gb.yaml"
+    proposed = {"checks": merged_checks(out, gpu_out), "sources": yaml.safe_load(gpu_out.read_text())["sources"]}
     fp64 = proposed["checks"]["gemm"]["fp64_tflops_min"]
     # The foreign process halved DGEMM (24.3 TFLOP/s); the 7 good runs alone give the shipped reference.
     assert fp64["value"] == shipped["gemm"]["fp64_tflops_min"]["value"]
@@ -60,19 +73,18 @@ def test_a_degraded_run_among_good_ones_is_rejected_and_named(tmp_path, capsys):
     assert source["nodes"] == ["vm"] and source["runs_per_check"]["gemm"] == 8
     assert source["first_run"] < "2026-11-22T05:35:03Z" < source["last_run"]
     assert "rejected first" in source["statistic"]
-    diff = (tmp_path / "proposal.yaml.diff").read_text()
-    assert (
-        diff.startswith(f"--- {REFERENCE_DIR / 'h100_sxm5_80gb.yaml'}") and "+      note: 'rejected as outliers" in diff
-    )
-    assert (REFERENCE_DIR / "h100_sxm5_80gb.yaml").read_text() == shipped_text
+    diff = (tmp_path / "gpus" / "h100_sxm5_80gb.yaml.diff").read_text()
+    assert diff.startswith(f"--- {SHIPPED_GPU}") and "+      note: 'rejected as outliers" in diff
+    assert SHIPPED_GPU.read_text() == shipped_text
     printed = capsys.readouterr().out
-    assert "proposal.yaml.diff" in printed and "gemm.fp8_xfer_tflops_min" in printed
+    assert "proposal.yaml.diff" in printed and "h100_sxm5_80gb.yaml.diff" in printed
+    assert "gemm.fp8_xfer_tflops_min" in printed
 
 
 def test_without_rejection_the_degraded_run_drags_the_reference(tmp_path):
     rc, out = propose(tmp_path, H100_RUNS, H100_DEGRADED.parent, extra=["--reject", "0"])
     assert rc == 0
-    fp64 = yaml.safe_load(out.read_text())["checks"]["gemm"]["fp64_tflops_min"]
+    fp64 = merged_checks(out, tmp_path / "gpus" / "h100_sxm5_80gb.yaml")["gemm"]["fp64_tflops_min"]
     assert fp64["lower"] == baseline.CAP and "note" not in fp64
 
 
@@ -80,7 +92,7 @@ def test_the_proposal_is_a_valid_reference_file(tmp_path, capsys):
     # The runs the shipped bandwidth, GEMM and host GEMM references came from, with the reviewer's decisions kept
     # in the file (metrics reported unjudged): the proposal reproduces those sections. The merged harness's runs
     # also hold HPL, health and power documents, whose references cite their own, longer series.
-    shipped = yaml.safe_load((REFERENCE_DIR / "h100_sxm5_80gb.yaml").read_text())["checks"]
+    shipped = merged_checks(REFERENCE_DIR / "h100_sxm5_80gb.yaml", SHIPPED_GPU)
     decided = [
         f"{check}.{metric}={entry['informational'].split('; measured ')[0]}"
         for check in RECORDED_CHECKS
@@ -90,8 +102,10 @@ def test_the_proposal_is_a_valid_reference_file(tmp_path, capsys):
     extra = [arg for spec in decided for arg in ("--informational", spec)]
     rc, out = propose(tmp_path, H100_RUNS, *H100_INTEGRATED, extra=extra)
     assert rc == 0
-    (tmp_path / "refs").mkdir()
+    (tmp_path / "refs" / "gpus").mkdir(parents=True)
     (tmp_path / "refs" / "h100_sxm5_80gb.yaml").write_text(out.read_text())
+    gpu_text = (tmp_path / "gpus" / "h100_sxm5_80gb.yaml").read_text()
+    (tmp_path / "refs" / "gpus" / "h100_sxm5_80gb.yaml").write_text(gpu_text)
     loaded = references.load_node_type(tmp_path / "refs", "h100_sxm5_80gb")
     assert loaded.checks["gemm"]["fp64_tflops_min"].value == pytest.approx(53.1177)
     assert not loaded.checks["gemm"]["fp8_xfer_tflops_min"].judged

@@ -9,6 +9,7 @@ and appended to the recorded dmesg.
 
 import copy
 import json
+import shutil
 import subprocess
 import sys
 
@@ -191,12 +192,14 @@ def test_smi_q_lists_every_process_of_a_gpu():
 
 def test_health_expectations_are_validated_with_file_and_line(tmp_path):
     src = (REFERENCE_DIR / "h100_sxm5_80gb.yaml").read_text()
+    shutil.copytree(REFERENCE_DIR / "gpus", tmp_path / "gpus")  # the per-GPU layer the node type names
     bad = tmp_path / "h100_sxm5_80gb.yaml"
     bad.write_text(src.replace("  persistence_mode: enabled\n", "  persistence_mode: sometimes\n"))
     line = bad.read_text().splitlines().index("  persistence_mode: sometimes") + 1
     with pytest.raises(references.ReferenceError, match=rf"h100_sxm5_80gb.yaml:{line}: health.persistence_mode"):
         health_rules.expectations(references.load_file(bad))
-    bad.write_text(src.replace("  cuda_versions: ['13.0']\n", ""))
+    assert "  cuda_versions:\n    - '13.0'\n" in src
+    bad.write_text(src.replace("  cuda_versions:\n    - '13.0'\n", ""))
     with pytest.raises(references.ReferenceError, match=r"health\.cuda_versions must be a non-empty list"):
         health_rules.expectations(references.load_file(bad))
     bad.write_text(src[: src.index("# Health expectations")])

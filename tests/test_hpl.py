@@ -8,8 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import conftest
 import pytest
-import yaml
 from conftest import EVIDENCE, REFERENCE_DIR
 
 from gpuaccept.judge import verdict
@@ -330,7 +330,7 @@ def test_recorded_reframe_run_with_a_wrong_solution_fails():
 )
 def test_hpl_references_are_reproducible_from_the_evidence(node_type, runs, source):
     """tflops_min/tflops_sum in the reference files are gpuaccept baseline's output on the recorded ReFrame runs."""
-    shipped = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())["checks"]["hplstyle"]
+    shipped = conftest.shipped(node_type)["checks"]["hplstyle"]
     docs = baseline.find_documents([runs], "hplstyle")
     assert len(docs) == 5 and all(d["verification"]["passed"] for d in docs)
     derived, _ = baseline.derive({"hplstyle": docs}, source)
@@ -345,3 +345,17 @@ def test_verdict_reports_the_gpu_cpu_hpl_ratio():
     ]
     (ratio,) = [r for r in verdict._cpu_gpu_ratios(rows) if r.metric == "gpu_cpu_hpl_ratio"]
     assert ratio.status == verdict.INFO and ratio.value == pytest.approx(83.34)
+
+
+@pytest.mark.parametrize(("threshold", "message"), [("inf", "residual threshold is inf: above HPL's 16"),
+                                                    ("17.0", "residual threshold is 17: above HPL's 16"),
+                                                    ("nan", "residual threshold is nan")])
+def test_a_threshold_above_16_or_not_finite_fails(threshold, message):
+    """Issue 12: with a threshold of inf any residual passes; HPL's own is 16 (the recorded H100 run, edited)."""
+    text = (H100_HPL / "default1.out").read_text()
+    line = "Computational tests pass if scaled residuals are less than               16.0"
+    assert line in text
+    out = hpl.parse(text.replace(line, line.replace("16.0", threshold)), "edited")
+    assert any(message in p for p in hpl.judge(out, expected_runs=1)), hpl.judge(out, expected_runs=1)
+    with pytest.raises(ValueError, match="threshold must"):
+        hpl_dat.HplDat(n=1000, nb=64, p=1, q=1, threshold=float(threshold))

@@ -1,7 +1,7 @@
 """The shipped md_openmm references are what `gpuaccept baseline` derives from the H100 runs kept as evidence,
 and the NAMD references say that no NAMD run on our hardware exists; the ReFrame runs kept there pass them."""
 
-import yaml
+import conftest
 from conftest import REFERENCE_DIR, ROOT
 
 from gpuaccept.judge import references, verdict
@@ -9,7 +9,7 @@ from gpuaccept.results import baseline
 
 
 def test_md_openmm_references_are_reproducible_from_the_evidence():
-    shipped = yaml.safe_load((REFERENCE_DIR / "h100_sxm5_80gb.yaml").read_text())
+    shipped = conftest.shipped("h100_sxm5_80gb")
     source = shipped["sources"]["h100-openmm-2026-11-22"]
     runs = sorted(p for p in (ROOT / source["evidence"]).glob("run*") if p.is_dir())
     docs = baseline.collect(runs, "md_openmm")
@@ -20,7 +20,7 @@ def test_md_openmm_references_are_reproducible_from_the_evidence():
 
 def test_namd_references_are_informational_with_their_provenance():
     for name in ("h100_sxm5_80gb", "h200"):
-        shipped = yaml.safe_load((REFERENCE_DIR / f"{name}.yaml").read_text())
+        shipped = conftest.shipped(name)
         for check in ("namd_apoa1", "namd_stmv"):
             entries = shipped["checks"][check]
             assert entries and all("value" not in e and e["informational"] for e in entries.values())

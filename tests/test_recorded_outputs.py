@@ -5,8 +5,8 @@ import json
 import math
 from pathlib import Path
 
+import conftest
 import pytest
-import yaml
 from conftest import (
     H100_ACCEPTED_ALL,
     H100_COMMISSION,
@@ -167,7 +167,7 @@ def test_recorded_degraded_run_is_rejected():
     ("node_type", "runs"), [("h100_sxm5_80gb", [H100_RUNS, *H100_INTEGRATED]), ("h200", [H200_RUNS])]
 )
 def test_shipped_references_are_reproducible_from_the_evidence(node_type, runs):
-    shipped = yaml.safe_load((REFERENCE_DIR / f"{node_type}.yaml").read_text())
+    shipped = conftest.shipped(node_type)
     source_id = next(iter(shipped["sources"]))  # the first source: these runs (later checks cite their own)
     # The checks of the first source (later checks, e.g. hplstyle, cite their own runs and are tested apart).
     docs = {key: baseline.collect(runs, key) for key in RECORDED_CHECKS}

@@ -1,11 +1,12 @@
 """Reference files: every shipped file loads; bad input names the file, line and key."""
 
+import os
 from pathlib import Path
 
 import pytest
 from conftest import REFERENCE_DIR
 
-from gpuaccept.judge import references
+from gpuaccept.judge import metric_table, references
 from gpuaccept.judge.checks import CHECKS, node_checks
 from gpuaccept.judge.references import ReferenceError
 
@@ -19,8 +20,9 @@ sources:
 checks:
   gemm:
     fp64_tflops_min: {{value: 50.0, unit: TFLOP/s, lower: 0.1, source: m}}
-    latency: {{value: 2.0, unit: us, upper: 0.5, source: m}}
     fp8_tflops_min: {{informational: no FP8 here, unit: TFLOP/s, source: m}}
+  bandwidth:
+    latency_h2d_max: {{value: 2.0, unit: us, upper: 0.5, source: m}}
 """
 
 
@@ -34,10 +36,12 @@ def test_every_shipped_reference_file_loads():
     loaded = references.load_all(REFERENCE_DIR)
     assert {t.name for t in loaded} >= {"a100_sxm4_80gb"}
     for node_type in loaded:
-        assert set(node_type.checks) <= set(CHECKS), node_type.path
-        for refs in node_type.checks.values():
+        assert set(node_type.checks) <= set(CHECKS) | set(metric_table.METRICS), node_type.path
+        for check, refs in node_type.checks.items():
             for ref in refs.values():
                 assert ref.source in node_type.sources
+                assert (ref.unit, ref.layer) == metric_table.lookup(check, ref.metric), ref.where
+                assert ref.source_kind == node_type.sources[ref.source]["kind"]
 
 
 def test_shipped_measured_types_cover_every_check():
@@ -45,36 +49,47 @@ def test_shipped_measured_types_cover_every_check():
         kinds = {s["kind"] for s in node_type.sources.values()}
         if "measured" in kinds and node_type.match["gpu_count"] > 0:
             required = {key for key, check in node_checks().items() if not check.optional}
-            assert required <= set(node_type.checks) <= set(CHECKS), node_type.path
+            assert required <= set(node_type.checks) <= set(CHECKS) | set(metric_table.METRICS), node_type.path
 
 
 def test_good_file_gives_reframe_tuples(tmp_path):
     t = references.load_file(write(tmp_path, GOOD.format(name="testnode")))
     ref = t.reframe_reference("gemm")["*"]
     assert ref["fp64_tflops_min"] == (50.0, None, None, "TFLOP/s")  # ReFrame records; the judge decides
-    assert ref["latency"] == (2.0, None, None, "us")
+    assert t.reframe_reference("bandwidth")["*"]["latency_h2d_max"] == (2.0, None, None, "us")
     assert ref["fp8_tflops_min"] == (0.0, None, None, "TFLOP/s")
     m = t.metric("gemm", "fp64_tflops_min")
-    assert m.assess(45.0) == ("pass", "") and m.assess(44.9)[0] == "fail" and m.assess(float("nan"))[0] == "fail"
-    assert t.metric("gemm", "latency").assess(3.1)[0] == "fail"
+    assert m.assess(45.0)[:2] == ("pass", "") and m.assess(44.9)[0] == "fail" and m.assess(float("nan"))[0] == "fail"
+    assert t.metric("bandwidth", "latency_h2d_max").assess(3.1)[0] == "fail"
     assert t.metric("gemm", "fp8_tflops_min").assess(None)[0] == "info"
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (("lower: 0.1", "lower: 1.5"), "checks.gemm.fp64_tflops_min.lower must be below 1"),
-        (("lower: 0.1", "lower: -0.1"), "must be a fraction >= 0"),
+        (("lower: 0.1", "lower: 1.5"), "checks.gemm.fp64_tflops_min.lower: 1.5 must be below 1"),
+        (("lower: 0.1", "lower: -0.1"), "checks.gemm.fp64_tflops_min.lower: -0.1 must be >= 0"),
         (("value: 50.0, unit: TFLOP/s, lower: 0.1, ", "unit: TFLOP/s, lower: 0.1, "), "required key 'value'"),
-        (("unit: TFLOP/s, lower", "unit: TFLOPS, lower"), "unit 'TFLOPS' is not one of"),
-        (("source: m}\n    latency", "source: nope}\n    latency"), "source 'nope' is not defined"),
+        (("unit: TFLOP/s, lower", "unit: TFLOPS, lower"), "unit 'TFLOPS' is not the metric's unit 'TFLOP/s'"),
+        (("unit: TFLOP/s, lower", "unit: GB/s, lower"), "unit 'GB/s' is not the metric's unit 'TFLOP/s'"),
+        (("source: m}\n    fp8", "source: nope}\n    fp8"), "source 'nope' is not defined"),
         (("value: 2.0, unit: us, upper: 0.5", "value: 2.0, unit: us"), "give a tolerance"),
-        (("gpu_count: 2", "gpu_count: two"), "match.gpu_count must be int"),
+        (("gpu_count: 2", "gpu_count: two"), "match.gpu_count: 'two' must be of type integer"),
         (("schema: gpuaccept.references/1", "schema: other/2"), "schema must be"),
         (("runs: 5, ", ""), "required key 'runs'"),
         (("node_type: testnode", "node_type: othername"), "must equal the file name"),
         (("description: test node\n", "description: test node\nextra: 1\n"), "unknown top-level key 'extra'"),
-        (("informational: no FP8 here", "informational: ''"), "must say why"),
+        (("informational: no FP8 here", "informational: ''"), "must not be empty (say why)"),
+        # The hostile cases of issue 12: tolerances that switch judging off, values that are not numbers.
+        (("lower: 0.1", "lower: 0.9999"), "lower 0.9999 is over 0.5: a tolerance that wide hardly judges"),
+        (("upper: 0.5", "upper: .inf"), "checks.bandwidth.latency_h2d_max.upper must be a finite number, not inf"),
+        (("upper: 0.5", "upper: .inf, wide_tolerance: why"), "latency_h2d_max.upper must be a finite number, not inf"),
+        (("upper: 0.5", "upper: .nan"), "checks.bandwidth.latency_h2d_max.upper must be a finite number, not nan"),
+        (("value: 50.0", "value: .inf"), "checks.gemm.fp64_tflops_min.value must be a finite number, not inf"),
+        (("informational: no FP8 here,", "informational: no FP8 here, value: .nan,"), "must be a finite number"),
+        (("fp8_tflops_min:", "fp7_tflops:"), "check 'gemm' has no metric 'fp7_tflops'"),
+        (("  bandwidth:", "  bandwith:"), "unknown check 'bandwith'"),
+        (("lower: 0.1, source: m}", "lower: 0.1, upper: 0.1, informational: x, source: m}"), "not both"),
     ],
 )
 def test_bad_files_name_file_line_and_key(tmp_path, change, message):
@@ -85,6 +100,59 @@ def test_bad_files_name_file_line_and_key(tmp_path, change, message):
         references.load_file(path)
     assert message in str(err.value)
     assert str(path) in str(err.value)
+
+
+def test_a_wide_tolerance_needs_its_reason(tmp_path):
+    text = GOOD.format(name="testnode").replace("lower: 0.1", "lower: 0.6, wide_tolerance: 'vCPU scheduling'")
+    ref = references.load_file(write(tmp_path, text)).metric("gemm", "fp64_tflops_min")
+    assert ref.lower == 0.6 and ref.assess(20.1) == ("pass", "", (pytest.approx(20.0), None))
+
+
+def test_assess_is_the_one_decision():
+    t = references.load_file(REFERENCE_DIR / "h100_sxm5_80gb.yaml")
+    fp64 = t.metric("gemm", "fp64_tflops_min")
+    assert fp64.layer == "gpu" and fp64.source_kind == "measured" and "gpus/h100_sxm5_80gb.yaml:" in fp64.where
+    lo = fp64.value * (1 - fp64.lower)
+    assert fp64.assess(fp64.value) == ("pass", "", (pytest.approx(lo), None))
+    status, reason, _ = fp64.assess(lo * 0.99)
+    assert status == "fail" and reason.startswith(f"below {lo:.6g} TFLOP/s (reference {fp64.value:.6g} TFLOP/s -")
+    assert "h100-device-2026-11-22 (measured), " in reason
+    for bad in (None, float("nan"), float("inf"), "53", True):
+        assert fp64.assess(bad)[0] == "fail", bad
+    assert t.metric("gemm", "fp8_xfer_tflops_min").assess(1.0)[0] == "info"
+    p2p = t.metric("bandwidth", "p2p_read_min")
+    assert p2p.layer == "node" and str(t.path) in p2p.where
+
+
+def test_yaml_aliases_are_refused_not_expanded(tmp_path):
+    # A "billion laughs" in a reference value: refused at the first alias, and the message stays short.
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    text = GOOD.format(name="testnode").replace("no FP8 here", "no FP8 here, note: *a8") + "\n".join(lines) + "\n"
+    with pytest.raises(ReferenceError) as err:
+        references.load_file(write(tmp_path, text))
+    assert "YAML alias *a8 is not allowed" in str(err.value) and len(str(err.value)) < 300
+
+
+def test_only_regular_files_of_bounded_size(tmp_path):
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ReferenceError, match="not a regular file"):
+        references.load_file(fifo)  # opened for reading, a FIFO would block until a writer came
+    (tmp_path / "dir.yaml").mkdir()
+    with pytest.raises(ReferenceError, match="not a regular file"):
+        references.load_file(tmp_path / "dir.yaml")
+    big = write(tmp_path, GOOD.format(name="big") + "#" * references.MAX_FILE_BYTES + "\n", "big")
+    with pytest.raises(ReferenceError, match="a reference file is at most"):
+        references.load_file(big)
+
+
+@pytest.mark.parametrize("name", ["../../x", "../h100_sxm5_80gb", "/etc/passwd", ".hidden", "a/b", "", "x" * 129])
+def test_names_that_would_be_paths_are_refused(name):
+    with pytest.raises(ReferenceError, match="is not a valid name"):
+        references.check_name(name)
+    with pytest.raises(ReferenceError):
+        references.load_node_type(REFERENCE_DIR, name)
 
 
 def test_line_numbers_point_at_the_key(tmp_path):
@@ -111,8 +179,8 @@ def test_unknown_node_type_lists_known_ones(tmp_path):
 
 def test_missing_check_and_metric_are_errors(tmp_path):
     t = references.load_file(write(tmp_path, GOOD.format(name="testnode")))
-    with pytest.raises(ReferenceError, match="no references for check 'bandwidth'"):
-        t.check("bandwidth")
+    with pytest.raises(ReferenceError, match="no references for check 'power'"):
+        t.check("power")
     with pytest.raises(ReferenceError, match="no reference for metric 'bf16_tflops_min'"):
         t.metric("gemm", "bf16_tflops_min")
 

@@ -77,6 +77,9 @@ def cmd_detect(args: argparse.Namespace) -> int:
     else:
         node_type = references.detect(args.reference_dir, node)
     print(node_type.name)
+    if node_type.node_layer_missing:
+        print(f"gpuaccept detect: {node_type.name}: per-GPU references only; {node_type.node_layer_missing}",
+              file=sys.stderr)
     return 0
 
 
@@ -88,8 +91,13 @@ def cmd_references(args: argparse.Namespace) -> int:
     for t in loaded:
         if "health" in t.extra:
             health_rules.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
-        metrics = sum(len(m) for m in t.checks.values())
-        print(f"{t.path}: {t.name}: {len(t.checks)} checks, {metrics} metrics, sources: {', '.join(t.sources)}")
+        layers = [r.layer for m in t.checks.values() for r in m.values()]
+        gpu = f"{t.gpu_count} x {t.sku.name} ({t.sku.path}), " if t.sku else ""
+        print(
+            f"{t.path}: {t.name}: {gpu}{len(t.checks)} checks, {layers.count('gpu')} per-GPU and "
+            f"{layers.count('node')} node-level metrics, sources: {', '.join(t.sources)}"
+            + (f"; {t.node_layer_missing}" if t.node_layer_missing else "")
+        )
     return 0
 
 
@@ -160,6 +168,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
+    node_type = references.check_name(args.node_type, "--node-type")
     run_dirs = [Path(d) for d in args.runs]
     for d in run_dirs:
         if not d.is_dir():
@@ -172,7 +181,8 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         raise InputError(f"no benchmark documents found under {', '.join(map(str, run_dirs))}")
     node = _load_json(args.facts, "node facts") if args.facts else None
     gpus = (node or {}).get("gpus") or []
-    match = {"gpu_model": gpus[0]["name"], "gpu_count": len(gpus)} if gpus else {"gpu_count": 0}
+    sku = _baseline_sku(args, gpus)
+    match: dict = {}
     if gpus and gpus[0].get("pcie_gen_max"):
         match.update(pcie_gen=gpus[0]["pcie_gen_max"], pcie_width=gpus[0]["pcie_width_max"])
     runs = min(counts.values())
@@ -201,35 +211,54 @@ def cmd_baseline(args: argparse.Namespace) -> int:
             raise InputError(f"--informational {spec!r}: write CHECK.METRIC=REASON (the pattern may use * and ?)")
         informational[pattern] = reason.strip()
     checks, stats = baseline.derive(docs, args.source_id, args.reject, informational)
-    reviewed = Path(args.reference_dir) / f"{args.node_type}.yaml"
+    reference_dir = Path(args.reference_dir)
+    reviewed = reference_dir / f"{node_type}.yaml"
     header = (
         f"Proposed by gpuaccept baseline from {runs} runs ({', '.join(f'{k}: {v}' for k, v in counts.items())}).\n"
-        f"Review it, and the diff against {reviewed}, before copying it there."
+        f"Review it, and the diff against the reviewed file in {reference_dir}, before copying it there."
     )
-    text = baseline.proposal(args.node_type, args.description, match, args.source_id, source, checks, header)
+    # (proposal text, reviewed file, where the proposal goes relative to --output)
+    outputs: list[tuple[str, Path, str]] = []
+    if sku is None:
+        match = {"gpu_model": gpus[0]["name"], "gpu_count": len(gpus), **match} if gpus else {"gpu_count": 0}
+        text = baseline.proposal(node_type, args.description, match, args.source_id, source, checks, header)
+        outputs.append((text, reviewed, ""))
+    else:
+        sku_name, sku_match, sku_description = sku
+        node_text, gpu_text = baseline.proposals(
+            node_type, args.description, sku_name, sku_match, sku_description, len(gpus), match,
+            args.source_id, source, checks, header,
+        )
+        outputs.append((node_text, reviewed, ""))
+        if gpu_text is not None:
+            outputs.append((gpu_text, reference_dir / references.GPU_DIR / f"{sku_name}.yaml", references.GPU_DIR))
     if args.output:
         out = Path(args.output)
-        if out.resolve() == reviewed.resolve():
-            raise InputError(
-                f"{out} is the reviewed reference file of {args.node_type}: baseline writes a proposal and a "
-                "diff beside it, never over it (write elsewhere, review the diff, then copy)"
-            )
-        if out.exists() and not args.force:
-            raise InputError(f"{out} exists: pass --force to replace an earlier proposal")
-        write_text_atomic(out, text)
-        print(f"wrote {out} from {counts} runs")
-        if reviewed.exists():
-            diff = baseline.unified_diff(reviewed, text, str(out))
-            diff_path = out.with_name(out.name + ".diff")
-            write_text_atomic(diff_path, diff)
-            print(f"wrote {diff_path}: the proposal against {reviewed}")
-            changed = baseline.changes(reviewed.read_text(encoding="utf-8"), text)
-            for line in changed or ["no value or tolerance differs from the reviewed file"]:
-                print(f"  {line}")
-        else:
-            print(f"no reviewed file {reviewed} yet: the proposal is the first one")
+        targets = [(text, rev, out if not sub else out.parent / sub / rev.name) for text, rev, sub in outputs]
+        for _text, rev, target in targets:
+            if target.resolve() == rev.resolve():
+                raise InputError(
+                    f"{target} is the reviewed reference file {rev}: baseline writes a proposal and a "
+                    "diff beside it, never over it (write elsewhere, review the diff, then copy)"
+                )
+            if target.exists() and not args.force:
+                raise InputError(f"{target} exists: pass --force to replace an earlier proposal")
+        for text, rev, target in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(target, text)
+            print(f"wrote {target} from {counts} runs")
+            if rev.exists():
+                diff = baseline.unified_diff(rev, text, str(target))
+                diff_path = target.with_name(target.name + ".diff")
+                write_text_atomic(diff_path, diff)
+                print(f"wrote {diff_path}: the proposal against {rev}")
+                changed = baseline.changes(rev.read_text(encoding="utf-8"), text)
+                for line in changed or ["no value or tolerance differs from the reviewed file"]:
+                    print(f"  {line}")
+            else:
+                print(f"no reviewed file {rev} yet: the proposal is the first one")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write("---\n".join(text for text, _rev, _sub in outputs))
     for key, s in sorted(stats.items()):
         rejected = f" rejected={', '.join(f'{v:.4g}' for v in s['rejected'])}" if s["rejected"] else ""
         print(
@@ -319,6 +348,36 @@ def cmd_health(args: argparse.Namespace) -> int:
     return 0
 
 
+def _baseline_sku(args: argparse.Namespace, gpus: list[dict]) -> tuple[str, dict, str] | None:
+    """(name, match, description) of the GPU SKU the proposal's per-GPU layer goes to; None for a node without
+    GPUs (one self-contained file). The SKU is --sku, else the known SKU the facts' GPUs are of."""
+    if not gpus:
+        if args.sku:
+            raise InputError("--sku needs --facts of a node with GPUs (the GPU count and NVML's names)")
+        return None
+    names = sorted({g["name"] for g in gpus if g.get("name")})
+    ids = sorted({g["pci_device_id"] for g in gpus if g.get("pci_device_id")})
+    known = None
+    try:
+        known = references.detect_sku(args.reference_dir, {"gpus": gpus})
+    except references.ReferenceError as err:
+        if not args.sku:
+            raise InputError(f"{err}; name the new SKU with --sku") from None
+    if args.sku:
+        references.check_name(args.sku, "--sku")
+        if known is not None and known.name != args.sku:
+            raise InputError(f"--sku {args.sku}: the facts' GPUs are of the known SKU {known.name} ({known.path})")
+    name = args.sku or known.name  # type: ignore[union-attr]
+    if known is not None:
+        names = sorted(set(known.names) | set(names))
+        ids = sorted(set(known.pci_device_ids) | set(ids))
+    match: dict = {"names": names}
+    if ids:
+        match["pci_device_ids"] = ids
+    description = args.sku_description or (known.description if known else names[0])
+    return name, match, description
+
+
 def cmd_powercheck(args: argparse.Namespace) -> int:
     return powercheck.run(args, ["gpuaccept", *sys.argv[1:]])
 
@@ -379,9 +438,19 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--machine", required=True, help="what the runs ran on, for the provenance")
     sp.add_argument("--evidence", required=True, help="where the runs' outputs are kept")
     sp.add_argument("--source-id", required=True, help="name of the provenance entry")
-    sp.add_argument("--facts", help="facts JSON of a measured node, for the match rules")
+    sp.add_argument(
+        "--facts",
+        help="facts JSON of a measured node: its GPUs give the GPU SKU and count (per-GPU figures go to "
+        "gpus/<sku>.yaml, node-level ones to <node_type>.yaml); without GPUs, one self-contained file",
+    )
+    sp.add_argument("--sku", help="name of a GPU SKU not yet in the reference directory (default: the known one)")
+    sp.add_argument("--sku-description", help="description of a new GPU SKU (default: NVML's name)")
     sp.add_argument("--date", help="when the runs were made, for the provenance (default: today)")
-    sp.add_argument("--output", help="write the proposal here (refuses to replace a file without --force)")
+    sp.add_argument(
+        "--output",
+        help="write the node type's proposal here and the GPU SKU's to gpus/<sku>.yaml beside it (refuses to "
+        "replace a file without --force)",
+    )
     sp.add_argument("--force", action="store_true", help="replace an earlier proposal (never the reviewed file)")
     sp.add_argument(
         "--reject",

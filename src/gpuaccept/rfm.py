@@ -185,7 +185,10 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             self.reference = {}
         else:
             self._node_type = load_node_type(extras.get("reference_dir", "reference_values"), node_type)
-            self.reference = self._node_type.reframe_reference(self.check_key)
+            # ReFrame records the reference values it has (no thresholds); a known GPU SKU with no node type file
+            # for this GPU count has its per-GPU ones only, and the verdict says NOT RUN for the node-level ones.
+            refs = self._node_type.checks.get(self.check_key, {})
+            self.reference = {"*": {name: ref.reframe_tuple() for name, ref in refs.items()}}
         self.keep_files = [self.result_file]
         self.executable_opts = [
             "--output",
@@ -257,3 +260,7 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             name: sn.make_performance_function(_combined_metric(self, name), m.get("unit", ""))
             for name, m in metrics.items()
         }
+        for name, m in metrics.items():
+            if self._node_type.missing_reason(self.check_key, name):
+                # Recorded, not judged (no bounds): the verdict reports it NOT RUN, no node-level reference.
+                self.reference.setdefault("*", {})[name] = (0.0, None, None, m.get("unit", ""))

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .atomic import write_text_atomic
+from gpuaccept.atomic import write_text_atomic
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT_ROOT / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"

@@ -49,7 +49,7 @@ step "ansible-lint (production profile)"
 run ansible-lint --profile production playbooks roles
 
 step "reference values for the runs: the checkout's, and ci_no_gpu.yaml"
-cp reference_values/*.yaml "$scratch/reference_values/" 2>/dev/null || true
+cp -R reference_values/. "$scratch/reference_values/"  # both layers: node types and gpus/
 cat > "$scratch/reference_values/ci_no_gpu.yaml" <<'YAML'
 # A machine without NVIDIA GPUs, such as CI: lets tests/ansible/run_checks.sh configure ReFrame there.
 # Nothing is judged against it; it is never used to accept a node.

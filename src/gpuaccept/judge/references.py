@@ -1,29 +1,69 @@
-"""Reference values per node type: ``reference_values/<node_type>.yaml``.
+"""Reference values in two layers: per GPU SKU, and per node type.
 
-A file says how a node of its type is recognised (``match``), where its numbers come from (``sources``), and
-per check and metric the value, tolerance and unit that a measurement is judged against. The format is
-described in docs/reference-values.md. Every error names the file, the line and the key.
+- ``reference_values/gpus/<sku>.yaml`` (schema ``gpuaccept.gpu/1``): how NVML names the GPU (model names and
+  PCI device ids, as DCGM keys its diag thresholds) and its per-GPU figures (copies, GEMM, HPL per GPU,
+  power), which hold for each GPU of any node built with it.
+- ``reference_values/<node_type>.yaml`` (schema ``gpuaccept.references/2``): names its GPU SKU and count and
+  holds only what is particular to the node (peer-to-peer, NUMA x GPU, collectives, host GEMM and HPL, node
+  sums, health expectations such as NVLink links).
+- A self-contained ``gpuaccept.references/1`` file (both layers in one file) still loads.
+
+Which layer a metric belongs to, and its unit, is src/gpuaccept/metric_table.py. A node of a known SKU with no
+node type file for its GPU count gets the node type ``<sku>_x<count>``: its per-GPU figures are judged, its node
+layer is missing (NodeType.node_layer_missing says why) and the node is not accepted until a node type file
+is added. The format is described in docs/reference-values.md; every error names the file, the line and the key.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
-SCHEMA = "gpuaccept.references/1"
+from gpuaccept.judge import metric_table
+
+SCHEMA_V1 = "gpuaccept.references/1"  # one file holding both layers
+SCHEMA = "gpuaccept.references/2"  # a node type naming its GPU SKU: the node layer only
+GPU_SCHEMA = "gpuaccept.gpu/1"  # a GPU SKU: the per-GPU layer
+GPU_DIR = "gpus"
 SOURCE_KINDS = ("measured", "datasheet", "public", "synthetic")  # synthetic: test fixtures only
-UNITS = ("GB/s", "us", "TFLOP/s", "GFLOP/s", "ratio", "W", "J", "s", "C", "count", "GFLOP/s/W")
-UNITS += ("ns/day", "s/step", "kJ", "ns/day/kW")  # the molecular-dynamics checks (docs/checks/md.md)
-NODE_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+UNITS = metric_table.UNITS
+MAX_TOLERANCE = 0.5  # a wider tolerance needs 'wide_tolerance: <why>' in its entry
+MAX_FILE_BYTES = 1 << 20
+# Node types, GPU SKUs and run ids: one pattern, checked everywhere a name becomes a path component.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+NODE_TYPE_RE = NAME_RE  # the name it had
+_SYNTHETIC_RE = re.compile(r"^(?P<sku>.+)_x(?P<count>[1-9][0-9]{0,3})$")
+PASS, FAIL, INFO = "pass", "fail", "info"
 
 
 class ReferenceError(Exception):
     """A reference file is missing, malformed, or has no entry for what was asked."""
+
+
+def check_name(value: Any, what: str = "node type") -> str:
+    """``value`` if it is a safe name (node type, GPU SKU, run id: letters, digits, '_', '.', '-', not starting
+    with '.' or '-', at most 128 characters, so never a path); ReferenceError otherwise."""
+    if not isinstance(value, str) or not NAME_RE.match(value):
+        shown = _show(value)
+        raise ReferenceError(
+            f"{what} {shown} is not a valid name: letters, digits, '_', '.' and '-', starting with a letter or digit, "
+            "at most 128 characters"
+        )
+    return value
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """repr() of a value for a message, cut short: a message never carries a huge value."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class _Mapping(dict):
@@ -34,7 +74,16 @@ class _Mapping(dict):
 
 
 class _LineLoader(yaml.SafeLoader):
-    pass
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        # Aliases are refused, never expanded: reference files need none, and expanding them (a "billion laughs"
+        # file) costs minutes and gigabytes before anything can be said about the file.
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise ReferenceError(
+                f"line {event.start_mark.line + 1}: YAML alias *{event.anchor} is not allowed in reference files "
+                "(write the value out)"
+            )
+        return super().compose_node(parent, index)
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
@@ -44,7 +93,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _Mapping:
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str):
-            raise ReferenceError(f"line {key_node.start_mark.line + 1}: key {key!r} is not a string")
+            raise ReferenceError(f"line {key_node.start_mark.line + 1}: key {_show(key)} is not a string")
         if key in mapping:
             raise ReferenceError(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice")
         mapping[key] = loader.construct_object(value_node, deep=True)
@@ -68,10 +117,18 @@ class MetricReference:
     source: str
     informational: str | None = None  # the reason it is not judged
     where: str = ""  # "file:line" for messages
+    layer: str = metric_table.GPU  # 'gpu': from the GPU SKU's file; 'node': from the node type's
+    source_kind: str = ""  # the kind of its source: measured, datasheet, public, synthetic
 
     @property
     def judged(self) -> bool:
         return self.informational is None
+
+    @property
+    def provenance(self) -> str:
+        """Where the figure comes from, for a verdict row: 'source id (kind), file:line'."""
+        kind = f" ({self.source_kind})" if self.source_kind else ""
+        return f"{self.source}{kind}, {self.where}" if self.where else f"{self.source}{kind}"
 
     @property
     def lower_bound(self) -> float | None:
@@ -85,18 +142,29 @@ class MetricReference:
             return None
         return self.value * (1.0 + self.upper)
 
-    def assess(self, measured: float | None) -> tuple[str, str]:
-        """The one place a measured value is judged against its reference: ("pass" | "fail" | "info", reason)."""
+    def assess(self, measured: Any) -> tuple[str, str, tuple[float | None, float | None]]:
+        """(status, reason, (lower bound, upper bound)) of a measured value against this reference: the one place
+        where pass or fail of a value is decided. Status is 'pass', 'fail' or 'info' (informational: reported,
+        not judged); the reason is empty on a pass."""
+        bounds = (self.lower_bound, self.upper_bound)
         if not self.judged:
-            return "info", f"informational: {self.informational}"
-        if measured is None or not math.isfinite(measured):
-            return "fail", "no value"
-        lo, hi = self.lower_bound, self.upper_bound
+            return INFO, f"informational: {self.informational}", (None, None)
+        if measured is None:
+            return FAIL, "no value", bounds
+        if isinstance(measured, bool) or not isinstance(measured, (int, float)) or not math.isfinite(measured):
+            return FAIL, f"not a finite number: {_show(measured)}", bounds
+        lo, hi = bounds
+        tol = f"{self.value:.6g} {self.unit}"
         if lo is not None and measured < lo:
-            return "fail", f"below the reference's tolerance (lowest that passes: {lo:.4g} {self.unit})"
+            return FAIL, f"below {lo:.6g} {self.unit} (reference {tol} -{self.lower:.0%}, {self.provenance})", bounds
         if hi is not None and measured > hi:
-            return "fail", f"above the reference's tolerance (highest that passes: {hi:.4g} {self.unit})"
-        return "pass", ""
+            return FAIL, f"above {hi:.6g} {self.unit} (reference {tol} +{self.upper:.0%}, {self.provenance})", bounds
+        return PASS, "", bounds
+
+    def judge(self, measured: float | None) -> bool | None:
+        """True/False for a judged metric, None for an informational one (``assess`` decides)."""
+        status = self.assess(measured)[0]
+        return None if status == INFO else status == PASS
 
     def reframe_tuple(self) -> tuple[float, None, None, str]:
         """The ReFrame reference tuple: the value and unit, with no thresholds. ReFrame records the figures next
@@ -105,16 +173,45 @@ class MetricReference:
 
 
 @dataclass
-class NodeType:
-    """A parsed ``reference_values/<node_type>.yaml``."""
+class GpuSku:
+    """A parsed ``reference_values/gpus/<sku>.yaml``: how NVML names the GPU, and its per-GPU figures."""
 
     name: str
     path: Path
     description: str
-    match: dict[str, Any]
+    names: list[str]  # NVML's nvmlDeviceGetName
+    pci_device_ids: list[str]  # NVML's pciDeviceId, "0x233010DE" (device id << 16 | vendor id 10DE)
+    sources: dict[str, dict[str, Any]]
+    checks: dict[str, dict[str, MetricReference]]
+    health: dict[str, Any] | None = None  # per-GPU health expectations, for a node type without a file
+
+    def fits(self, gpu: dict[str, Any]) -> bool:
+        """Whether a GPU of the node facts is of this SKU: by PCI device id where the facts have one (the
+        name alone where they do not: facts recorded before device ids were read)."""
+        device = gpu.get("pci_device_id")
+        if device and self.pci_device_ids:
+            return str(device).upper() in {d.upper() for d in self.pci_device_ids}
+        return gpu.get("name") in self.names
+
+
+@dataclass
+class NodeType:
+    """A node type: its GPU SKU's per-GPU references and its own node-level ones, merged per check."""
+
+    name: str
+    path: Path
+    description: str
+    match: dict[str, Any]  # gpu_count, gpu_model (the SKU's first name), and pcie_gen, pcie_width, cpu_model
     sources: dict[str, dict[str, Any]]
     checks: dict[str, dict[str, MetricReference]]
     extra: dict[str, Any] = field(default_factory=dict)
+    sku: GpuSku | None = None  # None: a self-contained gpuaccept.references/1 file
+    # Why the node layer is missing (a known SKU, no node type file for this GPU count); None when present.
+    node_layer_missing: str | None = None
+
+    @property
+    def gpu_count(self) -> int:
+        return int(self.match["gpu_count"])
 
     def check(self, check: str) -> dict[str, MetricReference]:
         """The references of one check; a node type without them is an error, never an empty dict."""
@@ -125,6 +222,7 @@ class NodeType:
                 f"{self.path}: node type {self.name!r} has no references for check {check!r} "
                 f"(it has: {', '.join(sorted(self.checks)) or 'none'}); add a 'checks: {check}:' section "
                 "(docs/reference-values.md)"
+                + (f"; {self.node_layer_missing}" if self.node_layer_missing else "")
             ) from None
 
     def metric(self, check: str, metric: str) -> MetricReference:
@@ -137,9 +235,252 @@ class NodeType:
                 f"{check!r}; add it under 'checks: {check}:' (docs/reference-values.md)"
             ) from None
 
+    def missing_reason(self, check: str, metric: str) -> str | None:
+        """Why a metric has no reference when that is the node layer's absence (NOT RUN, not FAIL); else None."""
+        if self.node_layer_missing is None:
+            return None
+        try:
+            layer = metric_table.layer(check, metric)
+        except metric_table.UnknownMetric:
+            return None
+        return self.node_layer_missing if layer == metric_table.NODE else None
+
     def reframe_reference(self, check: str) -> dict[str, dict[str, tuple]]:
         """ReFrame's ``reference`` dictionary for one check, bound to every system ('*')."""
         return {"*": {name: ref.reframe_tuple() for name, ref in self.check(check).items()}}
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading a file: a regular file, not too big, YAML without aliases, then the schema, then the meaning.
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ReferenceError(f"{path}: reference file not found") from None
+    except OSError as err:
+        raise ReferenceError(f"{path}: cannot read reference file: {err.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ReferenceError(f"{path}: not a regular file (a reference file is a plain YAML file)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise ReferenceError(f"{path}: {st.st_size} bytes: a reference file is at most {MAX_FILE_BYTES} bytes")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ReferenceError(f"{path}: not a regular file (a reference file is a plain YAML file)")
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        raise ReferenceError(f"{path}: cannot read reference file: {err.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ReferenceError(f"{path}: a reference file is at most {MAX_FILE_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ReferenceError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    try:
+        return yaml.load(text, Loader=_LineLoader)
+    except ReferenceError as err:
+        raise ReferenceError(f"{path}:{str(err).removeprefix('line ')}") from None
+    except yaml.YAMLError as err:
+        raise ReferenceError(f"{path}: not valid YAML: {_show(str(err), 300)}") from None
+
+
+_NUMBER = {"type": "number"}
+_TEXT = {"type": "string", "minLength": 1}
+_SOURCE = {
+    "type": "object",
+    "required": ["kind", "date"],
+    "properties": {"kind": {"enum": list(SOURCE_KINDS)}},
+    "allOf": [
+        {
+            "if": {"properties": {"kind": {"const": "measured"}}},
+            "then": {
+                "required": ["machine", "runs", "statistic", "evidence"],
+                "properties": {
+                    "machine": _TEXT,
+                    "runs": {"type": "integer", "minimum": 1},
+                    "statistic": _TEXT,
+                    "evidence": _TEXT,
+                },
+            },
+            "else": {"required": ["reference"], "properties": {"reference": _TEXT}},
+        }
+    ],
+}
+_METRIC = {
+    "type": "object",
+    "required": ["unit", "source"],
+    "additionalProperties": False,
+    "properties": {
+        "value": _NUMBER,
+        "unit": {"type": "string"},
+        "lower": {**_NUMBER, "minimum": 0, "exclusiveMaximum": 1},
+        "upper": {**_NUMBER, "minimum": 0},
+        "source": {"type": "string"},
+        "informational": _TEXT,
+        "wide_tolerance": _TEXT,
+        "note": {"type": "string"},
+    },
+    "oneOf": [
+        {"required": ["informational"], "not": {"anyOf": [{"required": ["lower"]}, {"required": ["upper"]}]}},
+        {
+            "required": ["value"],
+            "not": {"required": ["informational"]},
+            "anyOf": [{"required": ["lower"]}, {"required": ["upper"]}],
+        },
+    ],
+}
+_CHECKS = {
+    "type": "object",
+    "additionalProperties": {"type": "object", "minProperties": 1, "additionalProperties": _METRIC},
+}
+_MATCH = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "gpu_model": {"type": "string"},
+        "gpu_count": {"type": "integer", "minimum": 0},
+        "pcie_gen": {"type": "integer", "minimum": 1},
+        "pcie_width": {"type": "integer", "minimum": 1},
+        "cpu_model": {"type": "string"},
+    },
+}
+_EXTRA = {"health": {"type": "object"}, "power": {"type": "object"}}
+SCHEMAS: dict[str, dict[str, Any]] = {
+    SCHEMA_V1: {
+        "type": "object",
+        "required": ["schema", "node_type", "description", "match", "sources", "checks"],
+        "additionalProperties": False,
+        "properties": {
+            "schema": {"const": SCHEMA_V1},
+            "node_type": {"type": "string"},
+            "description": {"type": "string"},
+            "match": {**_MATCH, "required": ["gpu_count"]},
+            "sources": {"type": "object", "additionalProperties": _SOURCE},
+            "checks": {**_CHECKS, "minProperties": 1},
+            **_EXTRA,
+        },
+    },
+    SCHEMA: {
+        "type": "object",
+        "required": ["schema", "node_type", "description", "gpu", "gpu_count", "sources", "checks"],
+        "additionalProperties": False,
+        "properties": {
+            "schema": {"const": SCHEMA},
+            "node_type": {"type": "string"},
+            "description": {"type": "string"},
+            "gpu": {"type": "string"},
+            "gpu_count": {"type": "integer", "minimum": 1},
+            "match": {**_MATCH, "properties": {k: v for k, v in _MATCH["properties"].items()
+                                               if k not in ("gpu_model", "gpu_count")}},
+            "sources": {"type": "object", "additionalProperties": _SOURCE},
+            "checks": _CHECKS,
+            **_EXTRA,
+        },
+    },
+    GPU_SCHEMA: {
+        "type": "object",
+        "required": ["schema", "sku", "description", "match", "sources", "checks"],
+        "additionalProperties": False,
+        "properties": {
+            "schema": {"const": GPU_SCHEMA},
+            "sku": {"type": "string"},
+            "description": {"type": "string"},
+            "match": {
+                "type": "object",
+                "required": ["names"],
+                "additionalProperties": False,
+                "properties": {
+                    "names": {"type": "array", "minItems": 1, "items": _TEXT},
+                    "pci_device_ids": {
+                        "type": "array",
+                        "items": {"type": "string", "pattern": "^0x[0-9A-Fa-f]{8}$"},
+                    },
+                },
+            },
+            "sources": {"type": "object", "additionalProperties": _SOURCE},
+            "checks": {**_CHECKS, "minProperties": 1},
+            # Per-GPU health expectations (no NVLink links: those are the node type's), for <sku>_x<count>.
+            "health": {"type": "object", "not": {"required": ["nvlink_links_up"]}},
+        },
+    },
+}
+
+
+def _line_of(doc: Any, path: list[Any]) -> int | None:
+    """The line of the deepest key on ``path`` that the document remembers."""
+    line, node = getattr(doc, "line", None), doc
+    for key in path:
+        if isinstance(node, _Mapping) and key in node:
+            line = node.lines.get(key, line)
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and key < len(node):
+            node = node[key]
+        else:
+            break
+    return line
+
+
+def _schema_errors(path: Path, doc: Any, schema: dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if not errors:
+        return
+    err = jsonschema.exceptions.best_match(errors) if len(errors) > 1 else errors[0]
+    # A metric is judged or informational (oneOf): name the problem of the form it was meant to have.
+    while err.context and err.validator != "anyOf":
+        if err.validator == "oneOf" and isinstance(err.instance, dict):
+            branch = 0 if "informational" in err.instance else 1
+            mine = [e for e in err.context if e.schema_path and e.schema_path[0] == branch]
+            if not mine:
+                break
+            err = mine[0]
+        else:
+            err = min(err.context, key=lambda e: (-len(e.absolute_path), len(e.message)))
+    keys = list(err.absolute_path)
+    line = _line_of(doc, keys)
+    where = ".".join(map(str, keys)) or "file"
+    if err.validator == "additionalProperties":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        key = extra[0] if extra else "?"
+        line = _line_of(doc, [*keys, key]) or line
+        what = "top-level key" if not keys else "key"
+        message = f"{where}: unknown {what} {key!r} (see docs/reference-values.md)"
+    elif err.validator == "required":
+        message = f"{where}: required key {err.message.split(' is a required')[0][:80]} is missing"
+    elif err.validator == "oneOf":
+        message = f"{where}: a metric is either judged (value and 'lower' and/or 'upper', fractions) or "
+        message += "informational (a reason, no tolerance)"
+    elif err.validator == "not":
+        message = f"{where}: give either 'informational' or a value with a tolerance, not both"
+    elif err.validator == "anyOf":
+        message = f"{where}: give a tolerance, 'lower' and/or 'upper' (fractions)"
+    else:
+        message = f"{where}: {_show(err.instance)} {_reason(err)}"
+    raise ReferenceError(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+
+def _reason(err: jsonschema.ValidationError) -> str:
+    v, expected = err.validator, err.validator_value
+    if v == "type":
+        return f"must be of type {expected}"
+    if v in ("minimum", "exclusiveMinimum"):
+        return f"must be {'>=' if v == 'minimum' else '>'} {expected}"
+    if v in ("maximum", "exclusiveMaximum"):
+        return f"must be {'<=' if v == 'maximum' else 'below'} {expected}"
+    if v == "const":
+        return f"must be {expected!r}"
+    if v == "enum":
+        return f"must be one of {', '.join(map(str, expected))}"
+    if v == "minLength":
+        return "must not be empty (say why)"
+    if v in ("minProperties", "minItems"):
+        return "must not be empty"
+    if v == "pattern":
+        return f"must match {expected}"
+    return _show(err.message, 200)
 
 
 def _fail(path: Path, mapping: Any, key: str | None, message: str) -> ReferenceError:
@@ -150,186 +491,223 @@ def _fail(path: Path, mapping: Any, key: str | None, message: str) -> ReferenceE
     return ReferenceError(f"{where}: {message}")
 
 
-def _require(path: Path, mapping: Any, key: str, kind: type | tuple[type, ...], context: str) -> Any:
-    if not isinstance(mapping, dict):
-        raise _fail(path, mapping, None, f"{context} must be a mapping")
-    if key not in mapping:
-        raise _fail(path, mapping, None, f"{context}: required key {key!r} is missing")
-    value = mapping[key]
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind in ((int, float), float, int)):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise _fail(path, mapping, key, f"{context}.{key} must be {names}, not {value!r}")
-    return value
-
-
-def _fraction(path: Path, mapping: _Mapping, key: str, context: str) -> float | None:
-    if key not in mapping or mapping[key] is None:
+def _finite(path: Path, entry: _Mapping, key: str, context: str) -> float | None:
+    value = entry.get(key)
+    if value is None:
         return None
-    value = mapping[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value:
-        raise _fail(path, mapping, key, f"{context}.{key} must be a fraction >= 0 (0.05 = 5%), not {value!r}")
-    if key == "lower" and value >= 1:
-        raise _fail(path, mapping, key, f"{context}.lower must be below 1 (a fraction of the value)")
+    if not math.isfinite(value):
+        raise _fail(path, entry, key, f"{context}.{key} must be a finite number, not {_show(value)}")
     return float(value)
 
 
-_METRIC_KEYS = {"value", "unit", "lower", "upper", "source", "informational", "note"}
-_TOP_KEYS = {"schema", "node_type", "description", "match", "sources", "checks", "health", "power"}
-_MATCH_KEYS = {"gpu_model", "gpu_count", "pcie_gen", "pcie_width", "cpu_model"}
-
-
-def _parse_metric(path: Path, check: str, name: str, entry: Any, sources: dict) -> MetricReference:
+def _parse_metric(
+    path: Path, check: str, name: str, entry: _Mapping, sources: dict, layers: tuple[str, ...]
+) -> MetricReference:
     context = f"checks.{check}.{name}"
-    if not isinstance(entry, _Mapping):
-        raise _fail(path, entry, None, f"{context} must be a mapping with value, unit, lower/upper, source")
-    unknown = set(entry) - _METRIC_KEYS
-    if unknown:
-        raise _fail(path, entry, sorted(unknown)[0], f"{context}: unknown key {sorted(unknown)[0]!r}")
-    unit = _require(path, entry, "unit", str, context)
-    if unit not in UNITS:
-        raise _fail(path, entry, "unit", f"{context}.unit {unit!r} is not one of {', '.join(UNITS)}")
-    source = _require(path, entry, "source", str, context)
+    try:
+        unit, layer = metric_table.lookup(check, name)
+    except metric_table.UnknownMetric as err:
+        raise _fail(path, entry, None, f"{context}: {err}") from None
+    if entry["unit"] != unit:
+        raise _fail(path, entry, "unit", f"{context}.unit {_show(entry['unit'])} is not the metric's unit {unit!r}")
+    if layer not in layers:
+        home = f"{GPU_DIR}/<sku>.yaml" if layer == metric_table.GPU else "<node_type>.yaml"
+        raise _fail(
+            path, entry, None, f"{context} is a {layer}-level figure: it belongs in reference_values/{home}"
+        )
+    source = entry["source"]
     if source not in sources:
-        raise _fail(path, entry, "source", f"{context}.source {source!r} is not defined under 'sources'")
+        raise _fail(path, entry, "source", f"{context}.source {_show(source)} is not defined under 'sources'")
+    kind = sources[source]["kind"]
     where = f"{path}:{entry.lines.get('value', entry.line)}"
+    value = _finite(path, entry, "value", context)
+    lower = _finite(path, entry, "lower", context)
+    upper = _finite(path, entry, "upper", context)
     informational = entry.get("informational")
     if informational is not None:
-        if not isinstance(informational, str) or not informational.strip():
-            raise _fail(path, entry, "informational", f"{context}.informational must say why it is not judged")
-        value = entry.get("value")
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise _fail(path, entry, "value", f"{context}.value must be a number")
-        return MetricReference(
-            check, name, unit, None if value is None else float(value), None, None, source, informational, where
-        )
-    value = _require(path, entry, "value", (int, float), context)
-    if not math.isfinite(value) or value <= 0:
-        raise _fail(path, entry, "value", f"{context}.value must be a positive number, not {value!r}")
-    lower = _fraction(path, entry, "lower", context)
-    upper = _fraction(path, entry, "upper", context)
-    if lower is None and upper is None:
-        raise _fail(path, entry, None, f"{context}: give a tolerance, 'lower' and/or 'upper' (fractions)")
-    return MetricReference(check, name, unit, float(value), lower, upper, source, None, where)
+        return MetricReference(check, name, unit, value, None, None, source, informational, where, layer, kind)
+    if value is None or value <= 0:
+        raise _fail(path, entry, "value", f"{context}.value must be a positive number, not {_show(value)}")
+    if "wide_tolerance" not in entry:
+        for key, tol in (("lower", lower), ("upper", upper)):
+            if tol is not None and tol > MAX_TOLERANCE:
+                raise _fail(
+                    path, entry, key,
+                    f"{context}.{key} {tol:g} is over {MAX_TOLERANCE:g}: a tolerance that wide hardly judges; "
+                    "if it must be, say why in 'wide_tolerance' (docs/reference-values.md)",
+                )
+    return MetricReference(check, name, unit, value, lower, upper, source, None, where, layer, kind)
 
 
-def load_file(path: str | Path) -> NodeType:
-    """Parse and validate one reference file; raise ReferenceError naming file, line and key."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReferenceError(f"{path}: reference file not found") from None
-    except OSError as err:
-        raise ReferenceError(f"{path}: cannot read reference file: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise ReferenceError(
-            f"{path}: not a reference file: not UTF-8 text ({err.reason} at byte {err.start})"
-        ) from None
-    try:
-        doc = yaml.load(text, Loader=_LineLoader)
-    except ReferenceError as err:
-        raise ReferenceError(f"{path}: {err}") from None
-    except yaml.YAMLError as err:
-        raise ReferenceError(f"{path}: not valid YAML: {err}") from None
+def _parse_checks(
+    path: Path, doc: _Mapping, sources: dict, layers: tuple[str, ...]
+) -> dict[str, dict[str, MetricReference]]:
+    checks: dict[str, dict[str, MetricReference]] = {}
+    for check, metrics in doc["checks"].items():
+        if check not in metric_table.METRICS:
+            raise _fail(
+                path, doc["checks"], check,
+                f"checks: unknown check {check!r} (known: {', '.join(sorted(metric_table.METRICS))})",
+            )
+        checks[check] = {
+            name: _parse_metric(path, check, name, entry, sources, layers) for name, entry in metrics.items()
+        }
+    return checks
+
+
+def _load_doc(path: Path, schemas: tuple[str, ...]) -> _Mapping:
+    doc = _read_yaml(path)
     if not isinstance(doc, _Mapping):
         raise ReferenceError(f"{path}: a reference file is a YAML mapping (see docs/reference-values.md)")
-    unknown = set(doc) - _TOP_KEYS
-    if unknown:
-        key = sorted(unknown)[0]
-        raise _fail(path, doc, key, f"unknown top-level key {key!r}")
-    schema = _require(path, doc, "schema", str, "file")
-    if schema != SCHEMA:
-        raise _fail(path, doc, "schema", f"schema must be {SCHEMA!r}, not {schema!r}")
-    name = _require(path, doc, "node_type", str, "file")
-    if name != path.stem:
-        raise _fail(path, doc, "node_type", f"node_type {name!r} must equal the file name {path.stem!r}")
-    if not NODE_TYPE_RE.match(name):
-        raise _fail(path, doc, "node_type", f"node_type {name!r} must be lower-case letters, digits and _")
-    description = _require(path, doc, "description", str, "file")
+    schema = doc.get("schema")
+    if schema not in schemas:
+        raise _fail(path, doc, "schema", f"schema must be {' or '.join(map(repr, schemas))}, not {_show(schema)}")
+    _schema_errors(path, doc, SCHEMAS[schema])
+    return doc
 
-    match = _require(path, doc, "match", dict, "file")
-    unknown = set(match) - _MATCH_KEYS
-    if unknown:
-        key = sorted(unknown)[0]
-        raise _fail(path, match, key, f"match: unknown key {key!r} (known: {', '.join(sorted(_MATCH_KEYS))})")
-    count = _require(path, match, "gpu_count", int, "match")
-    if count < 0:
-        raise _fail(path, match, "gpu_count", "match.gpu_count must be >= 0")
-    if count > 0:
-        _require(path, match, "gpu_model", str, "match")
-    for key in ("pcie_gen", "pcie_width"):
-        if key in match and (not isinstance(match[key], int) or isinstance(match[key], bool)):
-            raise _fail(path, match, key, f"match.{key} must be an integer")
+
+def load_gpu(path: str | Path) -> GpuSku:
+    """Parse and validate one GPU SKU file (``reference_values/gpus/<sku>.yaml``)."""
+    path = Path(path)
+    doc = _load_doc(path, (GPU_SCHEMA,))
+    name = doc["sku"]
+    if name != path.stem:
+        raise _fail(path, doc, "sku", f"sku {_show(name)} must equal the file name {path.stem!r}")
+    try:
+        check_name(name, "sku")
+    except ReferenceError as err:
+        raise _fail(path, doc, "sku", str(err)) from None
+    sources = {k: dict(v) for k, v in doc["sources"].items()}
+    checks = _parse_checks(path, doc, sources, (metric_table.GPU,))
+    match = doc["match"]
+    health = doc.get("health")
+    if health is not None and health.get("source") not in sources:
+        key = "source" if "source" in health else None
+        raise _fail(path, health, key, "health.source must name an entry of 'sources'")
+    return GpuSku(
+        name, path, doc["description"], list(match["names"]), list(match.get("pci_device_ids") or []), sources, checks,
+        health,
+    )
+
+
+def _validate_match(path: Path, match: _Mapping) -> None:
     if "cpu_model" in match:
         try:
-            re.compile(_require(path, match, "cpu_model", str, "match"))
+            re.compile(match["cpu_model"])
         except re.error as err:
             raise _fail(path, match, "cpu_model", f"match.cpu_model is not a valid regular expression: {err}") from None
 
-    sources = _require(path, doc, "sources", dict, "file")
-    for sid, src in sources.items():
-        context = f"sources.{sid}"
-        kind = _require(path, src, "kind", str, context)
-        if kind not in SOURCE_KINDS:
-            raise _fail(path, src, "kind", f"{context}.kind must be one of {', '.join(SOURCE_KINDS)}")
-        if not isinstance(src, dict) or src.get("date") in (None, ""):
-            raise _fail(path, src, None, f"{context}: required key 'date' is missing")
-        if kind == "measured":
-            for key, typ in (("machine", str), ("runs", int), ("statistic", str), ("evidence", str)):
-                _require(path, src, key, typ, context)
-            if src["runs"] < 1:
-                raise _fail(path, src, "runs", f"{context}.runs must be at least 1")
-        else:
-            _require(path, src, "reference", str, context)
 
-    checks_doc = _require(path, doc, "checks", dict, "file")
-    if not checks_doc:
-        raise _fail(path, checks_doc, None, "checks: no check has references")
-    checks: dict[str, dict[str, MetricReference]] = {}
-    for check, metrics in checks_doc.items():
-        if not isinstance(metrics, _Mapping) or not metrics:
-            raise _fail(path, checks_doc, check, f"checks.{check} must be a non-empty mapping of metrics")
-        checks[check] = {name: _parse_metric(path, check, name, entry, sources) for name, entry in metrics.items()}
+def load_file(path: str | Path) -> NodeType:
+    """Parse and validate one node type file (and, for a two-layer one, its GPU SKU's file); raise
+    ReferenceError naming file, line and key."""
+    path = Path(path)
+    doc = _load_doc(path, (SCHEMA, SCHEMA_V1))
+    name = doc["node_type"]
+    if name != path.stem:
+        raise _fail(path, doc, "node_type", f"node_type {_show(name)} must equal the file name {path.stem!r}")
+    try:
+        check_name(name)
+    except ReferenceError as err:
+        raise _fail(path, doc, "node_type", str(err)) from None
+    match = doc.get("match") or _Mapping()
+    _validate_match(path, match)
+    sources = {k: dict(v) for k, v in doc["sources"].items()}
     extra = {key: doc[key] for key in ("health", "power") if key in doc}
-    return NodeType(name, path, description, dict(match), dict(sources), checks, extra)
+    if doc["schema"] == SCHEMA_V1:
+        if match["gpu_count"] > 0 and "gpu_model" not in match:
+            raise _fail(path, match, None, "match: required key 'gpu_model' is missing")
+        checks = _parse_checks(path, doc, sources, metric_table.LAYERS)
+        return NodeType(name, path, doc["description"], dict(match), sources, checks, extra)
+
+    try:
+        sku_name = check_name(doc["gpu"], "gpu")
+    except ReferenceError as err:
+        raise _fail(path, doc, "gpu", str(err)) from None
+    sku_path = path.parent / GPU_DIR / f"{sku_name}.yaml"
+    if not sku_path.exists():
+        known = ", ".join(sorted(p.stem for p in (path.parent / GPU_DIR).glob("*.yaml"))) or "none"
+        raise _fail(path, doc, "gpu", f"gpu {sku_name!r}: no GPU SKU file {sku_path} (known SKUs: {known})")
+    sku = load_gpu(sku_path)
+    node_checks = _parse_checks(path, doc, sources, (metric_table.NODE,))
+    for sid, src in sku.sources.items():
+        if sid in sources and sources[sid] != src:
+            raise _fail(path, doc["sources"], sid, f"source {sid!r} differs from the one of the same id in {sku_path}")
+    merged_sources = {**sku.sources, **sources}
+    full_match = {"gpu_model": sku.names[0], "gpu_count": doc["gpu_count"], **match}
+    return NodeType(
+        name, path, doc["description"], full_match, merged_sources, _merge(sku.checks, node_checks), extra, sku
+    )
+
+
+def _merge(*layers: dict[str, dict[str, MetricReference]]) -> dict[str, dict[str, MetricReference]]:
+    out: dict[str, dict[str, MetricReference]] = {}
+    for layer in layers:
+        for check, refs in layer.items():
+            out.setdefault(check, {}).update(refs)
+    return out
 
 
 def reference_file(reference_dir: str | Path, node_type: str) -> Path:
-    return Path(reference_dir) / f"{node_type}.yaml"
+    return Path(reference_dir) / f"{check_name(node_type)}.yaml"
+
+
+def load_gpus(reference_dir: str | Path) -> list[GpuSku]:
+    """Every GPU SKU file of a reference directory."""
+    return [load_gpu(p) for p in sorted((Path(reference_dir) / GPU_DIR).glob("*.yaml"))]
+
+
+def sku_only(sku: GpuSku, count: int) -> NodeType:
+    """The node type of ``count`` GPUs of a known SKU that has no node type file: per-GPU references only; the
+    node layer is missing, so the node is not accepted until a node type file is added."""
+    name = f"{sku.name}_x{count}"
+    why = (
+        f"no node-level reference: run gpuaccept baseline on this node's runs and add reference_values/{name}.yaml "
+        f"(gpu: {sku.name}, gpu_count: {count}; docs/reference-values.md)"
+    )
+    desc = f"{count} x {sku.description} (per-GPU references only: no node type file for {count} GPUs)"
+    match = {"gpu_model": sku.names[0], "gpu_count": count}
+    extra = {"health": sku.health} if sku.health is not None else {}
+    return NodeType(name, sku.path, desc, match, dict(sku.sources), _merge(sku.checks), extra, sku, why)
 
 
 def load_node_type(reference_dir: str | Path, node_type: str) -> NodeType:
-    """The references of one node type; an unknown node type is an error listing the known ones."""
+    """The references of one node type; ``<sku>_x<count>`` of a known SKU without a file of its own gives the
+    per-GPU layer alone (:func:`sku_only`); an unknown node type is an error listing the known ones."""
     if not node_type or node_type == "auto":
         raise ReferenceError("no node type given: set gpuaccept_node_type or let 'gpuaccept detect' find one")
-    if not NODE_TYPE_RE.match(node_type):
-        raise ReferenceError(f"node type {node_type!r} is not a valid name (lower-case letters, digits and _)")
-    if not Path(reference_dir).is_dir():
-        what = "no such directory" if not Path(reference_dir).exists() else "not a directory"
-        raise ReferenceError(f"{reference_dir}: {what} (the reference directory holds <node_type>.yaml files)")
     path = reference_file(reference_dir, node_type)
-    if not path.exists():
-        known = ", ".join(sorted(p.stem for p in Path(reference_dir).glob("*.yaml"))) or "none"
-        raise ReferenceError(
-            f"{path}: unknown node type {node_type!r}: no such reference file (known node types: {known}); "
-            "add one as docs/reference-values.md describes"
-        )
-    return load_file(path)
+    if path.exists():
+        return load_file(path)
+    synthetic = _SYNTHETIC_RE.match(node_type)
+    sku_path = Path(reference_dir) / GPU_DIR / f"{synthetic['sku']}.yaml" if synthetic else None
+    if synthetic and sku_path is not None and sku_path.exists():
+        return sku_only(load_gpu(sku_path), int(synthetic["count"]))
+    known = ", ".join(sorted(p.stem for p in Path(reference_dir).glob("*.yaml"))) or "none"
+    skus = ", ".join(sorted(p.stem for p in (Path(reference_dir) / GPU_DIR).glob("*.yaml"))) or "none"
+    raise ReferenceError(
+        f"{path}: unknown node type {node_type!r}: no such reference file (known node types: {known}; "
+        f"<sku>_x<count> for the known GPU SKUs: {skus}); add one as docs/reference-values.md describes"
+    )
 
 
 def load_all(reference_dir: str | Path) -> list[NodeType]:
-    """Every reference file of a directory; the first bad one raises."""
-    if not Path(reference_dir).is_dir():
-        what = "no such directory" if not Path(reference_dir).exists() else "not a directory"
-        raise ReferenceError(f"{reference_dir}: {what} (the reference directory holds <node_type>.yaml files)")
+    """Every node type file of a directory (and so every GPU SKU file they name); the first bad one raises.
+    GPU SKU files no node type names are validated too."""
     files = sorted(Path(reference_dir).glob("*.yaml"))
     if not files:
         raise ReferenceError(f"{reference_dir}: no reference files (*.yaml) found")
+    load_gpus(reference_dir)
     return [load_file(p) for p in files]
 
 
 # ------------------------------------------------------------------------------------------------
 # Recognising a node from its facts (gpuaccept.facts).
+
+
+def _gpu_label(gpu: dict[str, Any]) -> str:
+    device = gpu.get("pci_device_id")
+    return f"{gpu.get('name')}" + (f" (PCI device id {device})" if device else "")
 
 
 def mismatches(node_type: NodeType, facts: dict[str, Any]) -> list[str]:
@@ -339,10 +717,14 @@ def mismatches(node_type: NodeType, facts: dict[str, Any]) -> list[str]:
     reasons = []
     if len(gpus) != m["gpu_count"]:
         reasons.append(f"{len(gpus)} GPUs found, {node_type.name} has {m['gpu_count']}")
-    if m.get("gpu_model"):
-        names = sorted({g.get("name") for g in gpus})
+    if node_type.sku is not None:
+        others = sorted({_gpu_label(g) for g in gpus if not node_type.sku.fits(g)})
+        if others:
+            reasons.append(f"GPU {', '.join(others)} is not a {node_type.sku.name} ({node_type.sku.path})")
+    elif m.get("gpu_model"):
+        names = sorted({str(g.get("name")) for g in gpus})
         if names and names != [m["gpu_model"]]:
-            reasons.append(f"GPU model {', '.join(map(str, names))}, {node_type.name} has {m['gpu_model']}")
+            reasons.append(f"GPU model {', '.join(names)}, {node_type.name} has {m['gpu_model']}")
     for key, fact in (("pcie_gen", "pcie_gen_max"), ("pcie_width", "pcie_width_max")):
         if key in m:
             seen = sorted({g.get(fact) for g in gpus if g.get(fact) is not None})
@@ -353,22 +735,55 @@ def mismatches(node_type: NodeType, facts: dict[str, Any]) -> list[str]:
     return reasons
 
 
+def detect_sku(reference_dir: str | Path, facts: dict[str, Any]) -> GpuSku:
+    """The GPU SKU of every GPU of the node, from NVML's PCI device id (or name); an error when the GPUs are
+    of no known SKU or of several."""
+    gpus = facts.get("gpus") or []
+    if not gpus:
+        raise ReferenceError(f"no GPU SKU: no GPU found ({facts.get('gpu_error') or 'none found'})")
+    skus = load_gpus(reference_dir)
+    found: dict[str, GpuSku] = {}
+    for gpu in gpus:
+        fits = [s for s in skus if s.fits(gpu)]
+        if len(fits) != 1:
+            listed = ", ".join(s.name for s in (fits or skus)) or "none"
+            raise ReferenceError(
+                f"GPU {gpu.get('index')}: {_gpu_label(gpu)} is "
+                + ("of several SKUs: " if fits else "of no known GPU SKU (known: ")
+                + listed
+                + ("" if fits else f"); add {Path(reference_dir) / GPU_DIR}/<sku>.yaml (docs/reference-values.md)")
+            )
+        found[fits[0].name] = fits[0]
+    if len(found) > 1:
+        raise ReferenceError(
+            f"the node's GPUs are of several SKUs ({', '.join(sorted(found))}): no node type mixes them"
+        )
+    return next(iter(found.values()))
+
+
 def detect(reference_dir: str | Path, facts: dict[str, Any]) -> NodeType:
-    """The one node type whose ``match`` fits the facts; otherwise an error saying what was seen."""
+    """The node type of this node: the one node type file whose SKU, GPU count and match fit the facts. A
+    known SKU with no node type file for its GPU count gives ``<sku>_x<count>`` (per-GPU layer only)."""
     types = load_all(reference_dir)
     fits = [t for t in types if not mismatches(t, facts)]
     if len(fits) == 1:
         return fits[0]
     gpus = facts.get("gpus") or []
-    seen = f"{len(gpus)} x {gpus[0].get('name')}" if gpus else f"no GPU ({facts.get('gpu_error') or 'none found'})"
-    if not fits:
-        detail = "; ".join(f"{t.name}: {', '.join(mismatches(t, facts))}" for t in types)
+    seen = f"{len(gpus)} x {_gpu_label(gpus[0])}" if gpus else f"no GPU ({facts.get('gpu_error') or 'none found'})"
+    if fits:
         raise ReferenceError(
-            f"no reference file in {reference_dir} matches this node ({seen}, CPU {facts.get('cpu_model')!r}): "
-            f"{detail}. Add reference_values/<node_type>.yaml (docs/reference-values.md) or set "
-            "gpuaccept_node_type"
+            f"several node types match this node ({seen}): {', '.join(t.name for t in fits)}; "
+            "make their match rules exclusive or set gpuaccept_node_type"
         )
+    if gpus and (Path(reference_dir) / GPU_DIR).is_dir():
+        sku = detect_sku(reference_dir, facts)
+        same = [t for t in types if t.sku is not None and t.sku.name == sku.name and t.gpu_count == len(gpus)]
+        if not same:
+            return sku_only(sku, len(gpus))
+        types = same  # files for this SKU and count exist but do not fit: say why, do not guess
+    detail = "; ".join(f"{t.name}: {', '.join(mismatches(t, facts))}" for t in types)
     raise ReferenceError(
-        f"several node types match this node ({seen}): {', '.join(t.name for t in fits)}; "
-        "make their match rules exclusive or set gpuaccept_node_type"
+        f"no reference file in {reference_dir} matches this node ({seen}, CPU {facts.get('cpu_model')!r}): "
+        f"{detail}. Add reference_values/<node_type>.yaml (docs/reference-values.md) or set "
+        "gpuaccept_node_type"
     )

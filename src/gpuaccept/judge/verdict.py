@@ -191,12 +191,15 @@ def _metric_rows(
         unit = str(m.get("unit") or "")
         ref = refs.get(metric)
         if ref is None:
+            missing = node_type.missing_reason(key, metric) if node_type else None
             if node_type is None:
                 rows.append(Row(key, metric, INFO, value, unit, reason=f"not judged: {why_no_refs}"))
+            elif missing:  # a node-level figure of a known GPU SKU at a GPU count with no node type file
+                rows.append(Row(key, metric, NOT_RUN, value, unit, reason=missing))
             else:
                 rows.append(Row(key, metric, FAIL, value, unit, reason="no reference value for this metric"))
             continue
-        status, reason = ref.assess(value)
+        status, reason, _bounds = ref.assess(value)
         if status != INFO and unit != ref.unit:
             status, reason = FAIL, f"measured in {unit!r}, the reference is in {ref.unit!r}"
         row = Row(key, metric, status, value, unit, ref.value, reason=reason)
@@ -363,6 +366,9 @@ def build(
     except ReferenceError as err:
         why_no_refs = f"no reference file for this node: {err}"
         rows.append(Row("references", None, FAIL, reason=why_no_refs + BASELINE_HINT))
+    if node_type is not None and node_type.node_layer_missing:
+        # A known GPU SKU with no node type file for this GPU count: per-GPU verdicts only; not accepted.
+        rows.append(Row("references", "node_layer", NOT_RUN, reason=node_type.node_layer_missing))
 
     # The node itself: the GPUs the inventory and the node type promise are there.
     seen_gpus = len(facts.get("gpus") or [])

@@ -100,7 +100,8 @@ def _nvml_facts() -> dict[str, Any]:
         }
         for index in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(index)
-            bus_id = optional(lambda h=h: pynvml.nvmlDeviceGetPciInfo(h).busId)
+            pci = optional(pynvml.nvmlDeviceGetPciInfo, h)
+            bus_id = pci.busId if pci else None
             if isinstance(bus_id, bytes):
                 bus_id = bus_id.decode()
             cc = optional(pynvml.nvmlDeviceGetCudaComputeCapability, h)
@@ -112,6 +113,8 @@ def _nvml_facts() -> dict[str, Any]:
                     "uuid": optional(pynvml.nvmlDeviceGetUUID, h),
                     "serial": optional(pynvml.nvmlDeviceGetSerial, h),
                     "pci_bus_id": bus_id,
+                    # The GPU SKU as DCGM keys it: device id << 16 | vendor id, "0x233010DE" for an H100 SXM5 80GB.
+                    "pci_device_id": f"0x{pci.pciDeviceId:08X}" if pci else None,
                     "numa_node": pci_numa_node(bus_id) if bus_id else None,
                     "memory_bytes": mem.total if mem else None,
                     "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
@@ -152,6 +155,7 @@ def parse_nvidia_smi_csv(text: str) -> dict[str, Any]:
                 "uuid": v["uuid"],
                 "serial": None if v["serial"] in ("[N/A]", "N/A") else v["serial"],
                 "pci_bus_id": bus_id,
+                "pci_device_id": None,  # not queried: the GPU SKU is then recognised by its name
                 "numa_node": pci_numa_node(bus_id),
                 "memory_bytes": mem_mib * 1024 * 1024 if mem_mib is not None else None,
                 "compute_capability": v["compute_cap"] or None,

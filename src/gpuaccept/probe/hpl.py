@@ -146,6 +146,9 @@ def hpcc_hpl_section(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+MAX_THRESHOLD = 16.0  # HPL's own default: a run is checked against at most this
+
+
 def judge(out: HplOutput, expected_runs: int | None = None) -> list[str]:
     """The reasons this output fails HPL's correctness rule; empty when every run passed."""
     src = out.source
@@ -160,6 +163,11 @@ def judge(out: HplOutput, expected_runs: int | None = None) -> list[str]:
         problems.append(
             f"{src}: residual threshold is {out.threshold:g}: HPL skips its residual check at 0 or below, "
             "so nothing was checked (set the threshold in HPL.dat to 16.0)"
+        )
+    elif not out.threshold <= MAX_THRESHOLD:  # also NaN and inf: any residual would pass
+        problems.append(
+            f"{src}: residual threshold is {out.threshold:g}: above HPL's {MAX_THRESHOLD:g} a wrong solution "
+            "can pass (set the threshold in HPL.dat to 16.0)"
         )
     if not out.runs:
         problems.append(f"{src}: no result row (T/V N NB P Q Time Gflops): the run crashed or did not start")

@@ -72,6 +72,8 @@ class HplDat:
             raise ValueError(
                 f"HPL.dat: threshold must be > 0, not {self.threshold} (HPL skips the residual check at 0 or below)"
             )
+        if not self.threshold <= 16.0:  # NaN and inf too: any residual would pass
+            raise ValueError(f"HPL.dat: threshold must be at most 16 (HPL's own), not {self.threshold}")
 
 
 def render(d: HplDat) -> str:

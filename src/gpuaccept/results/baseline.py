@@ -26,8 +26,9 @@ from typing import Any
 
 import yaml
 
+from gpuaccept.judge import metric_table
 from gpuaccept.judge.checks import CHECKS
-from gpuaccept.judge.references import SCHEMA
+from gpuaccept.judge.references import GPU_DIR, GPU_SCHEMA, SCHEMA, SCHEMA_V1
 
 FLOORS = {"GB/s": 0.05, "TFLOP/s": 0.05, "GFLOP/s": 0.10, "us": 0.25, "ratio": 0.10}
 CAP = 0.30
@@ -182,14 +183,12 @@ def changes(reviewed_text: str, proposed_text: str) -> list[str]:
     return lines
 
 
-def waived_unit(metric: str) -> str:
-    """A waived metric carries no unit in the benchmark document: its name says it."""
-    for suffix, unit in (("_tflops_min", "TFLOP/s"), ("_gflops", "GFLOP/s"), ("_max", "us"),
-                         ("_ns_per_day_per_kw", "ns/day/kW"), ("_ns_per_day", "ns/day"), ("_s_per_step", "s/step"),
-                         ("_wall_s", "s"), ("_power_avg_w", "W"), ("_energy_kj", "kJ")):
-        if metric.endswith(suffix):
-            return unit
-    return "GB/s" if metric.startswith(("p2p_", "h2d_", "d2h_", "d2d_", "bidir_")) else "ratio"
+def waived_unit(check: str, metric: str) -> str:
+    """A waived metric carries no unit in the benchmark document: the metric table says it."""
+    try:
+        return metric_table.unit(check, metric)
+    except metric_table.UnknownMetric as err:
+        raise ValueError(f"{check}.{metric} (waived): {err}") from None
 
 
 def tolerance(values: list[float], unit: str) -> float:
@@ -227,7 +226,7 @@ def derive(
             values = [float(m["value"]) for m in measured]
             if not values:
                 why = next(d["waived"][metric] for d in docs if metric in (d.get("waived") or {}))
-                unit = waived_unit(metric)
+                unit = waived_unit(check, metric)
                 entries[metric] = {
                     "informational": f"waived on the measured machine: {why}",
                     "unit": unit,
@@ -283,6 +282,37 @@ def derive(
     return checks, stats
 
 
+def split_layers(checks: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(per-GPU, node-level) sections of a derived checks section, by the metric table's layer. A metric the
+    table does not know is an error: the table must learn it first (src/gpuaccept/metric_table.py)."""
+    layers: dict[str, dict[str, dict[str, Any]]] = {metric_table.GPU: {}, metric_table.NODE: {}}
+    for check, metrics in checks.items():
+        for metric, entry in metrics.items():
+            try:
+                layer = metric_table.layer(check, metric)
+            except metric_table.UnknownMetric as err:
+                raise ValueError(f"{check}.{metric}: {err}") from None
+            layers[layer].setdefault(check, {})[metric] = entry
+    return layers[metric_table.GPU], layers[metric_table.NODE]
+
+
+def _used_sources(checks: dict[str, dict[str, Any]], sources: dict[str, Any]) -> dict[str, Any]:
+    used = {entry["source"] for metrics in checks.values() for entry in metrics.values()}
+    return {sid: src for sid, src in sources.items() if sid in used}
+
+
+class _IndentedDumper(yaml.SafeDumper):
+    """Block sequences indented under their key, as yamllint's default (and the shipped files) want them."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def _dump(doc: dict[str, Any], header: str) -> str:
+    comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+    return comments + yaml.dump(doc, Dumper=_IndentedDumper, sort_keys=False, width=110)
+
+
 def proposal(
     node_type: str,
     description: str,
@@ -292,14 +322,56 @@ def proposal(
     checks: dict[str, Any],
     header: str = "",
 ) -> str:
-    """The proposed reference file; ``header`` lines become comments at its top."""
+    """A self-contained proposal (schema gpuaccept.references/1, both layers in one file): for a node without
+    GPUs, where no GPU SKU holds the per-GPU layer. ``header`` lines become comments at its top."""
     doc = {
-        "schema": SCHEMA,
+        "schema": SCHEMA_V1,
         "node_type": node_type,
         "description": description,
         "match": match,
         "sources": {source_id: source},
         "checks": checks,
     }
-    comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
-    return comments + yaml.safe_dump(doc, sort_keys=False, width=110)
+    return _dump(doc, header)
+
+
+def proposals(
+    node_type: str,
+    description: str,
+    sku: str,
+    sku_match: dict[str, Any],
+    sku_description: str,
+    gpu_count: int,
+    match: dict[str, Any],
+    source_id: str,
+    source: dict[str, Any],
+    checks: dict[str, Any],
+    header: str = "",
+) -> tuple[str, str | None]:
+    """(node type file, GPU SKU file or None) of a two-layer proposal: per-GPU figures go to
+    ``gpus/<sku>.yaml``, node-level ones to ``<node_type>.yaml`` (docs/reference-values.md)."""
+    gpu_checks, node_checks = split_layers(checks)
+    sources = {source_id: source}
+    node_doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "node_type": node_type,
+        "description": description,
+        "gpu": sku,
+        "gpu_count": gpu_count,
+    }
+    if match:
+        node_doc["match"] = match
+    node_doc["sources"] = _used_sources(node_checks, sources)
+    node_doc["checks"] = node_checks
+    gpu_text = None
+    if gpu_checks:
+        gpu_doc = {
+            "schema": GPU_SCHEMA,
+            "sku": sku,
+            "description": sku_description,
+            "match": sku_match,
+            "sources": _used_sources(gpu_checks, sources),
+            "checks": gpu_checks,
+        }
+        gpu_text = _dump(gpu_doc, header + f"\nThe per-GPU layer: every node type with gpu: {sku} shares it.")
+    return _dump(node_doc, header + f"\nThe node layer; the per-GPU figures are in {GPU_DIR}/{sku}.yaml."), gpu_text

@@ -24,6 +24,7 @@ from typing import Any
 
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import exporter, verdict
+from gpuaccept.judge.references import check_name
 
 TEMPLATE = Path(__file__).resolve().parents[3] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
 SCHEDULERS = ("squeue", "slurm")  # squeue: no accounting database needed; slurm: sacct
@@ -236,6 +237,10 @@ def judge(
     gpuaccept.prom. The node's facts must already be there (node-facts.json, from ``gpuaccept facts`` run on
     the node through srun); a node without them, or without a single job in the run, is rejected with the
     reason."""
+    check_name(run_id, "run id")  # a directory name under each node's results, never a path
+    for p in parts:
+        for node in p.hosts:
+            check_name(node, "node")
     per_node, orphans = split_report(report)
     known = {h for p in parts for h in p.hosts}
     strangers = sorted(set(per_node) - known)

@@ -1,0 +1,1 @@
+$ python3 -m gpuaccept detect --facts /tmp/devq-out/nodetypes/facts.json --reference-dir /work/main/.devq/nodetypes/payload/reference_values --expect h100_sxm5_80gb

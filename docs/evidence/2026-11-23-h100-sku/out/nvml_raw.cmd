@@ -1,0 +1,1 @@
+$ python3 /work/main/.devq/nodetypes/payload/nvml_raw.py

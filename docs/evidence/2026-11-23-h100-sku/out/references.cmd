@@ -1,0 +1,1 @@
+$ python3 -m gpuaccept references --reference-dir /work/main/.devq/nodetypes/payload/reference_values

@@ -1,0 +1,181 @@
+"""Every metric gpuaccept judges: its unit and its layer, in one table.
+
+The unit is the one the tool writes in its benchmark document (docs/benchmark-json.md) and the one a reference
+file must give; the layer says where its reference lives (docs/reference-values.md):
+
+- ``gpu``: a figure of one GPU, the same for every GPU of a SKU whatever the node (copies to and from the host,
+  GEMM, HPL per GPU, power and health per GPU, an application on one GPU). Kept in
+  ``reference_values/gpus/<sku>.yaml``.
+- ``node``: a figure of the node as built (GPU count, peer-to-peer, NUMA x GPU, collectives, host GEMM and
+  host HPL, node sums, applications on all GPUs or on the host). Kept in ``reference_values/<node_type>.yaml``.
+
+Patterns are ``fnmatch`` patterns; the first that matches a metric name wins. This is data: add a metric here
+when a tool learns it, and the references and the judge follow.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+GPU, NODE = "gpu", "node"
+LAYERS = (GPU, NODE)
+
+# check -> ((metric pattern, unit, layer), ...)
+METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "bandwidth": (
+        ("h2d_pinned_min", "GB/s", GPU),
+        ("d2h_pinned_min", "GB/s", GPU),
+        ("bidir_pinned_min", "GB/s", GPU),
+        ("h2d_pageable_min", "GB/s", GPU),
+        ("d2h_pageable_min", "GB/s", GPU),
+        ("d2d_min", "GB/s", GPU),
+        ("latency_h2d_max", "us", GPU),
+        ("latency_d2h_max", "us", GPU),
+        ("h2d_fit_lo_max", "us", GPU),
+        ("d2h_fit_lo_max", "us", GPU),
+        ("p2p_*", "GB/s", NODE),
+        ("affinity_far_near_min", "ratio", NODE),
+    ),
+    "gemm": (
+        ("*_concurrent_tflops_min", "TFLOP/s", NODE),  # every GPU at once: the node's power and cooling
+        ("*_xfer_tflops_min", "TFLOP/s", GPU),
+        ("*_tflops_min", "TFLOP/s", GPU),
+    ),
+    "cpu_gemm": (
+        ("dgemm_gflops", "GFLOP/s", NODE),
+        ("sgemm_gflops", "GFLOP/s", NODE),
+        ("dgemm_scaling_efficiency", "ratio", NODE),
+    ),
+    "mpi": (
+        ("host_latency_max", "us", NODE),
+        ("gpu_latency_max", "us", NODE),
+        ("host_bw_min", "GB/s", NODE),
+        ("gpu_bw_min", "GB/s", NODE),
+    ),
+    "hplstyle": (
+        ("tflops_min", "TFLOP/s", GPU),
+        ("residual_max", "ratio", GPU),
+        ("tflops_sum", "TFLOP/s", NODE),
+        ("gflops_per_watt", "GFLOP/s/W", NODE),  # tflops_sum per watt of every GPU
+        ("energy_j", "J", NODE),
+        ("power_avg_w", "W", NODE),
+        ("power_peak_w", "W", NODE),
+    ),
+    "hpl_nvidia": (
+        ("tflops_per_gpu", "TFLOP/s", GPU),
+        ("tflops", "TFLOP/s", NODE),
+        ("residual_max", "ratio", NODE),
+    ),
+    "hpl_host": (
+        ("gflops", "GFLOP/s", NODE),
+        ("residual_max", "ratio", NODE),
+    ),
+    "health": (
+        ("pcie_gen_min", "count", GPU),
+        ("pcie_width_min", "count", GPU),
+        ("health_findings", "count", GPU),
+        ("xid_events", "count", GPU),
+    ),
+    "power": (
+        ("host_power_load_w", "W", NODE),
+        ("idle_power_max_w", "W", GPU),
+        ("load_power_min_w", "W", GPU),
+        ("load_power_max_w", "W", GPU),
+        ("gflops_per_watt", "GFLOP/s/W", GPU),
+        ("gemm_energy_j", "J", GPU),
+        ("load_energy_j", "J", GPU),
+    ),
+    "md_openmm": (
+        ("all_gpus_ns_per_day", "ns/day", NODE),
+        ("cpu_ns_per_day", "ns/day", NODE),
+        ("speedup_vs_cpu", "ratio", NODE),
+        ("ns_per_day", "ns/day", GPU),
+        ("ns_per_day_per_kw", "ns/day/kW", GPU),
+        ("s_per_step", "s/step", GPU),
+        ("wall_s", "s", GPU),
+        ("gpu_power_avg_w", "W", GPU),
+        ("gpu_energy_kj", "kJ", GPU),
+    ),
+    # NAMD: '<mode>_<gpus>_<figure>'; one GPU is a GPU figure, more GPUs and the host are the node's.
+    **{
+        check: (
+            ("gpu_*_1_ns_per_day_per_kw", "ns/day/kW", GPU),
+            ("gpu_*_1_ns_per_day", "ns/day", GPU),
+            ("gpu_*_1_s_per_step", "s/step", GPU),
+            ("gpu_*_1_wall_s", "s", GPU),
+            ("gpu_*_1_power_avg_w", "W", GPU),
+            ("gpu_*_1_energy_kj", "kJ", GPU),
+            ("*_ns_per_day_per_kw", "ns/day/kW", NODE),
+            ("*_ns_per_day", "ns/day", NODE),
+            ("*_s_per_step", "s/step", NODE),
+            ("*_wall_s", "s", NODE),
+            ("*_power_avg_w", "W", NODE),
+            ("*_energy_kj", "kJ", NODE),
+            ("speedup_vs_cpu", "ratio", NODE),
+        )
+        for check in ("namd_apoa1", "namd_stmv")
+    },
+    # NCCL collectives over every GPU of the node (nccl-tests' bus bandwidth, the best message size).
+    "nccl": (("*_busbw_gbps_*", "GB/s", NODE), ("*_algbw_gbps_*", "GB/s", NODE)),
+}
+
+# The power sampler's metrics (gpuaccept sample, docs/checks/power.md), added to any check run under it: all GPUs
+# of the node over the benchmark's run. A check's own rows above come first.
+SAMPLER = (
+    ("energy_j", "J", NODE),
+    ("power_avg_w", "W", NODE),
+    ("power_peak_w", "W", NODE),
+    ("gflops_per_watt", "GFLOP/s/W", NODE),
+)
+METRICS = {check: (*rows, *SAMPLER) for check, rows in METRICS.items()}
+
+UNITS = tuple(sorted({unit for rows in METRICS.values() for _, unit, _ in rows}))
+
+
+class UnknownMetric(KeyError):
+    """A check or metric the table does not know."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def lookup(check: str, metric: str) -> tuple[str, str]:
+    """(unit, layer) of one metric; UnknownMetric when the table has no row for it."""
+    rows = METRICS.get(check)
+    if rows is None:
+        raise UnknownMetric(f"unknown check {check!r} (known: {', '.join(sorted(METRICS))})")
+    for pattern, unit, layer in rows:
+        if fnmatch.fnmatchcase(metric, pattern):
+            return unit, layer
+    raise UnknownMetric(
+        f"check {check!r} has no metric {metric!r} (src/gpuaccept/metric_table.py lists the metrics of each check)"
+    )
+
+
+def unit(check: str, metric: str) -> str:
+    return lookup(check, metric)[0]
+
+
+def layer(check: str, metric: str) -> str:
+    return lookup(check, metric)[1]
+
+
+def document_problems(check: str, doc: dict) -> list[str]:
+    """What in a benchmark document (docs/benchmark-json.md) disagrees with this table: a metric it does not know,
+    or a unit other than the metric's. Empty when the document and the table agree."""
+    problems = []
+    for name, metric in (doc.get("metrics") or {}).items():
+        try:
+            want = unit(check, name)
+        except UnknownMetric as err:
+            problems.append(str(err))
+            continue
+        got = metric.get("unit") if isinstance(metric, dict) else None
+        if got != want:
+            problems.append(f"{check}.{name}: unit {got!r}, the metric's unit is {want!r}")
+    for name in doc.get("waived") or {}:
+        try:
+            lookup(check, name)
+        except UnknownMetric as err:
+            problems.append(str(err))
+    return problems
