@@ -43,13 +43,15 @@ def judge_run_dir(
     node_type_error: str | None = None,
     report_error: str | None = None,
     nothing_selected: bool = False,
+    node: str | None = None,
 ) -> tuple[verdict.Verdict, list[Path]]:
     """Judge ``run_dir`` and write its verdict and metrics; returns the verdict and the files written.
     ``facts`` None: read ``facts_file`` (default: the run's node-facts.json). ``node_type_error``: why no node
     type could be resolved (the verdict then says so for every check). ``report_error``: why checks are missing
     from ReFrame's report, or why there is none, as the caller knows it (ReFrame did not start, or was stopped at
     the time limit); ``nothing_selected``: ReFrame ran and selected no check for this node, so it wrote no report
-    and each check's own reason (no GPU, not selected) is given instead of "the report is missing"."""
+    and each check's own reason (no GPU, not selected) is given instead of "the report is missing". ``node``: the
+    node's name where its facts may not say it (a Slurm node whose facts were not gathered)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise OutputError(f"{run_dir}: no such run directory (a run directory is made by the run, never here)")
@@ -78,6 +80,8 @@ def judge_run_dir(
             input_errors=input_errors,
         )
         result.run_dir = str(run_dir.resolve())
+        if node:
+            result.node = node
         if result.started_unix is None:
             result.finished_unix = dt.datetime.now(dt.UTC).timestamp()
         written = [write_text_atomic(run_dir / VERDICT_FILE, json.dumps(result.to_json(), indent=2) + "\n")]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.judge import exporter, verdict
+from gpuaccept.judge import summarize, verdict
 from gpuaccept.judge.references import check_name
 
 TEMPLATE = Path(__file__).resolve().parents[3] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
@@ -251,13 +251,6 @@ def judge(
         for node in p.hosts:
             run_dir = Path(results_dir) / node / run_id
             run_dir.mkdir(parents=True, exist_ok=True)
-            facts_file = run_dir / "node-facts.json"
-            problems = []
-            try:
-                facts = json.loads(facts_file.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as err:
-                facts = {"hostname": node, "gpus": []}
-                problems.append(f"no node facts from {node} ({facts_file}: {err}): `gpuaccept facts` did not run there")
             mine = per_node.get(node)
             report_error = None
             if mine is None:
@@ -268,16 +261,12 @@ def judge(
                 )
             else:
                 write_text_atomic(run_dir / "reframe-report.json", json.dumps(mine, indent=2) + "\n")
-            result = verdict.build(
-                mine, facts, reference_dir, p.node_type, suite, expected_gpus=p.gpu_count, report_error=report_error
-            )
-            result.node = node
-            for why in problems:
-                result.rows.insert(0, verdict.Row("node", "facts", verdict.FAIL, reason=why))
-                result.accepted = False
-            result.run_dir = str(run_dir.resolve())
-            write_text_atomic(run_dir / "verdict.json", json.dumps(result.to_json(), indent=2) + "\n")
-            exporter.write(result, run_dir)
+            # The one judge, as for a node's own run: its facts (gathered on the node through srun; missing
+            # facts are a failed input row naming the file), its share of the report, its node type.
+            result, _written = summarize.judge_run_dir(
+                run_dir, None, reference_dir, p.node_type, suite, expected_gpus=p.gpu_count,
+                report_error=report_error, node=node,
+            )  # fmt: skip
             out.append(result)
     return out
 
