@@ -337,3 +337,44 @@ def test_verdict_rows_are_the_only_judgement_the_metrics_carry(nightly):
     judged = [r for r in v.rows if r.metric and r.status in ("pass", "fail") and r.check != "node"]
     assert len(passed) >= len(judged) > 0
     copy.deepcopy(v)  # a verdict is plain data
+
+
+# ------------------------------------------------------------------------------------------------
+# The suites through `gpuaccept run` on the H100 (docs/evidence/2026-11-23-h100-judge), judged again today.
+
+RUNS_2311 = EVIDENCE / "2026-11-23-h100-judge" / "results" / "vm"
+
+
+def rejudged_today(run: Path) -> verdict.Verdict:
+    recorded = json.loads((run / "verdict.json").read_text())
+    assert recorded["verdict"] in ("pass", "fail")
+    return rejudge(run, REFERENCE_DIR)[1]
+
+
+def test_the_commission_run_through_gpuaccept_run_is_accepted_with_every_check():
+    (run,) = RUNS_2311.glob("*-commission")
+    v = rejudged_today(run)
+    checks = {r.check: r.status for r in v.rows if r.metric is None and r.expected}
+    assert v.accepted and checks == dict.fromkeys(
+        ("bandwidth", "gemm", "cpu_gemm", "hplstyle", "health", "power"), "pass"
+    ), verdict.table(v)
+
+
+def test_the_nightly_runs_through_gpuaccept_run():
+    """Six nightly runs on a healthy H100: five accepted, one rejected on pageable D2H alone (11.57 GB/s against a
+    lowest pass of 11.575: the VM's pageable copies are its noisiest figure); then one with a foreign process on
+    the GPU, rejected naming it by pid and user."""
+    verdicts = {}
+    for run in sorted(RUNS_2311.glob("*-nightly")):
+        verdicts[run.name] = rejudged_today(run)
+    assert len(verdicts) == 7
+    accepted = [name for name, v in verdicts.items() if v.accepted]
+    assert len(accepted) == 5
+    noisy = verdicts["20261123T154217Z-nightly"]
+    assert [(r.check, r.metric) for r in noisy.rows if r.status == "fail"] == [
+        ("bandwidth", None), ("bandwidth", "d2h_pageable_min")
+    ]
+    foreign = verdicts["20261123T154539Z-nightly"]
+    health = next(r for r in foreign.rows if r.check == "health" and r.metric is None)
+    assert not foreign.accepted and health.status == "fail"
+    assert "compute process pid 19192 of user root" in health.reason
