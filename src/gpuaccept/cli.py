@@ -23,6 +23,7 @@ from . import (
     health,
     power,
     powercheck,
+    redact,
     references,
     verdict,
 )
@@ -117,7 +118,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         from . import pushgateway  # noqa: PLC0415
 
         grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance)
-        print(f"\npushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
+        print(f"\npushed:  {redact.url(args.pushgateway)} (job {pushgateway.JOB}, {grouping})")
     print(f"\nreport:  {run_dir / 'verdict.json'}")
     print(f"reframe: {run_dir / 'reframe-report.json'}")
     for path in written:

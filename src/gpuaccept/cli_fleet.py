@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import fleet, slurm
+from . import fleet, redact, slurm
 from .atomic import write_text_atomic
 from .checks import SUITES
 
@@ -88,7 +88,7 @@ def cmd_slurm_judge(args: argparse.Namespace) -> int:
             from . import pushgateway  # noqa: PLC0415
 
             pushgateway.push(r, args.pushgateway, r.node)
-            print(f"  pushed to {args.pushgateway}")
+            print(f"  pushed to {redact.url(args.pushgateway)}")
         if args.drain and not r.accepted:
             argv = slurm.drain(r.node, slurm.drain_reason(r, args.run_id))
             print(f"  drained: {' '.join(argv)}")
