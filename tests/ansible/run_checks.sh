@@ -163,4 +163,23 @@ for doc in (r / "verdict.json" for r in runs):
 print(f"{len(files)} files and directories checked: {user}:{group}, files 0640, directories 0750 at most")
 sys.exit("\n".join(bad[:20]) if bad else 0)
 PY
+step "the suite role as the unprivileged user (gpuaccept_suite_user, become): facts, ReFrame, summarize"
+# become through su here (CI has no sudo; su needs a shell, the user has none), the distribution's Python for the
+# modules that run as the user (the controller's may be under /root).
+run ansible-playbook -i inventories/local tests/ansible/apply_role.yml "${vars[@]}" -e gpuaccept_test_role=gpuaccept_suite \
+  -e gpuaccept_suite_user=$user -e gpuaccept_node_type=ci_no_gpu -e gpuaccept_suite_results_dir="$scratch/suite-results" \
+  -e gpuaccept_suite_fetch=false \
+  -e gpuaccept_suite_fail_on_reject=false -e ansible_become_method=su -e "ansible_become_flags='-s /bin/sh'" \
+  -e ansible_python_interpreter=/usr/bin/python3 2>&1 | tee "$logs/suite-as-user.log"
+# Every file the user's; the results, host and run directories closed to others (ReFrame's own directories below
+# follow its umask, unreachable through them).
+bad=$( (find "$scratch/suite-results" -mindepth 1 ! -user "$user"
+        find "$scratch/suite-results" -maxdepth 2 -type d -perm -o=x ! -path "*/.*") | head)
+if [[ -n $bad ]] || [[ -z $(find "$scratch/suite-results" -name verdict.json -user "$user") ]]; then
+  echo "FAIL: the suite's run is not the user's alone (files another user owns, directories others can enter):" >&2
+  echo "${bad:-no verdict.json of $user}" >&2
+  exit 1
+fi
+echo "the suite ran as $user: its run directories and files are $user's, no directory open to others"
+
 step "all Ansible checks passed"
