@@ -32,6 +32,10 @@ if [ "${1:-}" = --verify ]; then
   else
     die "$dir: the files above do not match SHA256SUMS (damaged or changed in transit): copy the bundle again"
   fi
+  # SHA256SUMS was written with the bundle; the wheels are also checked against this checkout's own pins.
+  if [ -d "$dir/wheelhouse" ]; then
+    scripts/lock.sh --check-wheels "$dir/wheelhouse" || die "$dir/wheelhouse holds wheels this checkout does not pin"
+  fi
   exit 0
 fi
 
