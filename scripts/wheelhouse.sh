@@ -18,7 +18,7 @@ for py in 3.11 3.12; do
   "$PYTHON" -m pip download --quiet --no-deps --only-binary=:all: --python-version "$py" --implementation cp \
     "${plat[@]}" --require-hashes -d "$dir" -r requirements/tools.txt
   "$PYTHON" -m pip download --quiet --only-binary=:all: --python-version "$py" --implementation cp \
-    "${plat[@]}" --require-hashes -d "$dir" -r requirements/test.txt
+    "${plat[@]}" --require-hashes -d "$dir" -r requirements/test.txt -r requirements/report.txt
   if [ "${MD:-0}" = 1 ]; then
     "$PYTHON" -m pip download --quiet --only-binary=:all: --python-version "$py" --implementation cp \
       "${plat[@]}" --require-hashes -d "$dir" -r requirements/md.txt
