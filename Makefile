@@ -1,6 +1,7 @@
 # gpuaccept: what an operator types. See README.md.
 #   make accept      accept this node: tool environment, commissioning playbook on inventories/local, verdict
-#   make test        the test suite (what CI runs)
+#   make test        the test suite (what CI runs): installs what it needs first (scripts/deps.sh, scripts/venv.sh)
+#   make deps        only the Debian packages the tests need (scripts/deps.sh; --check lists the missing ones)
 #   make wheelhouse  on a connected machine: every wheel `accept` and `test` need, for air-gapped sites
 #   make bundle      on a connected machine: the air-gapped bundle (docs/airgapped.md); BUNDLE=dir (default bundle)
 #   make lock        on a connected machine: regenerate requirements/*.txt with every wheel's sha256 from requirements/*.in
@@ -13,12 +14,15 @@ INVENTORY ?= inventories/local
 ANSIBLE_ARGS ?=
 export PYTHON VENV WHEELHOUSE
 
-.PHONY: accept test wheelhouse bundle lock venv clean
+.PHONY: accept test deps wheelhouse bundle lock venv clean
 accept:
 	@scripts/accept.sh $(SUITE) $(INVENTORY) $(ANSIBLE_ARGS)
 
 test:
 	@scripts/test.sh
+
+deps:
+	@scripts/deps.sh
 
 wheelhouse:
 	@scripts/wheelhouse.sh $(or $(WHEELHOUSE),wheelhouse)
