@@ -163,7 +163,7 @@ for doc in (r / "verdict.json" for r in runs):
 print(f"{len(files)} files and directories checked: {user}:{group}, files 0640, directories 0750 at most")
 sys.exit("\n".join(bad[:20]) if bad else 0)
 PY
-step "the suite role as the unprivileged user (gpuaccept_suite_user, become): facts, ReFrame, summarize"
+step "the suite role as the unprivileged user (gpuaccept_suite_user, become): gpuaccept run, facts to verdict"
 # become through su here (CI has no sudo; su needs a shell, the user has none), the distribution's Python for the
 # modules that run as the user (the controller's may be under /root).
 run ansible-playbook -i inventories/local tests/ansible/apply_role.yml "${vars[@]}" -e gpuaccept_test_role=gpuaccept_suite \
