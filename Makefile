@@ -4,6 +4,7 @@
 #   make deps        only the Debian packages the tests need (scripts/deps.sh; --check lists the missing ones)
 #   make wheelhouse  on a connected machine: every wheel `accept` and `test` need, for air-gapped sites
 #   make bundle      on a connected machine: the air-gapped bundle (docs/airgapped.md); BUNDLE=dir (default bundle)
+#   make lock        on a connected machine: regenerate requirements/*.txt with every wheel's sha256 from requirements/*.in
 # Offline: WHEELHOUSE=/path/to/wheelhouse make accept   (pip --no-index --find-links)
 PYTHON ?= python3
 VENV ?= .venv
@@ -13,7 +14,7 @@ INVENTORY ?= inventories/local
 ANSIBLE_ARGS ?=
 export PYTHON VENV WHEELHOUSE
 
-.PHONY: accept test deps wheelhouse bundle venv clean
+.PHONY: accept test deps wheelhouse bundle lock venv clean
 accept:
 	@scripts/accept.sh $(SUITE) $(INVENTORY) $(ANSIBLE_ARGS)
 
@@ -28,6 +29,9 @@ wheelhouse:
 
 bundle:
 	@scripts/bundle.sh $(or $(BUNDLE),bundle)
+
+lock:
+	@scripts/lock.sh
 
 venv:
 	@scripts/venv.sh

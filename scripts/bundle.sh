@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The air-gapped bundle. On a connected machine, one command builds DIR (default bundle/) with everything the
 # playbooks install, each file checked against a pinned sha256, and DIR/SHA256SUMS over all of it:
-#   wheelhouse/   every wheel of requirements/tools.txt and test.txt (+ mkl.txt with MKL=1), Python 3.11 and 3.12
+#   wheelhouse/   every wheel of requirements/tools.txt and test.txt (+ mkl.txt with MKL=1), Python 3.11 and 3.12,
+#                 each checked against the sha256 in requirements/*.txt (scripts/lock.sh)
 #   sources/      NVIDIA's nvbandwidth and CUDA samples release archives (pins: roles/gpuaccept_cuda_samples),
-#                 node_exporter's release archive (pin: roles/gpuaccept_node_exporter, or its release's sha256sums)
-#   keys/         the signing keys of NVIDIA's CUDA repositories (for gpuaccept_nvidia_driver / cuda_toolkit)
+#                 node_exporter's release archive (pin: roles/gpuaccept_node_exporter)
+#   keys/         the signing keys of NVIDIA's CUDA repositories (pin: roles/gpuaccept_nvidia_driver)
 #   packages/<distro>/  .deb or .rpm packages with a flat repository index (Packages / repodata), made with this
 #                 machine's apt or dnf: only for the distribution this machine runs (see docs/airgapped.md)
 #   gpuaccept-<rev>.tar.gz   this checkout (git archive), to unpack on the air-gapped controller
@@ -30,6 +31,10 @@ if [ "${1:-}" = --verify ]; then
     echo "bundle $dir: $(wc -l < "$dir/SHA256SUMS") files, all match SHA256SUMS"
   else
     die "$dir: the files above do not match SHA256SUMS (damaged or changed in transit): copy the bundle again"
+  fi
+  # SHA256SUMS was written with the bundle; the wheels are also checked against this checkout's own pins.
+  if [ -d "$dir/wheelhouse" ]; then
+    scripts/lock.sh --check-wheels "$dir/wheelhouse" || die "$dir/wheelhouse holds wheels this checkout does not pin"
   fi
   exit 0
 fi
@@ -87,17 +92,12 @@ if ! skip sources; then
   fetch "https://github.com/NVIDIA/cuda-samples/archive/refs/tags/v$v.tar.gz" "$dir/sources/cuda-samples-$v.tar.gz" \
     "$(pin gpuaccept_cuda_samples gpuaccept_cuda_samples_samples_sha256)"
   vars+=("gpuaccept_cuda_samples_samples_archive: \"{{ gpuaccept_bundle_dir }}/sources/cuda-samples-$v.tar.gz\"")
-  # node_exporter: the role's pin when there is one, else NODE_EXPORTER_SHA256, else the release's own sha256sums.
+  # node_exporter: the role's pin (or NODE_EXPORTER_SHA256, a sha256 you checked); never the release's own
+  # sha256sums.txt, which comes over the same channel as the archive and so proves nothing.
   v=$(pin gpuaccept_node_exporter gpuaccept_node_exporter_binary_version)
   ne=node_exporter-$v.linux-amd64.tar.gz
   want=${NODE_EXPORTER_SHA256:-$(pin gpuaccept_node_exporter gpuaccept_node_exporter_binary_sha256 optional)}
-  if [ -z "$want" ]; then
-    [ -z "${SOURCES_FROM:-}" ] || die "no pinned sha256 for $ne: set NODE_EXPORTER_SHA256"
-    want=$(curl -fsSL "https://github.com/prometheus/node_exporter/releases/download/v$v/sha256sums.txt" \
-      | awk -v f="$ne" '$2 == f {print $1}')
-    [ -n "$want" ] || die "no sha256 for $ne in the release's sha256sums.txt"
-    echo "  $ne: no pin in the role; using the release's sha256sums.txt ($want)"
-  fi
+  [ -n "$want" ] || die "no pinned sha256 for $ne: set gpuaccept_node_exporter_binary_sha256 in roles/gpuaccept_node_exporter/defaults/main.yml (or NODE_EXPORTER_SHA256) to the sha256 you checked against the release's signed checksums, or SKIP=sources"
   fetch "https://github.com/prometheus/node_exporter/releases/download/v$v/$ne" "$dir/sources/$ne" "$want"
   vars+=("gpuaccept_node_exporter_binary_archive: \"{{ gpuaccept_bundle_dir }}/sources/$ne\""
          "gpuaccept_node_exporter_binary_sha256: $want")
@@ -106,19 +106,13 @@ fi
 if ! skip keys; then
   echo "== NVIDIA repository keys"
   mkdir -p "$dir/keys"
-  # No pin is shipped for these keys: set NVIDIA_KEY_SHA256 (Debian/Ubuntu key 3bf863cc) once you have checked its
-  # fingerprint (gpg --show-keys); without it the key is downloaded over HTTPS and its fingerprint printed to check.
+  # The key's sha256 from the repository (gpuaccept_nvidia_driver_repo_key_sha256) or NVIDIA_KEY_SHA256: set it once
+  # you have checked the key's fingerprint (gpg --show-keys; NVIDIA publishes it). A key is never trusted because
+  # it was the first download.
   key=3bf863cc.pub
-  if [ -n "${NVIDIA_KEY_SHA256:-}" ]; then
-    fetch "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/$key" "$dir/keys/$key" "$NVIDIA_KEY_SHA256"
-  elif [ -n "${SOURCES_FROM:-}" ]; then
-    die "SOURCES_FROM needs NVIDIA_KEY_SHA256 (the sha256 of $key as you checked it), or SKIP=keys"
-  else
-    curl -fsSL --retry 3 -o "$dir/keys/$key" "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/$key" \
-      || die "cannot download NVIDIA's key $key"
-    echo "  $key: NOT pinned; check its fingerprint before use:"
-    gpg --show-keys "$dir/keys/$key" 2>/dev/null | sed 's/^/    /' || echo "    (gpg not found: check it elsewhere)"
-  fi
+  want=${NVIDIA_KEY_SHA256:-$(pin gpuaccept_nvidia_driver gpuaccept_nvidia_driver_repo_key_sha256 optional)}
+  [ -n "$want" ] || die "no pinned sha256 for NVIDIA's key $key: check its fingerprint, then set gpuaccept_nvidia_driver_repo_key_sha256 in roles/gpuaccept_nvidia_driver/defaults/main.yml (or NVIDIA_KEY_SHA256), or SKIP=keys"
+  fetch "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/$key" "$dir/keys/$key" "$want"
   sum=$(sha256sum "$dir/keys/$key" | cut -d' ' -f1)
   for role in gpuaccept_nvidia_driver gpuaccept_cuda_toolkit; do
     vars+=("${role}_repo_key: \"{{ gpuaccept_bundle_dir }}/keys/$key\"" "${role}_repo_key_sha256: $sum")

@@ -18,6 +18,8 @@ PACKAGES=(
   ca-certificates           # pip over HTTPS (scripts/venv.sh)
   python3-venv              # Debian's python3 -m venv (scripts/venv.sh)
   python3-apt               # Ansible's apt module (tests/test_provision_roles.py, node_exporter role)
+  systemd                   # systemd-analyze security on the nightly unit (tests/ansible/run_checks.sh)
+  util-linux                # setpriv: the nightly runner as its unprivileged user (tests/ansible/run_checks.sh)
   # Host benchmarks
   libopenblas-dev           # the host GEMM's fallback BLAS (tests/test_build.py, with and without MKL)
   hpcc                      # the host HPL (tests/test_hpl.py, tests/test_reframe_cpu.py)

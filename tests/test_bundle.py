@@ -61,3 +61,28 @@ def test_checksums_and_verify(tmp_path: Path):
     assert "gpuaccept-bundle.yml: FAILED" in bad.stdout
     assert "do not match SHA256SUMS" in bad.stderr
     assert "not a bundle" in bundle("--verify", str(tmp_path)).stderr
+
+
+def test_an_unpinned_nvidia_key_stops_the_build(tmp_path: Path):
+    """NVIDIA's key is taken only against a sha256 that lives in the repository (or one given by hand), never
+    trusted for being the first download (node_exporter's archive goes the same way, never by its release's own
+    sha256sums.txt)."""
+    env = {"NODE_EXPORTER_SHA256": "", "NVIDIA_KEY_SHA256": "", "SOURCES_FROM": str(tmp_path / "mirror")}
+    (tmp_path / "mirror").mkdir()
+    proc = bundle(str(tmp_path / "b"), SKIP="wheelhouse sources packages project", **env)
+    assert proc.returncode == 1
+    assert "no pinned sha256 for NVIDIA's key 3bf863cc.pub" in proc.stderr
+    assert not (tmp_path / "b" / "keys" / "3bf863cc.pub").exists()
+
+
+def test_verify_refuses_a_wheel_the_checkout_does_not_pin(tmp_path: Path):
+    """SHA256SUMS is written with the bundle: a wheel swapped before it was written passes it, not the pins."""
+    out = tmp_path / "b"
+    (out / "wheelhouse").mkdir(parents=True)
+    (out / "wheelhouse" / "pyyaml-6.0.3-cp311-cp311-manylinux_2_17_x86_64.whl").write_bytes(b"not the pinned wheel")
+    proc = bundle(str(out), SKIP="wheelhouse sources keys packages project")
+    assert proc.returncode == 0, proc.stderr
+    bad = bundle("--verify", str(out))
+    assert bad.returncode == 1 and "all match SHA256SUMS" in bad.stdout
+    assert "pyyaml-6.0.3-cp311-cp311-manylinux_2_17_x86_64.whl" in bad.stderr
+    assert "holds wheels this checkout does not pin" in bad.stderr

@@ -2,14 +2,16 @@
 results stay intact."""
 
 import json
+import os
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REFERENCE_DIR
 
-from gpuaccept.atomic import write_text_atomic
+from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import verdict
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
@@ -122,5 +124,36 @@ def test_atomic_write_replaces_whole_files(tmp_path):
     write_text_atomic(target, "a\n")
     write_text_atomic(target, "b\n")
     assert target.read_text() == "b\n"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert [p.name for p in Path(tmp_path).iterdir()] == ["x.prom"]
+
+
+def test_result_files_are_0640_and_new_directories_0750_whatever_the_umask(tmp_path, monkeypatch):
+    monkeypatch.delenv("GPUACCEPT_RESULTS_GROUP", raising=False)
+    monkeypatch.delenv("GPUACCEPT_FILE_MODE", raising=False)
+    old = os.umask(0o000)
+    try:
+        target = write_text_atomic(tmp_path / "run" / "host" / "verdict.json", "{}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    for d in (tmp_path / "run", tmp_path / "run" / "host"):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o750, d
+
+
+def test_result_files_take_the_configured_group_and_mode(tmp_path, monkeypatch):
+    """GPUACCEPT_RESULTS_GROUP: a group the writer is in (node_exporter's, on a node); a group it cannot use is
+    named in the error."""
+    gid = os.getgroups()[-1] if os.getgroups() else os.getgid()
+    monkeypatch.setenv("GPUACCEPT_RESULTS_GROUP", str(gid))
+    target = write_text_atomic(tmp_path / "d" / "gpuaccept_nightly.prom", "x 1\n")
+    assert target.stat().st_gid == gid and (tmp_path / "d").stat().st_gid == gid
+    monkeypatch.setenv("GPUACCEPT_RESULTS_GROUP", "no-such-group-gpuaccept")
+    with pytest.raises(OutputError, match="GPUACCEPT_RESULTS_GROUP='no-such-group-gpuaccept': no such group"):
+        write_text_atomic(tmp_path / "y.prom", "x 1\n")
+    monkeypatch.delenv("GPUACCEPT_RESULTS_GROUP")
+    monkeypatch.setenv("GPUACCEPT_FILE_MODE", "0644")
+    assert stat.S_IMODE(write_text_atomic(tmp_path / "z.prom", "x 1\n").stat().st_mode) == 0o644
+    monkeypatch.setenv("GPUACCEPT_FILE_MODE", "rw-r-----")
+    with pytest.raises(OutputError, match="not an octal file mode"):
+        write_text_atomic(tmp_path / "z.prom", "x 1\n")

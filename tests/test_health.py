@@ -7,15 +7,20 @@ happened on the lent machines: the XID line is built in the test in the kernel's
 and appended to the recorded dmesg.
 """
 
+import argparse
 import copy
 import json
+import os
+import pwd
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import EVIDENCE, REFERENCE_DIR
 
+from gpuaccept import cli
 from gpuaccept.judge import health_rules, references
 from gpuaccept.probe import health
 
@@ -235,3 +240,61 @@ def test_health_command_rejects_a_bad_since(tmp_path):
     )  # fmt: skip
     assert res.returncode == 4 and "--xid-since 'last week'" in res.stderr
     assert not (tmp_path / "h.json").exists()
+
+
+def test_a_secret_on_a_foreign_processs_command_line_never_reaches_a_file(tmp_path, monkeypatch, capsys, h100):
+    """A real foreign process with a token in its arguments, on the recorded GPU: the document, the findings and
+    what the command prints name it by pid, user and executable name only."""
+    secret = "s3cr3t-token-4c1a"
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--api-key={secret}"])
+    try:
+        text = (POWER / "nvidia-smi-q-load.txt").read_text().replace("1965", str(proc.pid))
+        loaded = health.observe_smi_q(text, None)
+        loaded["gpus"][0]["pcie_gen_loaded"], loaded["gpus"][0]["pcie_width_loaded"] = 5, 16
+        monkeypatch.setattr(health, "observe", lambda load_s, exempt: (loaded, []))
+        monkeypatch.setattr(health, "read_kernel_log", lambda since: ("", "journalctl -k -o short-unix", []))
+        out = tmp_path / "health.json"
+        args = argparse.Namespace(
+            load_s=0.0, quick=True, xid_since="boot", reference_dir=REFERENCE_DIR, node_type="h100_sxm5_80gb",
+            expected_gpus=None, exempt_pid=[], output=out,
+        )
+        assert cli.cmd_health(args) == 2  # probe, then the judge's rules: unhealthy
+    finally:
+        proc.kill()
+        proc.wait()
+    written, printed = out.read_text(), capsys.readouterr().out
+    assert secret not in written and secret not in printed and "api-key" not in written + printed
+    [p] = json.loads(written)["results"]["observations"]["gpus"][0]["processes"]
+    exe = Path(os.path.realpath(sys.executable)).name
+    assert p == {"pid": proc.pid, "user": pwd.getpwuid(os.getuid()).pw_name, "name": exe, "used_memory_bytes": None}
+    assert f"compute process pid {proc.pid} of user {p['user']} ({exe}) runs on it" in printed
+
+
+def test_a_foreign_process_without_a_readable_executable_is_named_by_comm(tmp_path):
+    """Another user's /proc/PID/exe is unreadable without privilege: the kernel's comm names it; the command line
+    (world-readable, with its secret) is never read."""
+    pid_dir = tmp_path / "4242"
+    pid_dir.mkdir()
+    (pid_dir / "status").write_text("Name:\tjob\nUid:\t0\t0\t0\t0\n")
+    (pid_dir / "comm").write_text("train.py\n")
+    (pid_dir / "cmdline").write_bytes(b"python3\0train.py\0--password=hunter2\0")
+    info = health.process_info(4242, proc=tmp_path)
+    assert info == {"pid": 4242, "user": "root", "name": "train.py"}
+    assert "hunter2" not in json.dumps(info)
+
+
+def test_the_kernel_log_written_by_the_units_root_step_is_read(tmp_path, monkeypatch):
+    """Run unprivileged, the probe reads the file the nightly unit's root step wrote (GPUACCEPT_KERNEL_LOG), with
+    the tool that wrote it; a missing file is unreadable, not empty."""
+    log = tmp_path / "kernel.log"
+    log.write_text(
+        f"{health.KERNEL_LOG_HEADER} journalctl -k -b -o short-unix\n"
+        "1763900000.000000 gpu1 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=0, GPU has fallen off the bus.\n"
+    )
+    monkeypatch.setenv("GPUACCEPT_KERNEL_LOG", str(log))
+    text, how, why = health.read_kernel_log(0.0)
+    assert how == f"{log} (journalctl -k -b -o short-unix)" and why == []
+    assert [e["xid"] for e in health.parse_xids(text, 0.0, 0.0)] == [79]
+    log.unlink()
+    text, how, why = health.read_kernel_log(0.0)
+    assert text is None and "GPUACCEPT_KERNEL_LOG" in why[0] and "No such file" in why[0]

@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, cli_fleet, run
+from gpuaccept import __version__, cli_fleet, redact, run
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import health_rules, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
@@ -119,7 +119,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
         grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance)
-        print(f"\npushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
+        print(f"\npushed:  {redact.url(args.pushgateway)} (job {pushgateway.JOB}, {grouping})")
     print(f"\nreport:  {run_dir / 'verdict.json'}")
     print(f"reframe: {run_dir / 'reframe-report.json'}")
     for path in written[1:]:
@@ -417,7 +417,12 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--facts", help="facts JSON (default: gather them now)")
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
-    sp.add_argument("--pushgateway", help="also push the metrics to this Pushgateway URL (nodes without node_exporter)")
+    sp.add_argument(
+        "--pushgateway",
+        default=os.environ.get("GPUACCEPT_PUSHGATEWAY") or None,
+        help="also push the metrics to this Pushgateway URL (nodes without node_exporter); default "
+        "$GPUACCEPT_PUSHGATEWAY, which keeps a URL with credentials off the command line",
+    )
     sp.add_argument("--pushgateway-instance", help="the instance label of the push (default: the node's hostname)")
     sp.set_defaults(func=cmd_summarize)
 

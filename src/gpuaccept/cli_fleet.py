@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gpuaccept import redact
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.results import fleet, slurm
@@ -99,7 +100,7 @@ def cmd_slurm_judge(args: argparse.Namespace) -> int:
             from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
             pushgateway.push(r, args.pushgateway, r.node)
-            print(f"  pushed to {args.pushgateway}")
+            print(f"  pushed to {redact.url(args.pushgateway)}")
         if args.drain and not r.accepted:
             argv = slurm.drain(r.node, slurm.drain_reason(r, args.run_id))
             print(f"  drained: {' '.join(argv)}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import rfmconfig
+from gpuaccept import redact, rfmconfig
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
@@ -298,7 +298,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
         grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance or node)
-        print(f"pushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
+        print(f"pushed:  {redact.url(args.pushgateway)} (job {pushgateway.JOB}, {grouping})")
     return exit_status(result, outcome)
 
 
@@ -346,7 +346,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
             from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
             pushgateway.push(r, args.pushgateway, r.node)
-            print(f"  pushed to {args.pushgateway}")
+            print(f"  pushed to {redact.url(args.pushgateway)}")
         if args.drain and not r.accepted:
             print(f"  drained: {' '.join(slurm.drain(r.node, slurm.drain_reason(r, run_id)))}")
     if judged and all(r.accepted for r in judged):
@@ -380,7 +380,12 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     sp.add_argument("--facts", help="the node's facts JSON (default: gather them now)")
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
-    sp.add_argument("--pushgateway", help="also push the metrics to this Pushgateway URL")
+    sp.add_argument(
+        "--pushgateway",
+        default=os.environ.get("GPUACCEPT_PUSHGATEWAY") or None,
+        help="also push the metrics to this Pushgateway URL; default $GPUACCEPT_PUSHGATEWAY, which keeps a URL with "
+        "credentials off the command line",
+    )
     sp.add_argument("--pushgateway-instance", help="the push's instance label (default: the node's name)")
     sp.add_argument(
         "--reframe-config",

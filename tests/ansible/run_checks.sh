@@ -4,7 +4,9 @@
 #   2. yamllint -s . and ansible-lint (production profile) on the playbooks and roles;
 #   3. against this host (inventories/local): a check-mode run of playbooks/commission.yml, then a real run of
 #      everything but the suite run (--skip-tags gpuaccept_suite_run), then the same real run again, which
-#      must report changed=0 (idempotency).
+#      must report changed=0 (idempotency); the nightly timer the same way, its unit rated by systemd-analyze
+#      security (2.5 or better), and its runner run as the unprivileged user the unit runs it as (setpriv: the
+#      same user, groups, environment and umask, no capability), its result files checked for owner and mode.
 # The runs use a scratch project root (GPUACCEPT_CI_SCRATCH, default a new directory under $TMPDIR or /tmp,
 # removed at the end unless given): the toolenv role copies the checkout there and installs a fresh tool
 # environment in it, so the checkout and its .venv are not touched. Reference values: the checkout's, plus
@@ -73,6 +75,11 @@ YAML
 ls "$scratch/reference_values"
 
 vars=(-e "gpuaccept_root=$scratch/root" -e "gpuaccept_reframe_reference_dir=$scratch/reference_values")
+# The distribution's Python for the tool environment, as on a node: the nightly runner's unprivileged user must be
+# able to run it (a Python under /root, such as pyenv's, is not).
+if [[ -x /usr/bin/python3 ]]; then
+  vars+=(-e gpuaccept_toolenv_python=/usr/bin/python3)
+fi
 if [[ -n ${GPUACCEPT_CI_EXTRA_VARS:-} ]]; then
   vars+=(-e "$GPUACCEPT_CI_EXTRA_VARS")
 fi
@@ -109,4 +116,70 @@ if [[ -z $recap ]] || grep -vqE ' changed=0 ' <<<"$recap"; then
   exit 1
 fi
 echo "idempotent: $recap"
+
+step "the nightly unit's hardening: systemd-analyze security --offline, exposure 2.5 or better"
+run systemd-analyze security --offline=true --threshold=25 "$scratch/systemd/gpuaccept-nightly.service" \
+  | tee "$logs/unit-security.log" | tail -n 1
+
+step "the nightly runner as the unit runs it: root's kernel-log step, then the runner as the unprivileged user"
+# No systemd as PID 1 here (systemd-run cannot start the unit): setpriv gives the runner what the unit gives it:
+# its user and groups, no capability (bounding and inheritable sets empty), no new privileges, the unit's
+# EnvironmentFile and UMask. The user must reach <root> through the scratch directory (mktemp made it 0700).
+user=gpuaccept
+chmod 0755 "$scratch"
+kernel_log=/run/gpuaccept-nightly-kernel.log
+run "$scratch/root/bin/gpuaccept-kernel-log" "$kernel_log" "$user"
+mapfile -t unit_env < <(grep -v '^#' "$scratch/root/etc/gpuaccept-nightly.env")
+set +e
+run setpriv --reuid="$user" --regid="$user" --init-groups --no-new-privs --inh-caps=-all --bounding-set=-all \
+  env -i "${unit_env[@]}" sh -c 'umask 0027; exec "$0"' "$scratch/root/bin/gpuaccept-nightly" 2>&1 \
+  | tee "$logs/nightly-as-user.log"
+rc=${PIPESTATUS[0]}
+set -e
+rm -f "$kernel_log"
+python3 - "$scratch" "$user" "$rc" <<'PY'
+import grp, json, os, pwd, stat, sys
+from pathlib import Path
+scratch, user, rc = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+uid, group = pwd.getpwnam(user).pw_uid, os.environ.get("GPUACCEPT_CI_RESULTS_GROUP", "prometheus")
+gid = grp.getgrnam(group).gr_gid
+bad = [] if rc in (0, 1) else [f"the runner exited {rc} (0 or 1 is a verdict)"]
+runs = sorted((scratch / "root" / "results").glob("*/*-nightly"))
+if not runs:
+    bad.append("no run directory under results/")
+prom = scratch / "textfile" / "gpuaccept_nightly.prom"
+files = [prom, *(p for r in runs for p in r.rglob("*"))]
+for p in files:
+    st = p.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        continue
+    want = 0o750 if stat.S_ISDIR(st.st_mode) else 0o640
+    if (st.st_uid, st.st_gid) != (uid, gid) or stat.S_IMODE(st.st_mode) & ~want & ~stat.S_ISGID:
+        bad.append(f"{p}: uid {st.st_uid} gid {st.st_gid} mode {oct(stat.S_IMODE(st.st_mode))}, "
+                   f"expected {user}:{group} and at most {oct(want)}")
+for doc in (r / "verdict.json" for r in runs):
+    if doc.exists():
+        print(f"{doc}: verdict {json.loads(doc.read_text()).get('verdict')}")
+print(f"{len(files)} files and directories checked: {user}:{group}, files 0640, directories 0750 at most")
+sys.exit("\n".join(bad[:20]) if bad else 0)
+PY
+step "the suite role as the unprivileged user (gpuaccept_suite_user, become): gpuaccept run, facts to verdict"
+# become through su here (CI has no sudo; su needs a shell, the user has none), the distribution's Python for the
+# modules that run as the user (the controller's may be under /root).
+run ansible-playbook -i inventories/local tests/ansible/apply_role.yml "${vars[@]}" -e gpuaccept_test_role=gpuaccept_suite \
+  -e gpuaccept_suite_user=$user -e gpuaccept_node_type=ci_no_gpu -e gpuaccept_suite_results_dir="$scratch/suite-results" \
+  -e gpuaccept_suite_fetch=false \
+  -e gpuaccept_suite_fail_on_reject=false -e ansible_become_method=su -e "ansible_become_flags='-s /bin/sh'" \
+  -e ansible_python_interpreter=/usr/bin/python3 2>&1 | tee "$logs/suite-as-user.log"
+# Every file the user's; the results, host and run directories closed to others (ReFrame's own directories below
+# follow its umask, unreachable through them).
+bad=$( (find "$scratch/suite-results" -mindepth 1 ! -user "$user"
+        find "$scratch/suite-results" -maxdepth 2 -type d -perm -o=x ! -path "*/.*") | head)
+if [[ -n $bad ]] || [[ -z $(find "$scratch/suite-results" -name verdict.json -user "$user") ]]; then
+  echo "FAIL: the suite's run is not the user's alone (files another user owns, directories others can enter):" >&2
+  echo "${bad:-no verdict.json of $user}" >&2
+  exit 1
+fi
+echo "the suite ran as $user: its run directories and files are $user's, no directory open to others"
+
 step "all Ansible checks passed"

@@ -328,7 +328,7 @@ def _judge_gpu(
                 "foreign_process",
                 g,
                 f"compute process pid {p['pid']} of user {p.get('user') or 'unknown'} "
-                f"({p.get('command') or 'command unknown'}) runs on it",
+                f"({p.get('name') or 'executable unknown'}) runs on it",
                 f"stop it (kill {p['pid']}) or wait for it: the suite's results are not valid while it shares the "
                 "GPU (a stray process halves GEMM throughput)",
             )

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import push_to_gateway
 from prometheus_client.parser import text_string_to_metric_families
 
+from gpuaccept import redact
 from gpuaccept.judge import exporter
 from gpuaccept.judge.verdict import Verdict
 
@@ -35,6 +36,9 @@ def push(verdict: Verdict, url: str, node: str | None = None, timeout_s: float =
     grouping = {"instance": node or verdict.node, "suite": verdict.suite}
     try:
         push_to_gateway(url, job=JOB, registry=registry, grouping_key=grouping, timeout=timeout_s)
-    except OSError as err:  # urllib's URLError and HTTPError are OSErrors
-        raise PushError(f"could not push to the Pushgateway at {url}: {err}") from None
+    except (OSError, ValueError) as err:  # urllib's URLError and HTTPError are OSErrors; a bad URL a ValueError
+        # The URL may carry credentials (user:password@, a token in the query): never in a message.
+        raise PushError(
+            f"could not push to the Pushgateway at {redact.url(url)}: {redact.urls_in(str(err))}"
+        ) from None
     return grouping

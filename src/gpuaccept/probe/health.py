@@ -95,10 +95,26 @@ def parse_xids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
     return events
 
 
+KERNEL_LOG_ENV = "GPUACCEPT_KERNEL_LOG"
+KERNEL_LOG_HEADER = "# gpuaccept kernel log, read as root with:"
+
+
 def read_kernel_log(since: float) -> tuple[str | None, str, list[str]]:
-    """The kernel log as text, how it was read, and why other ways failed (None: unreadable)."""
+    """The kernel log as text, how it was read, and why other ways failed (None: unreadable).
+
+    With ``GPUACCEPT_KERNEL_LOG`` set, only that file: the nightly unit runs the suite unprivileged, and a small
+    root step (gpuaccept-kernel-log, before the suite) writes the kernel log there, its first line saying how."""
     env = {**os.environ, "LC_ALL": "C"}
     why = []
+    given = os.environ.get(KERNEL_LOG_ENV)
+    if given:
+        try:
+            text = Path(given).read_text(encoding="utf-8", errors="replace")
+        except OSError as err:
+            return None, "", [f"{KERNEL_LOG_ENV}={given}: {err.strerror} (the unit's kernel-log step did not write it)"]
+        first = text.split("\n", 1)[0]
+        how = first.removeprefix(KERNEL_LOG_HEADER).strip() if first.startswith(KERNEL_LOG_HEADER) else "unknown"
+        return text, f"{given} ({how})", why
     journalctl = shutil.which("journalctl")
     if journalctl:
         cmd = [journalctl, "-k", "-o", "short-unix", "--no-pager", "--since", f"@{int(since)}"]
@@ -124,8 +140,12 @@ def read_kernel_log(since: float) -> tuple[str | None, str, list[str]]:
 
 
 def process_info(pid: int, proc: Path = Path("/proc")) -> dict[str, Any]:
-    """User and command of a process (None where /proc does not say: another PID namespace)."""
-    info: dict[str, Any] = {"pid": pid, "user": None, "command": None}
+    """Pid, user and executable name of a process (None where /proc does not say: another PID namespace).
+
+    Never its command line: another user's arguments may carry a secret (``--api-key=...``), and what the probe
+    finds lands in result files. The name is the executable's file name, or the kernel's ``comm`` when the
+    executable link is not readable (another user's process, read without privilege)."""
+    info: dict[str, Any] = {"pid": pid, "user": None, "name": None}
     try:
         for line in (proc / str(pid) / "status").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("Uid:"):
@@ -134,10 +154,16 @@ def process_info(pid: int, proc: Path = Path("/proc")) -> dict[str, Any]:
                     info["user"] = pwd.getpwuid(uid).pw_name
                 except KeyError:
                     info["user"] = str(uid)
-        raw = (proc / str(pid) / "cmdline").read_bytes()
-        info["command"] = " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)[:200] or None
     except OSError:
-        pass
+        return info
+    try:
+        exe = os.readlink(proc / str(pid) / "exe")
+        info["name"] = os.path.basename(exe.removesuffix(" (deleted)")) or None
+    except OSError:
+        try:
+            info["name"] = (proc / str(pid) / "comm").read_text(encoding="utf-8", errors="replace").strip() or None
+        except OSError:
+            pass
     return info
 
 
@@ -515,8 +541,9 @@ SCHEMA = "gpuaccept.bench/1"
 TOOL = "gpuaccept-health"
 EXIT_OK, EXIT_ERROR = 0, 1
 KERNEL_LOG_FIX = (
-    "run the suite as root, or give its user CAP_SYSLOG (AmbientCapabilities=CAP_SYSLOG in the unit), "
-    "or set kernel.dmesg_restrict=0, or add the user to the systemd-journal group"
+    "under the nightly unit, its root step gpuaccept-kernel-log writes the log to $GPUACCEPT_KERNEL_LOG (see its "
+    "journal); elsewhere run the probe as root, or give its user CAP_SYSLOG, or set kernel.dmesg_restrict=0, or add "
+    "the user to the systemd-journal group"
 )
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import __version__
+from gpuaccept import __version__, atomic
 
 BENCH_SCHEMA = "gpuaccept.bench/1"
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
@@ -914,15 +914,14 @@ def _headless(args: list[str], what: str, timeout: int = 180) -> subprocess.Comp
 
 def _browser_output(target: Path, suffix: str, flag: str, html_path: Path, extra: list[str], what: str) -> Path:
     """Chromium writes to a temporary name beside ``target``, renamed into place when complete."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic.make_dirs(target.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     os.close(fd)
     try:
         _headless([*extra, f"{flag}={tmp}", html_path.resolve().as_uri()], what)
         if os.path.getsize(tmp) == 0:
             raise ReportInputError(f"{what}: Chromium wrote nothing to {target}")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
+        atomic.finish(tmp, target)
     finally:
         Path(tmp).unlink(missing_ok=True)
     return target
