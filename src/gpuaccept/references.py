@@ -18,7 +18,7 @@ import yaml
 SCHEMA = "gpuaccept.references/1"
 SOURCE_KINDS = ("measured", "datasheet", "public", "synthetic")  # synthetic: test fixtures only
 UNITS = ("GB/s", "us", "TFLOP/s", "GFLOP/s", "ratio", "W", "J", "s", "C", "count", "GFLOP/s/W")
-UNITS += ("ns/day", "s/step", "kJ", "ns/day/kW")  # the molecular-dynamics checks (docs/checks/md.md)
+UNITS += ("ns/day", "s/step", "kJ", "ns/day/kW", "GiB")  # the molecular-dynamics checks (docs/checks/md.md)
 NODE_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 
 

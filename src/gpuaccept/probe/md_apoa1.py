@@ -77,11 +77,11 @@ PME_GRID = (108, 108, 80)
 CUTOFF_A = 12.0
 SWITCH_A = 10.0
 PME_TOLERANCE = 1e-6
-# NAMD 3.0's step-0 energies of apoa1.namd (kcal/mol): the ENERGY line at step 0 of apoa1-GPU-Res-1.log (NAMD 3.0
-# multicore-CUDA, GPU-resident, A100 80GB PCIe; /work/shared/data/namd3-apoa1-logs). The CPU-only logs agree
-# to 7e-7 (bonded) and 1.5e-6 (ELECT + VDW). ``--namd-log`` reads them from another log instead.
+# NAMD 3.0's step-0 energies of apoa1.namd (kcal/mol): the ENERGY line at step 0 of apoa1-1.log (NAMD 3.0
+# multicore, CPU only, double precision; shared/data/namd3-apoa1-logs). The ten GPU logs (A100, GPU-offload and
+# GPU-resident) agree to 7e-7 (bonded) and 1.5e-6 (ELECT + VDW). ``--namd-log`` reads them from another log.
 NAMD3_STEP0 = {
-    "source": "NAMD 3.0 apoa1-GPU-Res-1.log, ENERGY line of step 0",
+    "source": "NAMD 3.0 multicore (CPU) apoa1-1.log, ENERGY line of step 0",
     "bond": 12352.4560,
     "angle": 14603.1480,
     "dihedral": 4549.0710,
@@ -754,13 +754,14 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Pat
         "one GPU: |total energy change| over the timed run / kinetic energy",
     )
     mem = results.get("gpu_memory_timed") or {}
-    metric(
-        "gpu_memory_used_bytes",
-        mem.get("used_bytes"),
-        "bytes",
-        "lower",
-        "GPU 0 memory in use with the timed context (NVML; the whole GPU, this process included)",
-    )
+    if mem.get("used_bytes") is not None:
+        metric(
+            "gpu_memory_used_gib",
+            mem["used_bytes"] / 2**30,
+            "GiB",
+            "lower",
+            "GPU 0 memory in use with the timed context (NVML: the whole GPU, this process included)",
+        )
     pw = seg.get("power")
     if pw and pw.get("energy_j"):
         metric("gpu_power_avg_w", pw["avg_w"], "W", "lower", "one GPU: power sampler, energy / wall time")
@@ -859,6 +860,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=TOOL, description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--output", required=True, help="the JSON document to write")
     p.add_argument("--inputs", required=True, help="directory with the APOA1 input set, or apoa1.tar.gz")
+    p.add_argument("--quick", action="store_true", help="fewer steps: 3 x 500 fs, CPU baseline 8 fs")
     p.add_argument("--replicate", type=_cells, default=[1, 1, 1], help="NX,NY,NZ unit cells (default 1,1,1)")
     p.add_argument(
         "--integrator",
@@ -881,9 +883,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     cells = args.replicate[0] * args.replicate[1] * args.replicate[2]
     if args.steps is None:
-        args.steps = 2000 if cells == 1 else 500
+        args.steps = 500 if args.quick or cells > 1 else 2000
     if args.cpu_steps is None:
-        args.cpu_steps = 40 if cells == 1 else 0
+        args.cpu_steps = 0 if cells > 1 else 8 if args.quick else 40
     if args.steps < PME_EVERY or args.repeats < 1:
         p.error("--steps must be at least 4 and --repeats at least 1")
     if min(args.cpu_steps, args.warmup_steps) < 0:
