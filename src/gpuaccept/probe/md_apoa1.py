@@ -276,7 +276,6 @@ def build_apoa1(inputs: Path) -> tuple[Any, list[Any], dict[str, Any]]:
     )
     terms, seen = dihedral_terms(psf, params)
     beta = ewald_coefficient()
-    ub_done = False
     for i in reversed(range(system.getNumForces())):
         force = system.getForce(i)
         name = type(force).__name__
@@ -294,14 +293,16 @@ def build_apoa1(inputs: Path) -> tuple[Any, list[Any], dict[str, Any]]:
         torsions.addTorsion(a, b, c, d, per, phase, k)
     system.addForce(torsions)
     # force groups of the validation: bonds 0, angles + Urey-Bradley 1, dihedrals 2, impropers 3, nonbonded 4
-    bonds = [f for f in system.getForces() if type(f).__name__ == "HarmonicBondForce"]
+    forces = [system.getForce(i) for i in range(system.getNumForces())]
+    bonds = [i for i, f in enumerate(forces) if type(f).__name__ == "HarmonicBondForce"]
     if len(bonds) != 2:
         raise BenchError(f"expected two HarmonicBondForces (bonds, Urey-Bradley), OpenMM made {len(bonds)}")
-    for force in system.getForces():
+    # the bonds are the force with one term per psf bond; the other holds the Urey-Bradley 1-3 terms
+    bond_index = next((i for i in bonds if forces[i].getNumBonds() == len(psf.bond_list)), bonds[0])
+    for i, force in enumerate(forces):
         name = type(force).__name__
         if name == "HarmonicBondForce":
-            force.setForceGroup(1 if ub_done else 0)  # OpenMM adds the bonds first, then Urey-Bradley
-            ub_done = True
+            force.setForceGroup(0 if i == bond_index else 1)
         elif name in GROUP_OF and GROUP_OF[name] is not None:
             force.setForceGroup(GROUP_OF[name])
         else:
@@ -658,7 +659,6 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Pat
     ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), platform, props)
     ctx.setPositions(positions)
     ours = group_energies(ctx, unit)
-    results["memory_note"] = "GPU memory in use after the validation context is made: see results.gpu_memory"
     results["gpu_memory"] = gpu_memory(0) if gpu_run else None
     del ctx
     table, efail = compare_energies(ours, namd, cells, args.bonded_rtol, args.nonbonded_rtol)
