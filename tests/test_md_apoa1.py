@@ -3,6 +3,7 @@ its X-PLOR parameters gives NAMD 3.0's step-0 energies (the check's validation),
 naming the term, and the pieces that the GPU run uses (NAMD's Ewald coefficient, NAMD's dihedral rule, the
 replication, the timed segments and the conservation check) on small systems."""
 
+import argparse
 import json
 import math
 import subprocess
@@ -143,6 +144,21 @@ def test_timed_segments_and_the_conservation_check():
     assert failures and failures[0].startswith("tiny: total energy moved by")
     mts, outer = md_apoa1.make_integrator("mts")
     assert outer == 4.0 and isinstance(mts, openmm.MTSIntegrator)
+
+
+def test_all_gpu_run_starts_one_replica_per_device_and_sums_them():
+    """The all-GPU path (one process per GPU, started together) with two replicas on the Reference platform."""
+    system, positions = small_system()
+    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
+    ctx.setPositions([openmm.Vec3(*p) for p in positions])
+    ctx.setVelocitiesToTemperature(150.0, 1)
+    state = ctx.getState(getPositions=True, getVelocities=True)
+    args = argparse.Namespace(integrator="verlet", platform="Reference", precision="mixed", warmup_steps=4, steps=8,
+                              repeats=2, replicate=[1, 1, 1])  # fmt: skip
+    out = md_apoa1.all_gpus(args, system, state, ["0", "1"])
+    assert set(out["replicas"]) == {"0", "1"}
+    assert out["ns_per_day"] == pytest.approx(sum(out["per_gpu_ns_per_day"].values()))
+    assert all(r["integrator_steps"] == 8 and r["repeats"] == 2 for r in out["replicas"].values())
 
 
 def test_bad_command_lines_and_inputs(tmp_path):

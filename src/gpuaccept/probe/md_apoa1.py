@@ -578,7 +578,9 @@ def _replica(args_json: str, system_xml: str, state_xml: str, device: str, barri
         system = openmm.XmlSerializer.deserialize(system_xml)
         integrator, fs = make_integrator(args.integrator)
         platform = openmm.Platform.getPlatformByName(args.platform)
-        ctx = openmm.Context(system, integrator, platform, {"Precision": args.precision, "DeviceIndex": device})
+        gpu = args.platform not in ("CPU", "Reference")
+        props = {"Precision": args.precision, "DeviceIndex": device} if gpu else {}
+        ctx = openmm.Context(system, integrator, platform, props)
         ctx.setState(openmm.XmlSerializer.deserialize(state_xml))
         integrator.step(max(1, round(args.warmup_steps / fs)))
         ctx.getState(getEnergy=True)
