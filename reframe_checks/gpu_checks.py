@@ -10,7 +10,7 @@ import sys
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, variable
 
-from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 

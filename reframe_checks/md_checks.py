@@ -2,7 +2,7 @@
 and the cell replicated to 1.1 M atoms) and NAMD APOA1/STMV (operator-supplied NAMD).
 
 Both engines write the same gpuaccept.bench/1 document through a Python runner in gpuaccept
-(``gpuaccept.probe.md_apoa1``, ``gpuaccept.namd``) and are judged like every other check. An engine that is not
+(``gpuaccept.probe.md_apoa1``, ``gpuaccept.probe.namd``) and are judged like every other check. An engine that is not
 installed makes its check NOT RUN with the reason (ReFrame's skip), never a pass. What they measure and how:
 docs/checks/md.md.
 """
@@ -16,8 +16,8 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, variable
 
-from gpuaccept import namd
-from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.judge.checks import CHECKS, tags_for
+from gpuaccept.probe import namd
 from gpuaccept.rfm import BenchCheck
 
 README_NAMD = "README.md, section 'NAMD'"
@@ -147,12 +147,14 @@ class Namd(BenchCheck):
             "no NVIDIA GPU on this partition for NAMD's GPU runs",
         )
         super().bind_references()
-        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.namd run"
+        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.probe.namd run"
+        # ReFrame writes executable_opts into the job script as they are: an operator's path is quoted, so a
+        # `$(...)` in it is a name, never a command.
         self.executable_opts += [
             "--namd-home",
-            home,
+            shlex.quote(home),
             "--system",
-            self.system,
+            shlex.quote(self.system),
             "--steps",
             str(self.steps),
             "--modes",

@@ -10,8 +10,7 @@ import sys
 import pytest
 from conftest import NAMD3_LOGS, shared
 
-from gpuaccept import namd
-from gpuaccept.probe import md_apoa1
+from gpuaccept.probe import md_apoa1, namd
 
 CORES = (1, 2, 4, 8, 16)
 LOGS = [f"apoa1-{n}.log" for n in CORES] + [f"apoa1-GPU-{n}.log" for n in CORES]
@@ -245,7 +244,7 @@ def test_runner_without_namd_writes_a_document_that_says_so(tmp_path):
         [
             sys.executable,
             "-m",
-            "gpuaccept.namd",
+            "gpuaccept.probe.namd",
             "run",
             "--namd-home",
             str(tmp_path / "none"),
@@ -270,7 +269,7 @@ def test_parse_command_prints_each_log_and_names_a_bad_one(tmp_path):
     bad.write_text("TIMING: 1 broken\n")
     good = shared(NAMD3_LOGS / "apoa1-GPU-Res-16.log")
     proc = subprocess.run(
-        [sys.executable, "-m", "gpuaccept.namd", "parse", str(good), str(bad)],
+        [sys.executable, "-m", "gpuaccept.probe.namd", "parse", str(good), str(bad)],
         capture_output=True,
         text=True,
         check=False,

@@ -53,10 +53,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from .. import facts as node_facts
-from ..atomic import write_text_atomic
-from . import xplor_charmm
+from gpuaccept import __version__
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import facts as node_facts
+from gpuaccept.probe import xplor_charmm
 
 TOOL = "gpuaccept-md-apoa1"
 SCHEMA = "gpuaccept.bench/1"
@@ -428,7 +428,7 @@ def reference_energies(namd_log: str | None) -> dict[str, Any]:
     """NAMD's step-0 energies (kcal/mol): the built-in NAMD 3.0 values, or those of ``namd_log``."""
     if not namd_log:
         return dict(NAMD3_STEP0)
-    from .. import namd as nl  # noqa: PLC0415 - NAMD's log reader
+    from gpuaccept.probe import namd as nl  # noqa: PLC0415 - NAMD's log reader
 
     log = nl.parse_log(Path(namd_log).read_text(errors="replace"), namd_log)
     step0 = next((e for e in log.energies if e.get("TS") == 0), None)
@@ -539,7 +539,7 @@ def timed_run(context, integrator, fs_per_step: float, steps_fs: int, repeats: i
     out["ns_per_day"] = ns_per_day(out["fs_per_segment"], out["median_s"])
     out["s_per_fs"] = out["median_s"] / out["fs_per_segment"]
     if sampler:
-        from .. import power  # noqa: PLC0415
+        from gpuaccept.probe import power  # noqa: PLC0415
 
         readings = sampler.stop(t_start)
         energy1 = sampler.energy_mj()
@@ -708,7 +708,7 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Pat
     checked = 1
     sampler = None
     if gpu_run:
-        from .. import power  # noqa: PLC0415
+        from gpuaccept.probe import power  # noqa: PLC0415
 
         try:
             sampler, _why = power.open_backend("nvml")
@@ -925,7 +925,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     f = node_facts.gather()
     gpus = (f.get("gpus") or []) if args.platform != "CPU" else []
-    from .. import power  # noqa: PLC0415
+    from gpuaccept.probe import power  # noqa: PLC0415
 
     doc: dict[str, Any] = {
         "schema": SCHEMA,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from gpuaccept import __version__
 
 BENCH_SCHEMA = "gpuaccept.bench/1"
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
@@ -787,7 +787,7 @@ def energy_table(groups: list[Group], baseline: Group) -> str:
 def md_table(groups: list[Group]) -> str:
     """APOA1 through OpenMM on each group's GPUs (median over its runs of each system), NAMD 3.0's published A100
     figures beside it (labelled as such), and the scaling from the unit cell to the replicated system."""
-    from .namd import NAMD3_A100_APOA1, NAMD3_A100_SOURCE  # noqa: PLC0415 - constants only
+    from gpuaccept.probe.namd import NAMD3_A100_APOA1, NAMD3_A100_SOURCE  # noqa: PLC0415 - constants only
 
     rows: list[list[Any]] = []
     scaling: list[str] = []

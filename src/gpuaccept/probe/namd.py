@@ -16,7 +16,7 @@ shared/data/namd3-apoa1-logs: multicore CPU, multicore-CUDA GPU-offload and GPU-
     WallClock: 2.094404  CPUTime: 1.590841  Memory: 0.000000 MB
     FATAL ERROR: ...
 
-Usage: ``python -m gpuaccept.namd parse LOG...`` (prints what was read), ``python -m gpuaccept.namd run
+Usage: ``python -m gpuaccept.probe.namd parse LOG...`` (prints what was read), ``python -m gpuaccept.probe.namd run
 --namd-home DIR --system apoa1 --output namd_apoa1.json`` (what the ReFrame check runs).
 """
 
@@ -37,10 +37,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from . import facts as node_facts
-from .atomic import write_text_atomic
-from .power import SamplerError, open_backend
+from gpuaccept import __version__
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import facts as node_facts
+from gpuaccept.probe.power import SamplerError, open_backend
 
 TOOL = "gpuaccept-namd"
 KJ_PER_KCAL = 4.184
