@@ -1,7 +1,8 @@
-"""Molecular-dynamics application checks: NAMD APOA1 and STMV, and OpenMM (the engine run on real hardware).
+"""Molecular-dynamics application checks: APOA1 through OpenMM (the engine run on real hardware; the unit cell
+and the cell replicated to 1.1 M atoms) and NAMD APOA1/STMV (operator-supplied NAMD).
 
 Both engines write the same gpuaccept.bench/1 document through a Python runner in gpuaccept
-(``gpuaccept.namd``, ``gpuaccept.md_openmm``) and are judged like every other check. An engine that is not
+(``gpuaccept.probe.md_apoa1``, ``gpuaccept.probe.namd``) and are judged like every other check. An engine that is not
 installed makes its check NOT RUN with the reason (ReFrame's skip), never a pass. What they measure and how:
 docs/checks/md.md.
 """
@@ -27,20 +28,46 @@ def _extras(test: rfm.RegressionTest) -> dict:
 
 
 @rfm.simple_test
-class MdOpenmm(BenchCheck):
-    """OpenMM on a TIP3P water box (about 92,000 atoms at the default 9.7 nm: APOA1's size, not APOA1).
+class MdApoa1(BenchCheck):
+    """NAMD's APOA1 benchmark through OpenMM's CUDA platform, its energies matched to NAMD 3.0's before it is
+    timed: the unit cell (92,224 atoms, ``md_apoa1``) and the cell replicated 3x2x2 (1,106,688 atoms, STMV's
+    scale but not STMV, ``md_apoa1_x12``).
 
-    Variables: ``mode`` (``quick``: fewer steps), ``bench_opts`` (options of gpuaccept-openmm, e.g.
-    ``--steps,20000``). Metrics: ns_per_day, s_per_step, wall_s (one GPU), all_gpus_ns_per_day (waived with one
-    GPU), cpu_ns_per_day, speedup_vs_cpu, gpu_power_avg_w, gpu_energy_kj, ns_per_day_per_kw.
-    Not run where OpenMM is not installed (requirements/md.txt).
+    Parameters: ``system`` (``apoa1``, ``apoa1_x12``). Variables: ``apoa1_inputs`` (the APOA1 input set: a
+    directory or apoa1.tar.gz; default: the partition's ``extras.apoa1_inputs``, else ``$GPUACCEPT_APOA1``, else
+    ``/opt/gpuaccept/md/apoa1``), ``mode`` (``quick``: fewer steps), ``bench_opts`` (options of
+    gpuaccept-md-apoa1). Metrics: ns_per_day, s_per_step, wall_s, energy_drift_ratio, gpu_memory_used_gib,
+    energy_bonded_max_rel_diff, energy_nonbonded_rel_diff (one GPU), all_gpus_ns_per_day (one replica per GPU;
+    waived with one GPU), cpu_ns_per_day and speedup_vs_cpu (unit cell only), gpu_power_avg_w, gpu_energy_kj,
+    ns_per_day_per_kw.
+    Not run where OpenMM or the input set is not installed (docs/checks/md.md).
     """
 
-    check_key = "md_openmm"
-    descr = CHECKS["md_openmm"].title
-    tags = tags_for("md_openmm")
+    system = parameter(["apoa1", "apoa1_x12"])
+
+    #: The APOA1 input set (directory or apoa1.tar.gz); '' = from the partition's extras, the environment or
+    #: /opt/gpuaccept/md/apoa1 (where the gpuaccept_md role unpacks it).
+    #:
+    #: :type: :class:`str`
+    apoa1_inputs = variable(str, value="")
+
+    check_key = "md_apoa1"  # set per system below
+    tags = tags_for("md_apoa1")
     valid_systems = ["+gpu"]
     time_limit = "20m"
+
+    @run_after("init")
+    def set_key(self):
+        self.check_key = f"md_{self.system}"
+        self.descr = CHECKS[self.check_key].title
+
+    def _inputs(self) -> str:
+        return (
+            self.apoa1_inputs
+            or str(_extras(self).get("apoa1_inputs") or "")
+            or os.environ.get("GPUACCEPT_APOA1", "")
+            or "/opt/gpuaccept/md/apoa1"
+        )
 
     @run_after("setup")
     def bind_references(self):
@@ -48,8 +75,16 @@ class MdOpenmm(BenchCheck):
             importlib.util.find_spec("openmm") is None,
             f"OpenMM not installed in {sys.prefix} (pip install -r requirements/md.txt; see docs/checks/md.md)",
         )
+        inputs = self._inputs()
+        self.skip_if(
+            not os.path.exists(inputs),
+            f"APOA1 input set not installed at {inputs} (the gpuaccept_md role installs it; docs/checks/md.md)",
+        )
         super().bind_references()
-        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.probe.md_openmm"
+        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.probe.md_apoa1"
+        self.executable_opts += ["--inputs", inputs]
+        if self.system == "apoa1_x12":
+            self.executable_opts += ["--replicate", "3,2,2"]
         self.env_vars["GPUACCEPT_GIT_REVISION"] = str(_extras(self).get("git_revision", "unknown"))
         self.env_vars["LC_ALL"] = "C"
 

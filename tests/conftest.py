@@ -1,12 +1,43 @@
 """Shared paths for the tests. Outputs recorded on the GPU machines are the evidence itself (docs/evidence),
 not copies of it."""
 
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_DIR = ROOT / "reference_values"
+
+
+
+def _shared_dir() -> Path:
+    """shared/ beside the repository's clone (CI: ``$(git rev-parse --show-toplevel)/../shared``), or beside the
+    main checkout when this tree is a git worktree. Third-party data the tests read and the project does not
+    carry (the APOA1 input set, NAMD 3.0's logs: shared/data/README.md)."""
+    here = ROOT.parent / "shared"
+    if here.is_dir():
+        return here
+    proc = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    common = Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
+    return common.parent.parent / "shared" if common else here
+
+
+SHARED = _shared_dir()
+APOA1_TARBALL = SHARED / "data" / "apoa1" / "apoa1.tar.gz"
+NAMD3_LOGS = SHARED / "data" / "namd3-apoa1-logs"
+
+
+def shared(path: Path) -> Path:
+    """``path`` under shared/, or the test is skipped saying what is missing (CI has shared/ beside its clone)."""
+    if not path.exists():
+        pytest.skip(f"{path} not found: the tests read it from shared/ beside the repository (shared/data/README.md)")
+    return path
+
 
 # Outputs recorded on the GPU machines (docs/evidence/README.md says how each was made).
 EVIDENCE = ROOT / "docs" / "evidence"

@@ -14,9 +14,23 @@ from gpuaccept.judge.references import SCHEMA_V1, MetricReference, load_node_typ
 DERIVED = verdict.DERIVED_METRICS
 
 
+# Checks that no longer exist: their rows in recorded verdicts cannot be judged again (md_openmm, the water box,
+# was retired by issue 14 for md_apoa1; its runs stay in docs/evidence/2026-11-22-h100-openmm as recorded).
+RETIRED_CHECKS = {"md_openmm"}
+
+
 def recorded_runs() -> list[Path]:
-    """Every recorded run directory under docs/evidence that has a verdict and ReFrame's report."""
-    return sorted(p.parent for p in EVIDENCE.rglob("verdict.json") if (p.parent / "reframe-report.json").exists())
+    """Every recorded run directory under docs/evidence that has a verdict and ReFrame's report, except those
+    whose verdict rests on a retired check that ran (its rows are then the verdict)."""
+    out = []
+    for p in sorted(EVIDENCE.rglob("verdict.json")):
+        if not (p.parent / "reframe-report.json").exists():
+            continue
+        rows = json.loads(p.read_text())["rows"]
+        if any(r["check"] in RETIRED_CHECKS and r["status"] not in ("not_run",) for r in rows):
+            continue
+        out.append(p.parent)
+    return out
 
 
 def references_of_verdict(recorded: dict, out_dir: Path) -> Path:
@@ -36,7 +50,8 @@ def references_of_verdict(recorded: dict, out_dir: Path) -> Path:
             return r["unit"]
 
     for r in recorded["rows"]:
-        if not r["metric"] or r["check"] in ("node", "references", "inputs", "suite") or r["metric"] in DERIVED:
+        skipped = ("node", "references", "inputs", "suite", *RETIRED_CHECKS)
+        if not r["metric"] or r["check"] in skipped or r["metric"] in DERIVED:
             continue
         if r["status"] == "info" and r["reason"].startswith("informational: "):
             entry = {"unit": unit(r), "source": source, "informational": r["reason"].removeprefix("informational: ")}

@@ -1,56 +1,115 @@
-"""NAMD: the log parser on reconstructed NAMD 2.14 and 3.0 logs (tests/fixtures/namd/README.md), the judging of
-runs, the runner with NAMD absent, and the configuration it writes."""
+"""NAMD: the log parser and the judging on the fifteen real NAMD 3.0 APOA1 logs (shared/data/namd3-apoa1-logs:
+multicore CPU on 1-16 cores, multicore-CUDA GPU-offload and GPU-resident on an A100 80GB PCIe), the runner with
+NAMD absent, and the configuration it writes. NAMD itself is operator-supplied and never runs here."""
 
 import json
+import math
 import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import NAMD3_LOGS, shared
 
-from gpuaccept.probe import namd
+from gpuaccept.probe import md_apoa1, namd
 
-FIXTURES = ROOT / "tests" / "fixtures" / "namd"
+CORES = (1, 2, 4, 8, 16)
+LOGS = [f"apoa1-{n}.log" for n in CORES] + [f"apoa1-GPU-{n}.log" for n in CORES]
+LOGS += [f"apoa1-GPU-Res-{n}.log" for n in CORES]
 
 
 def log(name: str) -> namd.NamdLog:
-    path = FIXTURES / name
+    path = shared(NAMD3_LOGS / name)
     return namd.parse_log(path.read_text(), str(path))
 
 
-def test_namd_2_14_days_per_ns_benchmark_timing_energy_wallclock():
-    parsed = log("namd2.14_apoa1_cuda.log")
-    assert parsed.version == "2.14" and parsed.build == "Linux-x86_64-multicore-CUDA"
-    assert parsed.timestep_fs == 1.0
-    assert len(parsed.benchmark) == 2
-    # 2.x prints days/ns: 0.0232164 days/ns is 43.07 ns/day.
-    assert parsed.ns_per_day() == pytest.approx(1 / 0.0232164)
-    assert parsed.s_per_step() == pytest.approx(0.00200589)
+def log_text(name: str) -> str:
+    return shared(NAMD3_LOGS / name).read_text()
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_every_real_namd_3_0_log_parses_completely(name):
+    parsed = log(name)
+    cores = int(name.rsplit("-", 1)[1].removesuffix(".log"))
+    assert parsed.version == "3.0" and parsed.timestep_fs == 1.0
+    assert parsed.build == ("Linux-x86_64-multicore" if "GPU" not in name else "Linux-x86_64-multicore-CUDA")
+    assert parsed.completed and not parsed.fatal_errors
+    # Two Benchmark lines, a TIMING and a PERFORMANCE line every 20 steps, WallClock.
+    assert len(parsed.benchmark) == 2 and {b["cpus"] for b in parsed.benchmark} == {cores}
+    assert [t["step"] for t in parsed.timing] == list(range(20, 501, 20))
+    assert [p["step"] for p in parsed.performance] == list(range(20, 501, 20))
+    # Energies every step on the CPU and GPU-offload runs, every 100th GPU-resident (NAMD 3's default there).
+    steps = [e["TS"] for e in parsed.energies]
+    assert steps == (list(range(0, 501, 100)) if "Res" in name else list(range(501)))
+    assert parsed.wallclock_s > 0 and parsed.cputime_s > 0
+    for b in parsed.benchmark:  # ns/day and days/ns are one figure, whichever NAMD printed
+        assert b["ns_per_day"] * b["days_per_ns"] == pytest.approx(1.0)
+        assert b["unit_printed"] == ("ns/day" if "Res" in name else "days/ns")
+        assert 86400e-6 / b["s_per_step"] == pytest.approx(b["ns_per_day"], rel=2e-3)  # 1 fs steps
+
+
+def test_cpu_log_days_per_ns_timing_performance_wallclock_energy():
+    parsed = log("apoa1-16.log")
+    assert parsed.benchmark[-1] == {
+        "cpus": 16,
+        "s_per_step": 0.0291549,
+        "ns_per_day": pytest.approx(1 / 0.33744),
+        "days_per_ns": 0.33744,
+        "unit_printed": "days/ns",
+        "memory_mb": 533.923,
+    }
     assert parsed.timing[-1] == {
         "step": 500,
-        "cpu_s": 1.12529,
-        "cpu_s_per_step": 0.00197155,
-        "wall_s": 1.13206,
-        "wall_s_per_step": 0.00197171,
+        "cpu_s": 15.6839,
+        "cpu_s_per_step": 0.0287462,
+        "wall_s": 15.9157,
+        "wall_s_per_step": 0.0289266,
+        "ns_per_day": None,
+        "hours_remaining": 0.0,
+        "memory_mb": 533.922655,
     }
-    assert parsed.last_energy()["TOTAL"] == pytest.approx(-222494.9229)
-    assert parsed.last_energy()["TS"] == 500
-    assert parsed.wallclock_s == pytest.approx(2.406431) and parsed.memory_mb == pytest.approx(1024.828125)
-    assert parsed.completed and not parsed.fatal_errors
+    assert parsed.performance[-1] == {
+        "step": 500, "ns_per_day": 2.77006, "s_per_step": 0.0311906, "stddev_s_per_step": 0.00258793
+    }  # fmt: skip
+    # The PERFORMANCE average over the run is preferred over the Benchmark line.
+    assert parsed.ns_per_day() == pytest.approx(2.77006) and parsed.s_per_step() == pytest.approx(0.0311906)
+    assert (parsed.wallclock_s, parsed.cputime_s, parsed.memory_mb) == (17.175581, 16.639423, 533.922655)
+    last = parsed.last_energy()
+    assert last["TS"] == 500 and last["BOND"] == pytest.approx(20974.8940)
+    assert last["TOTAL"] == pytest.approx(-222495.4087)
 
 
-def test_namd_3_0_ns_per_day_and_performance_line_win():
-    parsed = log("namd3.0_stmv_gpuresident.log")
-    assert parsed.version == "3.0"
-    assert parsed.benchmark[-1]["ns_per_day"] == pytest.approx(8.21911)  # 3.x Benchmark line: ns/day as printed
-    # The PERFORMANCE average (3.x) is preferred over the Benchmark line.
-    assert parsed.performance == [
-        {"step": 500, "ns_per_day": 8.23218, "s_per_step": 0.0104954, "stddev_s_per_step": 0.000152941}
-    ]
-    assert parsed.ns_per_day() == pytest.approx(8.23218)
-    # The 3.x TIMING line carries an extra 'ns/days' field; it still parses.
-    assert parsed.timing[-1]["wall_s_per_step"] == pytest.approx(0.0104489)
-    assert parsed.completed
+def test_gpu_resident_log_ns_per_day_and_the_timing_lines_ns_days_field():
+    parsed = log("apoa1-GPU-Res-1.log")
+    assert parsed.benchmark[0]["ns_per_day"] == 110.556 and parsed.benchmark[0]["s_per_step"] == 0.000781502
+    assert parsed.benchmark[-1]["ns_per_day"] == 110.057 and parsed.benchmark[-1]["unit_printed"] == "ns/day"
+    assert parsed.timing[-1]["ns_per_day"] == 108.406  # NAMD 3 prints "108.406 ns/days"
+    assert parsed.timing[-1]["wall_s_per_step"] == 0.000797002
+    assert parsed.ns_per_day() == pytest.approx(109.116)
+    assert parsed.wallclock_s == pytest.approx(2.094404) and parsed.memory_mb == 0.0
+
+
+def test_step_0_energies_are_those_md_apoa1_matches():
+    """The step-0 ENERGY line of every log: what gpuaccept-md-apoa1 compares OpenMM's energies with."""
+    ref = md_apoa1.NAMD3_STEP0
+    for name in LOGS:
+        e0 = log(name).energies[0]
+        assert e0["TS"] == 0
+        for term, col, rtol in (("bond", "BOND", 1e-6), ("angle", "ANGLE", 1e-6), ("dihedral", "DIHED", 1e-6),
+                                ("improper", "IMPRP", 1e-5)):  # fmt: skip
+            assert e0[col] == pytest.approx(ref[term], rel=rtol), (name, col)
+        assert e0["ELECT"] + e0["VDW"] == pytest.approx(ref["elect"] + ref["vdw"], rel=2e-6), name
+    cpu = log("apoa1-1.log").energies[0]
+    assert (cpu["BOND"], cpu["ANGLE"], cpu["DIHED"], cpu["IMPRP"], cpu["ELECT"], cpu["VDW"]) == (
+        ref["bond"], ref["angle"], ref["dihedral"], ref["improper"], ref["elect"], ref["vdw"]
+    )  # fmt: skip
+
+
+def test_published_a100_figures_are_what_the_logs_say():
+    for mode, pattern in (("gpu_resident", "apoa1-GPU-Res-{}.log"), ("gpu_offload", "apoa1-GPU-{}.log"),
+                          ("cpu", "apoa1-{}.log")):  # fmt: skip
+        best = max((log(pattern.format(n)).benchmark[-1]["ns_per_day"], pattern.format(n)) for n in CORES)
+        figure = namd.NAMD3_A100_APOA1[mode]
+        assert best[0] == pytest.approx(figure["ns_per_day"], rel=1e-5) and best[1] == figure["log"], mode
 
 
 def test_timing_only_falls_back_to_the_timestep():
@@ -62,11 +121,13 @@ def test_timing_only_falls_back_to_the_timestep():
     assert not parsed.completed  # no WallClock: the run did not finish
 
 
-def test_fatal_error_is_reported_and_the_run_is_incomplete():
-    parsed = log("namd3.0_fatal.log")
-    assert parsed.fatal_errors == ["FATAL ERROR: Unable to open text file apoa1.psf: No such file or directory"]
-    assert not parsed.completed
-    assert parsed.ns_per_day() is None
+def test_a_run_cut_short_by_a_fatal_error_is_incomplete():
+    """A real log cut where NAMD would stop, with the FATAL ERROR line NAMD prints (the message is made up)."""
+    text = log_text("apoa1-GPU-Res-1.log")
+    cut = text[: text.index("PERFORMANCE: 100")] + "FATAL ERROR: CUDA error in cudaMemcpy: out of memory\n"
+    parsed = namd.parse_log(cut, "cut.log")
+    assert parsed.fatal_errors == ["FATAL ERROR: CUDA error in cudaMemcpy: out of memory"]
+    assert not parsed.completed and parsed.wallclock_s is None
 
 
 @pytest.mark.parametrize(
@@ -86,8 +147,9 @@ def test_changed_formats_fail_loudly_with_file_and_line(text, what):
         namd.parse_log("Info: NAMD 3.0 for Linux-x86_64-multicore\n" + text, "x.log")
 
 
-def run(label: str, name: str, mode: str, devices: list[int], **extra) -> dict:
-    path = FIXTURES / name
+def run(label: str, name: str, mode: str, devices: list[int], text: str | None = None, **extra) -> dict:
+    path = NAMD3_LOGS / name
+    text = text if text is not None else log_text(name)
     return {
         "label": label,
         "mode": mode,
@@ -95,39 +157,53 @@ def run(label: str, name: str, mode: str, devices: list[int], **extra) -> dict:
         "command": f"namd3 {name}",
         "exit_code": 0,
         "log": str(path),
-        "parsed": namd.asdict(namd.parse_log(path.read_text(), str(path))),
+        "parsed": namd.asdict(namd.parse_log(text, str(path))),
         **extra,
     }
 
 
 def test_judge_metrics_speedup_power_and_published_energy():
     runs = [
-        run("gpu_offload_1", "namd2.14_apoa1_cuda.log", "gpu_offload", [0], gpu_energy_j=1200.0, gpu_power_avg_w=500.0),
-        run("cpu", "namd3.0_apoa1_cpu.log", "cpu", []),
+        run("gpu_resident_1", "apoa1-GPU-Res-1.log", "gpu_resident", [0], gpu_energy_j=600.0, gpu_power_avg_w=300.0),
+        run("gpu_offload_1", "apoa1-GPU-4.log", "gpu_offload", [0], gpu_energy_j=1200.0, gpu_power_avg_w=250.0),
+        run("cpu", "apoa1-16.log", "cpu", []),
     ]
     metrics, waived, failures, checked = namd.judge("apoa1", 500, runs)
-    assert failures == [] and checked == 6
-    assert metrics["gpu_offload_1_ns_per_day"]["value"] == pytest.approx(43.073, rel=1e-4)
-    assert metrics["cpu_ns_per_day"]["value"] == pytest.approx(0.904039)
-    assert metrics["speedup_vs_cpu"]["value"] == pytest.approx(43.073 / 0.904039, rel=1e-4)
-    assert metrics["gpu_offload_1_energy_kj"]["value"] == pytest.approx(1.2)
-    assert metrics["gpu_offload_1_ns_per_day_per_kw"]["value"] == pytest.approx(43.073 / 0.5, rel=1e-4)
-    assert metrics["cpu_wall_s"]["value"] == pytest.approx(49.630421)
+    assert failures == [] and checked == 8  # 3 runs, 3 conserved energies, 2 published energies (not resident)
+    assert metrics["gpu_resident_1_ns_per_day"]["value"] == pytest.approx(109.116)
+    assert metrics["gpu_offload_1_ns_per_day"]["value"] == pytest.approx(20.0439)
+    assert metrics["cpu_ns_per_day"]["value"] == pytest.approx(2.77006)
+    assert metrics["speedup_vs_cpu"]["value"] == pytest.approx(109.116 / 2.77006)
+    assert metrics["gpu_resident_1_energy_kj"]["value"] == pytest.approx(0.6)
+    assert metrics["gpu_offload_1_ns_per_day_per_kw"]["value"] == pytest.approx(20.0439 / 0.25)
+    assert metrics["cpu_wall_s"]["value"] == pytest.approx(17.175581)
+    assert metrics["gpu_resident_1_s_per_step"]["value"] == pytest.approx(0.000791815)
     assert "gpu_offload_1_power_avg_w" in metrics and "cpu_power_avg_w" not in metrics
     assert waived["gpu_offload_all_ns_per_day"].startswith("one GPU")
 
 
 def test_judge_fails_a_run_whose_energy_is_not_conserved_or_not_published():
-    metrics, _waived, failures, _ = namd.judge("apoa1", 500, [run("cpu", "namd2.14_apoa1_blowup.log", "cpu", [])])
-    assert any("TOTAL energy moved from -222168.2646 to -172495.4082" in f for f in failures), failures
+    """A real CPU log whose step-500 TOTAL is raised by 50,000 kcal/mol (a run that blew up)."""
+    text = log_text("apoa1-1.log")
+    lines = text.splitlines(keepends=True)
+    i = max(k for k, line in enumerate(lines) if line.startswith("ENERGY:     500 "))
+    cols = lines[i].split()
+    titles = next(line for line in lines if line.startswith("ETITLE:")).split()
+    t = titles.index("TOTAL")
+    cols[t] = f"{float(cols[t]) + 50000:.4f}"
+    lines[i] = " ".join(cols) + "\n"
+    metrics, _waived, failures, _ = namd.judge("apoa1", 500, [run("cpu", "apoa1-1.log", "cpu", [], "".join(lines))])
+    assert any("TOTAL energy moved from -223539.1745 to -172495.4085" in f for f in failures), failures
     assert any("differs from the published -222495.2" in f for f in failures), failures
-    assert metrics["cpu_ns_per_day"]["value"] == pytest.approx(1 / 1.10173)  # measured, but the check fails
+    assert metrics["cpu_ns_per_day"]["value"] == pytest.approx(0.191064)  # measured, but the check fails
 
 
 def test_judge_fails_a_fatal_error_and_a_nonzero_exit():
-    failures = namd.judge("apoa1", 500, [run("gpu_resident_1", "namd3.0_fatal.log", "gpu_resident", [0])])[2]
-    assert failures and "NAMD did not complete (FATAL ERROR: Unable to open text file apoa1.psf" in failures[0]
-    bad = run("cpu", "namd3.0_apoa1_cpu.log", "cpu", [])
+    text = log_text("apoa1-GPU-Res-1.log")
+    cut = text[: text.index("PERFORMANCE: 100")] + "FATAL ERROR: CUDA error in cudaMemcpy: out of memory\n"
+    failures = namd.judge("apoa1", 500, [run("gpu_resident_1", "x.log", "gpu_resident", [0], cut)])[2]
+    assert failures and "NAMD did not complete (FATAL ERROR: CUDA error in cudaMemcpy" in failures[0]
+    bad = run("cpu", "apoa1-16.log", "cpu", [])
     bad["exit_code"] = 137
     assert "exit code 137" in namd.judge("apoa1", 500, [bad])[2][0]
 
@@ -191,19 +267,14 @@ def test_runner_without_namd_writes_a_document_that_says_so(tmp_path):
 def test_parse_command_prints_each_log_and_names_a_bad_one(tmp_path):
     bad = tmp_path / "bad.log"
     bad.write_text("TIMING: 1 broken\n")
+    good = shared(NAMD3_LOGS / "apoa1-GPU-Res-16.log")
     proc = subprocess.run(
-        [sys.executable, "-m", "gpuaccept.probe.namd", "parse", str(FIXTURES / "namd3.0_apoa1_cpu.log"), str(bad)],
+        [sys.executable, "-m", "gpuaccept.probe.namd", "parse", str(good), str(bad)],
         capture_output=True,
         text=True,
         check=False,
     )
     assert proc.returncode == 4
-    assert json.loads(proc.stdout.splitlines()[0])["ns_per_day"] == pytest.approx(0.904039)
+    assert json.loads(proc.stdout.splitlines()[0])["ns_per_day"] == pytest.approx(110.493)
     assert f"{bad}:1: unreadable TIMING line" in proc.stderr
-
-
-def test_fixture_readme_says_the_logs_are_reconstructed():
-    text = (FIXTURES / "README.md").read_text()
-    assert "reconstructed" in text and "not recorded" in text
-    for path in FIXTURES.glob("*.log"):
-        assert path.name in text, f"{path.name} is not described in {FIXTURES / 'README.md'}"
+    assert not math.isnan(json.loads(proc.stdout.splitlines()[0])["ns_per_day"])

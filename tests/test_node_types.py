@@ -200,7 +200,7 @@ def test_the_tools_documents_and_the_metric_table_agree():
                 continue
             assert metric_table.document_problems(check, doc) == [], path
             seen[check] = seen.get(check, 0) + 1
-    assert {"bandwidth", "gemm", "cpu_gemm", "hplstyle", "health", "power", "md_openmm"} <= set(seen), seen
+    assert {"bandwidth", "gemm", "cpu_gemm", "hplstyle", "health", "power", "md_apoa1"} <= set(seen), seen
     bad = {"metrics": {"fp64_tflops_min": {"value": 1.0, "unit": "GFLOP/s"}, "fp4_x": {"value": 1.0, "unit": "x"}}}
     assert len(metric_table.document_problems("gemm", bad)) == 2
 

@@ -1,7 +1,7 @@
 """The NAMD checks run for real through ReFrame on this GPU-less machine: NOT RUN with the reason where NAMD is not
 installed, and the whole runner path (configuration, NAMD's log, metrics, judging) with a stand-in namd3 that
-prints a reconstructed NAMD 3.0 log (tests/fixtures/namd/README.md): what the check does with NAMD's output, not
-NAMD itself."""
+prints a real NAMD 3.0 log (apoa1-16.log of shared/data/namd3-apoa1-logs: NAMD 3.0 multicore, 16 cores): what the
+check does with NAMD's output, not NAMD itself."""
 
 import json
 import os
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import NAMD3_LOGS, shared
 from rfm_support import render_config, run_reframe
 
 from gpuaccept.probe import facts as node_facts
@@ -26,12 +26,12 @@ sources:
 checks:
   namd_apoa1:
     cpu_ns_per_day: {{value: {rate}, unit: ns/day, lower: 0.05, source: synthetic}}
-    cpu_s_per_step: {{value: 0.0955705, unit: s/step, upper: 0.05, source: synthetic}}
+    cpu_s_per_step: {{value: 0.0311906, unit: s/step, upper: 0.05, source: synthetic}}
     cpu_wall_s: {{informational: "depends on the step count", unit: s, source: synthetic}}
 """
 FAKE_NAMD = """\
 #!/bin/sh
-# Stand-in for namd3 (tests only): checks that it got a configuration, then prints a reconstructed log.
+# Stand-in for namd3 (tests only): checks that it got a configuration, then prints a real NAMD 3.0 log.
 conf=""; for a in "$@"; do conf="$a"; done
 grep -q '^numsteps *500$' "$conf" || {{ echo "FATAL ERROR: no numsteps 500 in $conf"; exit 1; }}
 cat {log}
@@ -42,7 +42,7 @@ def fake_namd_home(base: Path) -> Path:
     home = base / "namd"
     (home / "cpu").mkdir(parents=True)
     exe = home / "cpu" / "namd3"
-    exe.write_text(FAKE_NAMD.format(log=ROOT / "tests" / "fixtures" / "namd" / "namd3.0_apoa1_cpu.log"))
+    exe.write_text(FAKE_NAMD.format(log=shared(NAMD3_LOGS / "apoa1-16.log")))
     exe.chmod(0o755)
     (home / "inputs" / "apoa1").mkdir(parents=True)
     (home / "inputs" / "apoa1" / "apoa1.namd").write_text("structure apoa1.psf\nnumsteps 500\ntimestep 1\n")
@@ -56,8 +56,8 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("rfm_md")
     refs = base / "refs"
     refs.mkdir()
-    (refs / "ci_md.yaml").write_text(REF.format(name="ci_md", rate=0.9))
-    (refs / "ci_md_fast.yaml").write_text(REF.format(name="ci_md_fast", rate=90.0))
+    (refs / "ci_md.yaml").write_text(REF.format(name="ci_md", rate=2.77))
+    (refs / "ci_md_fast.yaml").write_text(REF.format(name="ci_md_fast", rate=277.0))
     facts = node_facts.gather()
     assert not facts["gpus"], "this test expects a machine without NVIDIA GPUs"
     facts_file = base / "node-facts.json"
@@ -108,7 +108,7 @@ def test_namd_runner_through_reframe_reads_the_log_and_passes(runs):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = rows(run_dir)
     assert table[("namd_apoa1", None)]["status"] == "pass", table[("namd_apoa1", None)]
-    assert table[("namd_apoa1", "cpu_ns_per_day")]["value"] == pytest.approx(0.904039)
+    assert table[("namd_apoa1", "cpu_ns_per_day")]["value"] == pytest.approx(2.77006)
     assert table[("namd_apoa1", "cpu_wall_s")]["status"] == "info"
     docs = list((run_dir / "reframe" / "output").rglob("namd_apoa1.json"))
     assert len(docs) == 1
@@ -120,7 +120,7 @@ def test_namd_runner_through_reframe_reads_the_log_and_passes(runs):
     assert 'gpuaccept_result_ns_per_day{check="namd_apoa1",metric="cpu_ns_per_day",' in prom
     assert 'gpuaccept_result_seconds_per_step{check="namd_apoa1",metric="cpu_s_per_step",' in prom
     kept = docs[0].parent / "namd_apoa1_logs"
-    assert (kept / "apoa1_cpu.log").read_text().startswith("Charm++> Running in Multicore mode")
+    assert (kept / "apoa1_cpu.log").read_text().startswith("Charm++: standalone mode (not using charmrun)")
     assert "numsteps            500" in (kept / "apoa1_cpu.namd").read_text()
 
 

@@ -151,3 +151,19 @@ def test_a_folder_without_documents_is_an_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["report", "--output", str(tmp_path / "r.html"), str(tmp_path / "empty")]) == 4
     assert "no benchmark documents or verdicts found" in capsys.readouterr().err
+
+
+def test_md_section_shows_apoa1_beside_namd_3_0s_published_a100_figures():
+    """The H100's md_apoa1 runs (docs/evidence/2026-11-23-md-apoa1): APOA1 and its 1.1 M-atom replica through
+    OpenMM, NAMD 3.0's A100 figures from the shared logs labelled as published, and the scaling line."""
+    runs = EVIDENCE / "2026-11-23-md-apoa1" / "batch1"
+    page = report.build([report.load_group(f"h100={runs}")], "md")
+    section = page[page.index("id='md'") : page.index("id='other'")]
+    assert "<td>apoa1</td><td>92224</td>" in section and "<td>apoa1_3x2x2</td><td>1106688</td>" in section
+    assert "NAMD 3.0, A100 80GB PCIe (published logs, not measured here)" in section
+    assert "<td>110.6</td>" in section and "apoa1-GPU-Res-16.log" in section
+    # the median of the four APOA1 variants measured (153.4, 158.3, 162.1, 166.4 ns/day)
+    assert "<td>160.2</td>" in section
+    assert "h100: apoa1_3x2x2 (1,106,688 atoms) runs at 0.109 x the unit cell&#x27;s ns/day for 12 x" in section
+    # md documents are not repeated under the other checks
+    assert "gpuaccept-md-apoa1" not in page[page.index("id='other'") : page.index("id='power'")]

@@ -97,11 +97,20 @@ CHECKS: dict[str, Check] = {
         # Application checks (docs/checks/md.md): vendor evaluation only, so that commissioning does not need
         # OpenMM and a licensed NAMD on every node.
         Check(
-            "md_openmm",
-            "molecular dynamics through OpenMM: TIP3P water box, ns/day, energy (gpuaccept-openmm)",
+            "md_apoa1",
+            "NAMD's APOA1 benchmark (92,224 atoms) through OpenMM, energies matched to NAMD 3.0: ns/day, "
+            "speedup over CPU, energy to solution (gpuaccept-md-apoa1)",
             ("evaluation",),
             True,
-            "md_openmm.json",
+            "md_apoa1.json",
+        ),
+        Check(
+            "md_apoa1_x12",
+            "APOA1 replicated 3x2x2 (1,106,688 atoms, STMV's scale; not STMV) through OpenMM: ns/day, memory "
+            "(gpuaccept-md-apoa1 --replicate 3,2,2)",
+            ("evaluation",),
+            True,
+            "md_apoa1_x12.json",
         ),
         Check(
             "namd_apoa1",

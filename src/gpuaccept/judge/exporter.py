@@ -32,6 +32,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "ns/day/kW": ("ns_per_day_per_watt", 1e-3),
     "s/step": ("seconds_per_step", 1.0),
     "kJ": ("joules", 1e3),
+    "GiB": ("bytes", 2.0**30),  # GPU memory in use (md_apoa1)
     "": ("number", 1.0),  # the GPU count; "_count" is reserved for histograms and summaries
 }
 STATUSES = (PASS, FAIL, NOT_RUN)

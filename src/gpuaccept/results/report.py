@@ -30,7 +30,7 @@ from gpuaccept import __version__, atomic
 
 BENCH_SCHEMA = "gpuaccept.bench/1"
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
-KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample")
+KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
 SWEEP_CASES = (
     "h2d_pinned_oneway",
     "d2h_pinned_oneway",
@@ -784,6 +784,96 @@ def energy_table(groups: list[Group], baseline: Group) -> str:
     return _table(head, out, "energy")
 
 
+def md_table(groups: list[Group]) -> str:
+    """APOA1 through OpenMM on each group's GPUs (median over its runs of each system), NAMD 3.0's published A100
+    figures beside it (labelled as such), and the scaling from the unit cell to the replicated system."""
+    from gpuaccept.probe.namd import NAMD3_A100_APOA1, NAMD3_A100_SOURCE  # noqa: PLC0415 - constants only
+
+    rows: list[list[Any]] = []
+    scaling: list[str] = []
+    for g in groups:
+        by_system: dict[str, list[dict[str, Any]]] = {}
+        for d in g.by_tool("gpuaccept-md-apoa1"):
+            name = ((d.get("results") or {}).get("system") or {}).get("name")
+            if name:
+                by_system.setdefault(name, []).append(d)
+        rates: dict[str, tuple[float, int]] = {}
+        for name, docs in sorted(by_system.items(), key=lambda kv: len(kv[0])):
+
+            def med(metric: str, _docs: list = docs) -> float | None:
+                vals = [d["metrics"][metric]["value"] for d in _docs if metric in d.get("metrics", {})]
+                return statistics.median(vals) if vals else None
+
+            system = docs[-1]["results"]["system"]
+            integ = (docs[-1]["results"].get("integrator") or {}).get("kind", "")
+            ns = med("ns_per_day")
+            rows.append(
+                [
+                    g.label,
+                    name,
+                    system.get("atoms"),
+                    f"OpenMM {docs[-1]['results'].get('openmm_version', '')} {integ}, {len(docs)} run(s)",
+                    ns,
+                    med("all_gpus_ns_per_day"),
+                    med("cpu_ns_per_day"),
+                    med("speedup_vs_cpu"),
+                    med("gpu_memory_used_gib"),
+                    med("ns_per_day_per_kw"),
+                    max(med("energy_bonded_max_rel_diff") or 0.0, med("energy_nonbonded_rel_diff") or 0.0),
+                ]
+            )
+            if ns and system.get("atoms"):
+                rates[name] = (ns, system["atoms"])
+        if "apoa1" in rates and len(rates) > 1:
+            base_ns, base_atoms = rates["apoa1"]
+            for name, (ns, atoms) in rates.items():
+                if name != "apoa1":
+                    scaling.append(
+                        f"{g.label}: {name} ({atoms:,} atoms) runs at {ns / base_ns:.3g} x the unit cell's ns/day for "
+                        f"{atoms / base_atoms:.3g} x its atoms: {ns * atoms / (base_ns * base_atoms):.3g} x the "
+                        "atom-steps per second"
+                    )
+    if not rows:
+        return "<p>No gpuaccept-md-apoa1 documents among the inputs.</p>"
+    for mode, fig in NAMD3_A100_APOA1.items():
+        label = Markup("<i>NAMD 3.0, A100 80GB PCIe (published logs, not measured here)</i>")
+        rows.append(
+            [
+                label,
+                "apoa1",
+                92224,
+                f"NAMD 3.0 {mode.replace('_', '-')}, {fig['cpus']} cores ({fig['log']})",
+                fig["ns_per_day"] if mode != "cpu" else None,
+                None,
+                fig["ns_per_day"] if mode == "cpu" else None,
+                None,
+                None,
+                None,
+                None,
+            ]
+        )
+    head = [
+        "group",
+        "system",
+        "atoms",
+        "engine",
+        "ns/day (1 GPU)",
+        "ns/day (all GPUs)",
+        "ns/day (CPU)",
+        "speedup",
+        "GPU memory GiB",
+        "ns/day per kW",
+        "step-0 energy vs NAMD (max rel.)",
+    ]
+    notes = "".join(f"<p>{html.escape(line)}</p>" for line in scaling)
+    return (
+        _table(head, rows)
+        + notes
+        + f"<p class='note'>NAMD rows: {html.escape(NAMD3_A100_SOURCE)}. OpenMM rows: this harness's runs, energies "
+        "validated against NAMD 3.0's step 0 before timing (docs/checks/md.md).</p>"
+    )
+
+
 def other_checks(groups: list[Group], baseline: Group) -> str:
     tools = tuple(sorted({d["tool"] for g in groups for d in g.docs if d.get("tool") not in KNOWN_TOOLS}))
     if not tools:
@@ -871,6 +961,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
         parts.append(plot_gemm_compare(groups) or "")
     parts.append("<h2 id='cpu'>Host GEMM thread scaling</h2>")
     parts.append(plot_cpu_scaling(groups) or "<p>No host GEMM runs.</p>")
+    parts.append("<h2 id='md'>Molecular dynamics: APOA1</h2>")
+    parts.append(md_table(groups))
     parts.append("<h2 id='other'>HPL, NAMD and other checks</h2>")
     parts.append(other_checks(groups, baseline))
     parts.append("<h2 id='power'>Power profile</h2>")
