@@ -56,8 +56,16 @@ CHECKS: dict[str, Check] = {
             optional=True,
         ),
         Check(
+            "hpl_cuda",
+            "HPL-CUDA: netlib HPL 2.3 with NVBLAS (DGEMM/DTRSM on the GPUs), one rank per GPU",
+            ("commission", "evaluation"),
+            True,
+            "hpl_cuda.json",
+            optional=True,
+        ),
+        Check(
             "hpl_host",
-            "host HPL through hpcc (OpenBLAS)",
+            "host HPL: netlib HPL 2.3 against MKL (gpuaccept_hpl role), else Debian's hpcc (OpenBLAS)",
             ("commission", "evaluation"),
             False,
             "hpl_host.json",

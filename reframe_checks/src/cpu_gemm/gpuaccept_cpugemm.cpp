@@ -4,7 +4,7 @@
 // sustained window of --window-s seconds (at least 3 calls) after one warm-up call; median GFLOP/s.
 // The JSON document is described in docs/benchmark-json.md; the method in docs/checks/gemm.md.
 // Facts for the judge (never judged here): the ISA of the kernels the BLAS chose (OpenBLAS's core name, MKL's
-// code branch) against the CPU's flags (blas_generic_core: 1 when the kernels lack AVX2 on a CPU that has it),
+// code branch) against the CPU's flags (blas_optimized_core: 0 when the kernels lack AVX2 on a CPU that has it),
 // and the CPU's nominal peak (physical cores x clock x FLOPs per cycle from the flags) with the GEMM figures as
 // fractions of it.
 
@@ -474,7 +474,7 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
     j.end_object();
   }
   j.end_array();
-  // The kernels the BLAS chose against what the CPU can do: facts for the judge's blas_generic_core rule.
+  // The kernels the BLAS chose against what the CPU can do: facts for the judge's blas_optimized_core rule.
   const std::string core = blas_core(), kisa = core_isa(core);
   const bool generic = isa_rank(kisa) > 0 && isa_rank(kisa) < isa_rank("avx2") && isa_rank(peak.isa) >= isa_rank("avx2");
   j.key("blas").begin_object().kv("library", blas_library()).kv("version", version);
@@ -530,12 +530,12 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
                         "the CPU's peak is unknown (clock source: " + peak.clock_source + ", ISA " + peak.isa + ")"});
   }
   if (isa_rank(kisa) > 0 && isa_rank(peak.isa) > 0)
-    metrics.push_back({"blas_generic_core", "count", "lower",
-                       std::string("1 when the BLAS runs pre-AVX2 kernels (") + core + ", " + kisa +
-                           ") on a CPU with AVX2 (" + peak.isa + "): a misconfigured BLAS; 0 otherwise",
-                       generic ? 1.0 : 0.0});
+    metrics.push_back({"blas_optimized_core", "count", "higher",
+                       std::string("0 when the BLAS runs generic pre-AVX2 kernels on a CPU with AVX2 (a misconfigured "
+                                   "BLAS), 1 otherwise; here core ") + core + " (" + kisa + ") on a " + peak.isa + " CPU",
+                       generic ? 0.0 : 1.0});
   else
-    waived.push_back({"blas_generic_core", "cannot tell the ISA of the BLAS core '" + core + "' or of the CPU (" +
+    waived.push_back({"blas_optimized_core", "cannot tell the ISA of the BLAS core '" + core + "' or of the CPU (" +
                                                peak.isa + ")"});
   const Row* all = find_row(st, "dgemm", tmax);
   const Row* one = find_row(st, "dgemm", 1);
