@@ -62,19 +62,42 @@ int set_threads(int t) {
 }
 // MKL's code branch for this CPU (MKL_ENABLE_INSTRUCTIONS can lower it).
 std::string blas_core() {
-  switch (mkl_cbwr_get_auto_branch()) {
-    case MKL_CBWR_AVX512_E1: return "MKL_CBWR_AVX512_E1";
-    case MKL_CBWR_AVX512: return "MKL_CBWR_AVX512";
-    case MKL_CBWR_AVX2: return "MKL_CBWR_AVX2";
-    case MKL_CBWR_AVX: return "MKL_CBWR_AVX";
-    case MKL_CBWR_SSE4_2: return "MKL_CBWR_SSE4_2";
-    case MKL_CBWR_SSE4_1: return "MKL_CBWR_SSE4_1";
-    case MKL_CBWR_SSSE3: return "MKL_CBWR_SSSE3";
-    case MKL_CBWR_SSE3: return "MKL_CBWR_SSE3";
-    case MKL_CBWR_SSE2: return "MKL_CBWR_SSE2";
-    case MKL_CBWR_COMPATIBLE: return "MKL_CBWR_COMPATIBLE";
-    default: return "unknown";
-  }
+  // Newer MKLs drop the old branches from mkl_types.h: each is named only where the header still has it.
+  const int branch = mkl_cbwr_get_auto_branch();
+#define GPUACCEPT_BRANCH(name) \
+  if (branch == name) return #name;
+#ifdef MKL_CBWR_AVX512_E1
+  GPUACCEPT_BRANCH(MKL_CBWR_AVX512_E1)
+#endif
+#ifdef MKL_CBWR_AVX512
+  GPUACCEPT_BRANCH(MKL_CBWR_AVX512)
+#endif
+#ifdef MKL_CBWR_AVX2
+  GPUACCEPT_BRANCH(MKL_CBWR_AVX2)
+#endif
+#ifdef MKL_CBWR_AVX
+  GPUACCEPT_BRANCH(MKL_CBWR_AVX)
+#endif
+#ifdef MKL_CBWR_SSE4_2
+  GPUACCEPT_BRANCH(MKL_CBWR_SSE4_2)
+#endif
+#ifdef MKL_CBWR_SSE4_1
+  GPUACCEPT_BRANCH(MKL_CBWR_SSE4_1)
+#endif
+#ifdef MKL_CBWR_SSSE3
+  GPUACCEPT_BRANCH(MKL_CBWR_SSSE3)
+#endif
+#ifdef MKL_CBWR_SSE3
+  GPUACCEPT_BRANCH(MKL_CBWR_SSE3)
+#endif
+#ifdef MKL_CBWR_SSE2
+  GPUACCEPT_BRANCH(MKL_CBWR_SSE2)
+#endif
+#ifdef MKL_CBWR_COMPATIBLE
+  GPUACCEPT_BRANCH(MKL_CBWR_COMPATIBLE)
+#endif
+#undef GPUACCEPT_BRANCH
+  return "unknown (branch " + std::to_string(branch) + ")";
 }
 // ISA of a code branch: avx512, avx2, avx, sse or unknown.
 std::string core_isa(const std::string& core) {
