@@ -1,22 +1,25 @@
-"""Netlib's HPL 2.3 builds from its source tarball with the gpuaccept_hpl role's Make.gpuaccept against the
-host BLAS (MKL from the test environment's wheels, OpenBLAS where Debian's is installed), runs on two MPI
-ranks (Debian's Open MPI) at a small N, and its output goes through gpuaccept.hpl's parser and HPL's residual
-rule: a run passes, and a run whose threshold no residual can meet fails with the reason.
+"""The gpuaccept_hpl role builds netlib's HPL 2.3 from its source tarball (sha256 checked) with Make.gpuaccept
+against the host BLAS (MKL from the test environment's wheels, as CI has them with GPUACCEPT_MKL=1; OpenBLAS
+otherwise) and, where CUDA's libnvblas is (CI has the toolkit), HPL-CUDA too (linked only: no GPU here). The
+host xhpl runs on two MPI ranks (Debian's Open MPI) at a small N and its output goes through gpuaccept.hpl's
+parser and HPL's residual rule: a run passes, and a run whose threshold no residual can meet fails with the
+reason. A second run of the role changes nothing; a tarball with another sha256 is refused.
 
 The tarball comes from the shared artifacts beside the repository's clone (../shared/artifacts, or
 $GPUACCEPT_SHARED/artifacts), checked against its sha256 as the role checks it.
 """
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from test_provision_roles import failed_with, play, recap
 
 from gpuaccept import hpl, hpl_dat
 
@@ -24,25 +27,36 @@ SHARED = Path(os.environ.get("GPUACCEPT_SHARED", ROOT.parent / "shared"))
 TARBALL = SHARED / "artifacts" / "hpl-2.3-icl-utk-edu.tar.gz"
 # ../shared/artifacts/README.md: a git archive of icl-utk-edu/hpl at 9edeab5e (HPL 2.3).
 TARBALL_SHA256 = "d09c2c708becc4eaa9bd652115243f603fc4f715483bf26dd6b1bd07259ef459"
-MAKE_ARCH = ROOT / "roles" / "gpuaccept_hpl" / "files" / "Make.gpuaccept"
+NVBLAS = Path("/usr/local/cuda/lib64/libnvblas.so")
 VENV = Path(sys.prefix)
 OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMP_NUM_THREADS": "1",
            "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "LC_ALL": "C"}
 
 
-def lalib() -> tuple[str, str]:
-    """The BLAS to link (Make.gpuaccept's LAlib): MKL's wheels first, as the role does."""
+def blas() -> str:
+    """The BLAS the role links: MKL's wheels first, as on the nodes."""
     if (VENV / "lib" / "libmkl_rt.so.3").exists():
-        lib = VENV / "lib"
-        return "mkl", f"-L{lib} -Wl,-rpath,{lib} -l:libmkl_rt.so.3"
-    if (OPENBLAS / "libopenblas.so").exists():
-        return "openblas", f"-L{OPENBLAS} -Wl,-rpath,{OPENBLAS} -lopenblas"
+        return "mkl"
+    if (OPENBLAS / "libopenblas.so.0").exists():
+        return "openblas"
     pytest.fail("neither MKL (GPUACCEPT_MKL=1 scripts/venv.sh test) nor OpenBLAS (libopenblas-dev) is installed")
 
 
+def role_vars(prefix: Path, sha: str = TARBALL_SHA256) -> dict:
+    return {
+        "gpuaccept_hpl_prefix": str(prefix),
+        "gpuaccept_hpl_source_path": str(TARBALL),
+        "gpuaccept_hpl_source_sha256": sha,
+        "gpuaccept_hpl_source_blas": blas(),
+        "gpuaccept_hpl_mkl_root": str(VENV),
+        "gpuaccept_hpl_openblas_lib": str(OPENBLAS),
+        "gpuaccept_hpl_cuda_home": "/usr/local/cuda",
+    }
+
+
 @pytest.fixture(scope="module")
-def xhpl(tmp_path_factory) -> Path:
+def built(tmp_path_factory) -> Path:
     if not TARBALL.is_file():
         pytest.skip(f"HPL's source tarball {TARBALL} is absent (the shared artifacts beside the clone)")
     for tool in ("mpicc", "mpirun", "make"):
@@ -50,17 +64,19 @@ def xhpl(tmp_path_factory) -> Path:
             pytest.fail(f"{tool} not found: CI installs openmpi-bin and libopenmpi-dev")
     digest = hashlib.sha256(TARBALL.read_bytes()).hexdigest()
     assert digest == TARBALL_SHA256, f"{TARBALL}: sha256 {digest}, expected {TARBALL_SHA256}"
-    top = tmp_path_factory.mktemp("hpl")
-    with tarfile.open(TARBALL) as tar:
-        tar.extractall(top, filter="data")
-    tree = top / "hpl-2.3"
-    shutil.copy(MAKE_ARCH, tree / "Make.gpuaccept")
-    _, libs = lalib()
-    # HPL's own makefiles are not parallel-safe at the top: one job, as the role runs it.
-    res = subprocess.run(["make", "arch=gpuaccept", f"TOPdir={tree}", "CC=mpicc", f"LAlib={libs}"], cwd=tree,
-                         capture_output=True, text=True, check=False, timeout=600)
-    binary = tree / "bin" / "gpuaccept" / "xhpl"
-    assert res.returncode == 0 and binary.is_file(), res.stdout[-3000:] + res.stderr[-3000:]
+    base = tmp_path_factory.mktemp("hpl-role")
+    prefix = base / "hpl"
+    rc, out = play(base, "gpuaccept_hpl", role_vars(prefix))
+    assert rc == 0, out[-4000:]
+    return prefix
+
+
+@pytest.fixture(scope="module")
+def xhpl(built) -> Path:
+    desc = json.loads((built / "gpuaccept-hpl-host.json").read_text())
+    binary = Path(desc["binary"])
+    assert binary.is_file() and desc["command"][-1] == str(binary) and "{ranks}" in desc["command"]
+    assert desc["blas"] == blas() and desc["sha256"] == TARBALL_SHA256 and desc["env"] == {}
     return binary
 
 
@@ -82,9 +98,9 @@ def test_hpl_23_builds_runs_and_passes_its_residual_check(xhpl, tmp_path):
     (run,) = out.runs
     assert (run.n, run.nb, run.p, run.q) == (1536, 128, 1, 2)
     assert run.gflops > 0 and run.residual is not None and run.residual < 16.0
-    doc = hpl.to_document(out, "hpl_host", 2, unit="GFLOP/s", per_gpu=False, backend={"blas": lalib()[0]})
+    doc = hpl.to_document(out, "hpl_host", 2, unit="GFLOP/s", per_gpu=False, backend={"blas": blas()})
     assert doc["verification"]["passed"] and doc["metrics"]["gflops"]["value"] == run.gflops
-    assert doc["parameters"]["backend"] == {"blas": lalib()[0]}
+    assert doc["parameters"]["backend"] == {"blas": blas()}
 
 
 def test_a_residual_over_the_threshold_fails(xhpl, tmp_path):
@@ -107,3 +123,30 @@ def test_timed_problem_size_caps_by_memory_and_time():
     assert hpl_dat.timed_problem_size(1 << 30, 0.5, 640, 60, 256, 1, 1) == hpl_dat.problem_size(1 << 30, 1, 0.5, 256)
     with pytest.raises(ValueError, match="positive"):
         hpl_dat.timed_problem_size(1 << 30, 0.5, 0, 60, 256)
+
+
+@pytest.mark.skipif(not NVBLAS.exists(), reason="no CUDA toolkit (libnvblas) here: HPL-CUDA is not built")
+def test_role_builds_hpl_cuda_against_nvblas(built):
+    desc = json.loads((built / "gpuaccept-hpl-cuda.json").read_text())
+    binary = Path(desc["binary"])
+    assert binary.is_file() and desc["command"][-2:] == [str(built / "gpuaccept-hpl-rank.sh"), str(binary)]
+    conf = Path(desc["env"]["NVBLAS_CONFIG_FILE"]).read_text()
+    assert f"NVBLAS_CPU_BLAS_LIB {desc['cpu_blas']}" in conf and Path(desc["cpu_blas"]).exists()
+    # NVBLAS first, so that HPL's dgemm_/dtrsm_ resolve to it; the CPU BLAS serves the rest.
+    needed = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True, check=True).stdout
+    libs = [line.split("[", 1)[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line]
+    assert libs.index("libnvblas.so.13") < libs.index(Path(desc["cpu_blas"]).name), libs
+
+
+def test_role_a_second_time_changes_nothing(built, tmp_path):
+    rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(built))
+    assert rc == 0, out[-3000:]
+    assert recap(out)["changed"] == 0, out[-3000:]
+
+
+def test_role_refuses_a_tarball_with_another_sha256(tmp_path):
+    if not TARBALL.is_file():
+        pytest.skip(f"HPL's source tarball {TARBALL} is absent (the shared artifacts beside the clone)")
+    rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(tmp_path / "hpl", "0" * 64))
+    assert rc != 0
+    failed_with(out, f"has sha256 {TARBALL_SHA256}, not {'0' * 64}")
