@@ -127,11 +127,17 @@ def test_openblas_generic_core_is_reported_with_its_remedy(tmp_path):
 def test_host_gemm_reports_the_cpu_peak_and_its_fraction(tmp_path, blas, args, library):
     make(tmp_path, f"BLAS={blas}", *args, f"{tmp_path}/gpuaccept-cpugemm")
     out = tmp_path / "cpu.json"
+    # With the check's pinning variables: GNU OpenMP binds the initial thread as the program loads, which must
+    # not shrink the CPUs the tool counts (it did: one thread step and a one-core peak on the H100 machine).
     res = subprocess.run([str(tmp_path / "gpuaccept-cpugemm"), "--size", "256", "--window-s", "0.05", "--threads",
-                          "1", "--output", str(out)], capture_output=True, text=True, check=False)
+                          "1", "--output", str(out)], capture_output=True, text=True, check=False,
+                         env={**os.environ, "OMP_PROC_BIND": "close", "OMP_PLACES": "cores",
+                              "KMP_AFFINITY": "granularity=fine,compact,1,0"})
     assert res.returncode == 0, res.stderr
     doc = json.loads(out.read_text())
+    assert doc["parameters"]["usable_cpus"] == len(os.sched_getaffinity(0))
     peak = doc["results"]["cpu_peak"]
+    assert peak["usable_cpus"] == len(os.sched_getaffinity(0))
     assert peak["cores"] >= 1 and peak["clock_ghz"] > 0 and peak["dp_flops_per_cycle_per_core"] in (4, 8, 16, 32)
     assert peak["dp_peak_gflops"] == pytest.approx(peak["cores"] * peak["clock_ghz"] * peak["dp_flops_per_cycle_per_core"])
     metrics = doc["metrics"]

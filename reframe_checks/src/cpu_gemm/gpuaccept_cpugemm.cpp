@@ -16,6 +16,7 @@
 #error "define GPUACCEPT_BLAS_MKL or GPUACCEPT_BLAS_OPENBLAS"
 #endif
 
+#include <omp.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -143,17 +144,34 @@ int isa_rank(const std::string& isa) {
   return 0;
 }
 
-// CPUs this process may run on (the affinity mask), else the online count.
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int c = CPU_COUNT(&set);
-    if (c > 0) return c;
+// CPUs this process may run on. GNU OpenMP binds the initial thread to the first place as the program loads
+// when OMP_PROC_BIND/OMP_PLACES are set (MKL's GNU-threaded static build links it), so the thread's own
+// affinity mask then reads one CPU: OpenMP's places, built from the process's initial mask, come first; the
+// affinity mask where there are none; else the online CPUs.
+std::vector<int> usable_cpu_ids() {
+  std::vector<int> ids;
+  for (int p = 0; p < omp_get_num_places(); ++p) {
+    std::vector<int> procs(static_cast<size_t>(std::max(0, omp_get_place_num_procs(p))));
+    if (!procs.empty()) omp_get_place_proc_ids(p, procs.data());
+    ids.insert(ids.end(), procs.begin(), procs.end());
   }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
+  if (ids.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) ids.push_back(c);
+  }
+  if (ids.empty()) {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < std::max(1L, n); ++c) ids.push_back(static_cast<int>(c));
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
 }
+
+int usable_cpus() { return static_cast<int>(usable_cpu_ids().size()); }
 
 // ---------------------------------------------------------------------------------------------
 // The CPU's nominal peak: physical cores this process may use x nominal clock x FP64 FLOPs per cycle per core
@@ -176,10 +194,8 @@ std::string trim(std::string v) {
 CpuPeak cpu_peak() {
   CpuPeak p;
   p.model = cpu_model();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const bool have_mask = sched_getaffinity(0, sizeof set, &set) == 0;
-  p.usable_cpus = usable_cpus();
+  const std::vector<int> usable = usable_cpu_ids();
+  p.usable_cpus = static_cast<int>(usable.size());
   // /proc/cpuinfo: one block per logical CPU; physical cores = distinct (physical id, core id) in the mask.
   std::ifstream f("/proc/cpuinfo");
   std::string line, flags;
@@ -189,7 +205,7 @@ CpuPeak cpu_peak() {
   bool ids = true;
   auto flush = [&] {
     if (proc < 0) return;
-    if (!have_mask || CPU_ISSET(proc, &set)) {
+    if (std::binary_search(usable.begin(), usable.end(), proc)) {
       if (phys < 0 || core < 0) ids = false;
       cores.insert({phys, core});
     }
@@ -408,10 +424,10 @@ const char* kUsage =
     "usage: gpuaccept-cpugemm [options]\n"
     "Host DGEMM and SGEMM throughput (cblas, row major, square) at several thread counts, verified\n"
     "(Freivalds, in double).\n"
-    "  --size N          matrix size (default 2048; --quick 1024)\n"
+    "  --size N          matrix size (default 4096; --quick 1024)\n"
     "  --threads LIST    comma list of thread counts (default 1,2,4,... and all usable CPUs)\n"
     "  --window-s S      sustained window per thread count, at least 3 calls (default 1.0)\n"
-    "  --quick           nightly: size 2048\n"
+    "  --quick           nightly: size 1024\n"
     "  --output FILE     write the JSON document (docs/benchmark-json.md) to FILE\n"
     "  --inject-error    self-test: corrupt one element of C before every verification (expect exit 2)\n"
     "  --help            this text\n"
@@ -425,7 +441,7 @@ Options parse_options(int argc, char** argv, bool& help) {
   if (help) return o;
   o.quick = a.flag("quick");
   o.inject_error = a.flag("inject-error");
-  long size = a.get_long("size", o.quick ? 1024 : 2048);
+  long size = a.get_long("size", o.quick ? 1024 : 4096);
   if (size < 16 || size > 65536) throw std::invalid_argument("option --size: " + std::to_string(size) + " out of range 16..65536");
   o.size = static_cast<int>(size);
   std::string threads = a.get("threads", "");
