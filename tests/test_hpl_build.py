@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from rfm_support import render_config, run_reframe
 from test_provision_roles import failed_with, play, recap
 
+from gpuaccept import facts as node_facts
 from gpuaccept import hpl, hpl_dat
 
 SHARED = Path(os.environ.get("GPUACCEPT_SHARED", ROOT.parent / "shared"))
@@ -150,3 +152,39 @@ def test_role_refuses_a_tarball_with_another_sha256(tmp_path):
     rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(tmp_path / "hpl", "0" * 64))
     assert rc != 0
     failed_with(out, f"has sha256 {TARBALL_SHA256}, not {'0' * 64}")
+
+
+REF_HOST_HPL = """\
+schema: gpuaccept.references/1
+node_type: ci_hpl
+description: CI host without GPUs (synthetic test references for the host HPL 2.3)
+match: {gpu_count: 0}
+sources:
+  synthetic: {kind: synthetic, date: 2026-11-23, reference: "tests/test_hpl_build.py: plumbing test"}
+checks:
+  hpl_host:
+    gflops: {value: 0.001, unit: GFLOP/s, lower: 0.9, source: synthetic}
+    residual_max: {informational: judged by HPL's rule in the output, unit: ratio, source: synthetic}
+"""
+
+
+def test_host_hpl_check_runs_the_role_built_hpl_through_reframe(built, tmp_path, monkeypatch):
+    # The HostHpl check with the role's descriptor: netlib's HPL 2.3 (not hpcc), two ranks, N given.
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_hpl.yaml").write_text(REF_HOST_HPL)
+    facts = node_facts.gather()
+    facts_file = tmp_path / "node-facts.json"
+    facts_file.write_text(json.dumps(facts))
+    config = render_config(tmp_path / "settings.py", "ci_hpl", refs, facts, facts_file)
+    monkeypatch.setenv("GPUACCEPT_HPL_HOST_DESCRIPTOR", str(built / "gpuaccept-hpl-host.json"))
+    monkeypatch.setenv("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    proc = run_reframe(config, tmp_path, "commission", "-n", "^HostHpl$", "-S", "HostHpl.hpl_n=1536",
+                       "-S", "HostHpl.ranks_per_node=2")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    (doc_path,) = (tmp_path / "reframe" / "output").rglob("hpl_host.json")
+    doc = json.loads(doc_path.read_text())
+    backend = doc["parameters"]["backend"]
+    assert backend["hpl"] == "netlib HPL 2.3" and backend["ranks"] == 2 and backend["n"] == 1536
+    assert backend["command"][-1].endswith("/bin/gpuaccept/xhpl") and doc["verification"]["passed"]
+    assert doc["metrics"]["gflops"]["value"] > 0 and doc["metrics"]["residual_max"]["value"] < 16
