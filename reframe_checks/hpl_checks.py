@@ -4,8 +4,11 @@
   once; always available where the CUDA toolkit is. Not HPL: named for what it is.
 - ``GpuHplNvidia`` (key ``hpl_nvidia``): NVIDIA HPC-Benchmarks' ``xhpl``, installed from a site artifact by
   the gpuaccept_hpl role; reported as not run ("artifact not configured") where the role has not installed it.
-- ``HostHpl`` (key ``hpl_host``): HPL on the host through Debian's ``hpcc`` (OpenBLAS), the CPU baseline;
-  not run where hpcc is not installed.
+- ``GpuHplCuda`` (key ``hpl_cuda``): netlib's HPL 2.3 with NVBLAS in front of the CPU BLAS (DGEMM/DTRSM on
+  the GPUs, the matrix in host memory), one rank per GPU, built by the gpuaccept_hpl role from the source
+  tarball; reported as not run where the role has not built it.
+- ``HostHpl`` (key ``hpl_host``): netlib's HPL 2.3 against MKL on the host (gpuaccept_hpl role), one rank per
+  core; Debian's ``hpcc`` (OpenBLAS) where it is not built; not run where neither is there.
 
 Every output goes through HPL's own rule (gpuaccept.hpl.judge): a residual at or above the threshold, a
 threshold of 0 or below, a missing residual line, or a crashed, killed or timed-out run fails the check with
@@ -29,10 +32,31 @@ from gpuaccept.rfm import BenchBuild, BenchCheck
 
 #: Where the gpuaccept_hpl role describes the xhpl it installed: gpuaccept_hpl_prefix/gpuaccept-hpl.json, by
 #: default <project root>/hpl, the project root being where these checks live (GPUACCEPT_HPL_DESCRIPTOR overrides).
-NVIDIA_HPL_DESCRIPTOR = os.environ.get(
-    "GPUACCEPT_HPL_DESCRIPTOR",
-    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hpl", "gpuaccept-hpl.json"),
+_HPL_PREFIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hpl")
+NVIDIA_HPL_DESCRIPTOR = os.environ.get("GPUACCEPT_HPL_DESCRIPTOR", os.path.join(_HPL_PREFIX, "gpuaccept-hpl.json"))
+#: The netlib HPL 2.3 builds of the same role: gpuaccept_hpl_prefix/gpuaccept-hpl-{host,cuda}.json.
+HOST_HPL_DESCRIPTOR = os.environ.get(
+    "GPUACCEPT_HPL_HOST_DESCRIPTOR", os.path.join(_HPL_PREFIX, "gpuaccept-hpl-host.json")
 )
+CUDA_HPL_DESCRIPTOR = os.environ.get(
+    "GPUACCEPT_HPL_CUDA_DESCRIPTOR", os.path.join(_HPL_PREFIX, "gpuaccept-hpl-cuda.json")
+)
+
+
+def _load_descriptor(path: str) -> dict:
+    """The role's descriptor: ``command`` (with ``{ranks}``), ``env``, ``binary``, ``blas``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            desc = json.load(handle)
+    except (OSError, ValueError) as err:
+        raise SanityError(f"{socket.gethostname()}: cannot read the HPL descriptor {path}: {err}") from None
+    if not isinstance(desc, dict) or not isinstance(desc.get("command"), list) or not desc["command"]:
+        raise SanityError(f"{socket.gethostname()}: {path}: no 'command' list (rerun the gpuaccept_hpl role)")
+    return desc
+
+
+def _host_memory_bytes() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 class HplStyleBuild(BenchBuild):
@@ -127,6 +151,8 @@ class HplOutputCheck(BenchCheck):
     hpcc_output = False
     metric_unit = "TFLOP/s"
     per_gpu = True
+    #: What ran (descriptor, BLAS, ranks, threads), recorded in the document's parameters.backend.
+    backend: dict = {}
 
     def hpl_output_path(self) -> str:
         return os.path.join(self.stagedir, str(self.stdout))
@@ -147,7 +173,13 @@ class HplOutputCheck(BenchCheck):
             out = hpl.HplOutput(source=self.hpl_output_path())
             errors.append(f"no HPL output {self.hpl_output_path()}: {err.strerror}")
         doc = hpl.to_document(
-            out, self.check_key, self.ranks, unit=self.metric_unit, per_gpu=self.per_gpu, errors=errors
+            out,
+            self.check_key,
+            self.ranks,
+            unit=self.metric_unit,
+            per_gpu=self.per_gpu,
+            errors=errors,
+            backend={**self.backend, "command": [str(self.executable), *map(str, self.executable_opts)]},
         )
         write_text_atomic(os.path.join(self.stagedir, self.result_file), json.dumps(doc, indent=1) + "\n")
 
@@ -213,19 +245,144 @@ class GpuHplNvidia(HplOutputCheck):
 
 
 @rfm.simple_test
-class HostHpl(HplOutputCheck):
-    """HPL on the host through Debian's hpcc (OpenBLAS, one MPI rank, BLAS threads on every core): the CPU
-    baseline for the GPU/CPU ratio. hpcc also runs its other kernels (STREAM, FFT, ...) at sizes derived
-    from N; only its HPL section is judged.
+class GpuHplCuda(HplOutputCheck):
+    """HPL-CUDA: netlib's HPL 2.3 with NVBLAS in front of the CPU BLAS, so that its DGEMM and DTRSM run on the
+    GPUs while the matrix stays in host memory (the CPU/GPU split of the early GPU Linpacks), one rank per GPU.
+    Well below gpuaccept-hplstyle (matrix on the GPU) by design: judged against its own references.
 
-    Variables: ``hpl_n`` (matrix order, default 20000), ``nb`` (default 192).
+    Not run unless the gpuaccept_hpl role built it (gpuaccept_hpl_source_path/url) and wrote its descriptor.
+    Variables: ``hpl_n`` (0: sized from host memory and ``run_seconds`` at ``gflops_per_gpu``), ``nb``,
+    ``run_seconds``, ``gflops_per_gpu``, ``threads_per_rank``.
+    Metrics: ``tflops`` (node), ``tflops_per_gpu``, ``residual_max``; power as for GpuHplStyle.
+    """
+
+    #: Matrix order; 0 derives it (gpuaccept.hpl_dat.timed_problem_size).
+    #:
+    #: :type: :class:`int`
+    hpl_n = variable(int, value=0)
+
+    #: Target run time in seconds when N is derived.
+    #:
+    #: :type: :class:`float`
+    run_seconds = variable(float, value=60.0)
+
+    #: Expected HPL-CUDA rate per GPU (GFLOP/s) for sizing N: 193 on the H100 machine (docs/checks/hpl.md).
+    #:
+    #: :type: :class:`float`
+    gflops_per_gpu = variable(float, value=200.0)
+
+    #: CPU BLAS threads per rank (HPL's panel factorisation and NVBLAS's CPU share); 0: cores / GPUs.
+    #:
+    #: :type: :class:`int`
+    threads_per_rank = variable(int, value=0)
+
+    #: The descriptor the gpuaccept_hpl role writes.
+    #:
+    #: :type: :class:`str`
+    descriptor = variable(str, value=CUDA_HPL_DESCRIPTOR)
+
+    check_key = "hpl_cuda"
+    descr = CHECKS["hpl_cuda"].title
+    tags = tags_for("hpl_cuda")
+    valid_systems = ["+gpu"]
+    time_limit = "30m"
+    sample_power = True
+    efficiency_metric = "tflops"
+    memory_fraction = 0.5
+
+    @run_before("setup")
+    def need_build(self):
+        if not os.path.isfile(self.descriptor):
+            self.not_run_reason = (
+                f"not run: HPL-CUDA not built ({self.descriptor} absent: set gpuaccept_hpl_source_path or "
+                "gpuaccept_hpl_source_url and run the gpuaccept_hpl role on a node with CUDA's libnvblas)"
+            )
+            self.skip(self.not_run_reason)
+
+    @run_after("setup")
+    def write_hpl_dat(self):
+        desc = _load_descriptor(self.descriptor)
+        extras = self.current_partition.extras or {}
+        self.ranks = int(extras.get("gpu_count") or 0)
+        if self.ranks < 1:
+            raise SanityError(
+                f"{socket.gethostname()}: gpu_count={self.ranks} in the partition extras: regenerate the ReFrame "
+                "configuration with the gpuaccept_reframe role"
+            )
+        p, q = hpl_dat.grid(self.ranks)
+        n = self.hpl_n or hpl_dat.timed_problem_size(
+            _host_memory_bytes(),
+            self.memory_fraction,
+            self.gflops_per_gpu * self.ranks,
+            self.run_seconds,
+            self.nb,
+            p,
+            q,
+        )
+        write_text_atomic(
+            os.path.join(self.stagedir, "HPL.dat"),
+            hpl_dat.render(hpl_dat.HplDat(n=n, nb=self.nb, p=p, q=q, threshold=self.threshold)),
+        )
+        threads = self.threads_per_rank or max(1, len(os.sched_getaffinity(0)) // self.ranks)
+        self.env_vars = {
+            **self.env_vars,
+            **{str(k): str(v) for k, v in (desc.get("env") or {}).items()},
+            "OMP_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads),
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        }
+        self.backend = {
+            "hpl": "netlib HPL 2.3 + NVBLAS",
+            "descriptor": self.descriptor,
+            "blas": desc.get("blas"),
+            "cpu_blas": desc.get("cpu_blas"),
+            "ranks": self.ranks,
+            "threads_per_rank": threads,
+            "n": n,
+            "nb": self.nb,
+        }
+        self.keep_files = [*self.keep_files, "HPL.dat", "nvblas.log"]
+        command = [str(c).replace("{ranks}", str(self.ranks)) for c in desc["command"]]
+        self.executable, self.executable_opts = command[0], command[1:]
+
+
+@rfm.simple_test
+class HostHpl(HplOutputCheck):
+    """HPL on the host, the CPU baseline for the GPU/CPU ratio: netlib's HPL 2.3 against MKL built by the
+    gpuaccept_hpl role (one rank per core, one BLAS thread each, N from host memory and ``run_seconds`` at
+    ``gflops_per_core``); where the role has not built it, Debian's hpcc (OpenBLAS, one rank, ``hpl_n``,
+    only its HPL section judged).
+
+    Variables: ``hpl_n`` (0: derived for HPL 2.3; hpcc: 20000), ``nb`` (256), ``run_seconds``,
+    ``gflops_per_core``, ``ranks_per_node`` (0: the usable CPUs).
     Metrics: ``gflops`` (GFLOP/s), ``residual_max``.
     """
 
-    #: Matrix order of the host run.
+    #: Matrix order of the host run; 0: derived (HPL 2.3) or 20000 (hpcc).
     #:
     #: :type: :class:`int`
-    hpl_n = variable(int, value=20000)
+    hpl_n = variable(int, value=0)
+
+    #: Target run time in seconds when N is derived.
+    #:
+    #: :type: :class:`float`
+    run_seconds = variable(float, value=60.0)
+
+    #: Expected HPL rate per core (GFLOP/s, MKL on AVX-512) for sizing N.
+    #:
+    #: :type: :class:`float`
+    gflops_per_core = variable(float, value=40.0)
+
+    #: MPI ranks (one BLAS thread each); 0: the CPUs this process may use.
+    #:
+    #: :type: :class:`int`
+    ranks_per_node = variable(int, value=0)
+
+    #: The descriptor the gpuaccept_hpl role writes for the host build.
+    #:
+    #: :type: :class:`str`
+    descriptor = variable(str, value=HOST_HPL_DESCRIPTOR)
 
     check_key = "hpl_host"
     descr = CHECKS["hpl_host"].title
@@ -234,22 +391,73 @@ class HostHpl(HplOutputCheck):
     time_limit = "30m"
     metric_unit = "GFLOP/s"
     per_gpu = False
-    hpcc_output = True
-    nb = 192
+    nb = 256
+    memory_fraction = 0.5
 
     @run_before("setup")
-    def need_hpcc(self):
+    def need_hpl(self):
+        if os.path.isfile(self.descriptor):
+            self.hpcc_output = False
+            return
+        self.hpcc_output = True
         self.executable = shutil.which("hpcc") or ""
         if not self.executable:
-            self.not_run_reason = "not run: hpcc is not installed (Debian: apt install hpcc)"
+            self.not_run_reason = (
+                f"not run: no host HPL ({self.descriptor} absent: set gpuaccept_hpl_source_path or "
+                "gpuaccept_hpl_source_url and run the gpuaccept_hpl role; or Debian: apt install hpcc)"
+            )
             self.skip(self.not_run_reason)
 
     @run_after("setup")
-    def write_hpccinf(self):
-        dat = hpl_dat.HplDat(n=self.hpl_n, nb=self.nb, p=1, q=1, threshold=self.threshold, device_out=8)
-        write_text_atomic(os.path.join(self.stagedir, "hpccinf.txt"), hpl_dat.render_hpccinf(dat))
+    def write_input(self):
         self.env_vars = {**self.env_vars, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-        self.keep_files = [*self.keep_files, "hpccinf.txt", "hpccoutf.txt"]
+        if self.hpcc_output:
+            n = self.hpl_n or 20000
+            nb = 192
+            dat = hpl_dat.HplDat(n=n, nb=nb, p=1, q=1, threshold=self.threshold, device_out=8)
+            write_text_atomic(os.path.join(self.stagedir, "hpccinf.txt"), hpl_dat.render_hpccinf(dat))
+            self.keep_files = [*self.keep_files, "hpccinf.txt", "hpccoutf.txt"]
+            self.backend = {"hpl": "hpcc (Debian)", "binary": self.executable, "n": n, "nb": nb, "ranks": 1}
+            return
+        desc = _load_descriptor(self.descriptor)
+        self.ranks = self.ranks_per_node or len(os.sched_getaffinity(0))
+        p, q = hpl_dat.grid(self.ranks)
+        n = self.hpl_n or hpl_dat.timed_problem_size(
+            _host_memory_bytes(),
+            self.memory_fraction,
+            self.gflops_per_core * self.ranks,
+            self.run_seconds,
+            self.nb,
+            p,
+            q,
+        )
+        write_text_atomic(
+            os.path.join(self.stagedir, "HPL.dat"),
+            hpl_dat.render(hpl_dat.HplDat(n=n, nb=self.nb, p=p, q=q, threshold=self.threshold)),
+        )
+        self.env_vars = {
+            **self.env_vars,
+            **{str(k): str(v) for k, v in (desc.get("env") or {}).items()},
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        self.backend = {
+            "hpl": "netlib HPL 2.3",
+            "descriptor": self.descriptor,
+            "blas": desc.get("blas"),
+            "cpu_blas": desc.get("cpu_blas"),
+            "ranks": self.ranks,
+            "threads_per_rank": 1,
+            "n": n,
+            "nb": self.nb,
+            "p": p,
+            "q": q,
+        }
+        self.keep_files = [*self.keep_files, "HPL.dat"]
+        command = [str(c).replace("{ranks}", str(self.ranks)) for c in desc["command"]]
+        self.executable, self.executable_opts = command[0], command[1:]
 
     def hpl_output_path(self) -> str:
-        return os.path.join(self.stagedir, "hpccoutf.txt")
+        if self.hpcc_output:
+            return os.path.join(self.stagedir, "hpccoutf.txt")
+        return super().hpl_output_path()

@@ -93,9 +93,11 @@ def test_the_proposal_is_a_valid_reference_file(tmp_path, capsys):
     # in the file (metrics reported unjudged): the proposal reproduces those sections. The merged harness's runs
     # also hold HPL, health and power documents, whose references cite their own, longer series.
     shipped = merged_checks(REFERENCE_DIR / "h100_sxm5_80gb.yaml", SHIPPED_GPU)
+    # The host GEMM references come from issue 15's MKL runs (their own source), not from these OpenBLAS runs.
+    baselined = tuple(check for check in RECORDED_CHECKS if check != "cpu_gemm")
     decided = [
         f"{check}.{metric}={entry['informational'].split('; measured ')[0]}"
-        for check in RECORDED_CHECKS
+        for check in baselined
         for metric, entry in shipped[check].items()
         if "; measured " in str(entry.get("informational", ""))
     ]
@@ -112,7 +114,7 @@ def test_the_proposal_is_a_valid_reference_file(tmp_path, capsys):
     printed = capsys.readouterr().out
     changed = [line.strip() for line in printed.splitlines() if line.startswith("  ") and ": " in line]
     assert changed, printed  # HPL, health and power from 2 runs differ from their own references
-    assert not [line for line in changed if line.split(".")[0] in RECORDED_CHECKS], printed
+    assert not [line for line in changed if line.split(".")[0] in baselined], printed
 
 
 def test_informational_needs_a_reason(tmp_path):

@@ -90,3 +90,59 @@ def test_bench_common_unit_tests(tmp_path):
                     str(ROOT / "tests" / "native" / "test_bench_common.cpp"), "-o", str(binary)], check=True)
     res = subprocess.run([str(binary)], capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
+
+
+def cpu_flags() -> set[str]:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+@pytest.mark.skipif(not OPENBLAS_H.exists(), reason="Debian's OpenBLAS (libopenblas-dev) is not installed")
+@pytest.mark.skipif(not {"avx2", "fma"} <= cpu_flags(), reason="this CPU has no AVX2: no kernel choice is generic")
+def test_openblas_generic_core_is_reported_with_its_remedy(tmp_path):
+    # OPENBLAS_CORETYPE=Prescott forces the generic kernels that OpenBLAS falls back to on a CPU it does not
+    # know (the lent H100 VMs): the document must say so, and blas_optimized_core must read 0 for the judge.
+    make(tmp_path, "BLAS=openblas", f"{tmp_path}/gpuaccept-cpugemm")
+    binary = tmp_path / "gpuaccept-cpugemm"
+    docs = {}
+    for name, env in (("forced", {"OPENBLAS_CORETYPE": "Prescott"}), ("auto", {})):
+        out = tmp_path / f"{name}.json"
+        res = subprocess.run([str(binary), "--size", "256", "--window-s", "0.05", "--threads", "1", "--output",
+                              str(out)], capture_output=True, text=True, check=False,
+                             env={**{k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}, **env})
+        assert res.returncode == 0, res.stderr
+        docs[name] = json.loads(out.read_text())
+    blas = docs["forced"]["results"]["blas"]
+    assert (blas["core"], blas["core_isa"], blas["generic_core"]) == ("Prescott", "sse", True)
+    assert "OPENBLAS_CORETYPE=" in blas["remedy"]
+    assert docs["forced"]["metrics"]["blas_optimized_core"]["value"] == 0
+    assert docs["forced"]["parameters"]["environment"]["OPENBLAS_CORETYPE"] == "Prescott"
+    auto = docs["auto"]["results"]["blas"]
+    assert auto["core_isa"] in ("avx2", "avx512") or auto["generic_core"], auto
+    assert docs["auto"]["metrics"]["blas_optimized_core"]["value"] == (0 if auto["generic_core"] else 1)
+
+
+@pytest.mark.parametrize(("blas", "args", "library"), blas_builds(), ids=lambda v: v if isinstance(v, str) else "")
+def test_host_gemm_reports_the_cpu_peak_and_its_fraction(tmp_path, blas, args, library):
+    make(tmp_path, f"BLAS={blas}", *args, f"{tmp_path}/gpuaccept-cpugemm")
+    out = tmp_path / "cpu.json"
+    # With the check's pinning variables: GNU OpenMP binds the initial thread as the program loads, which must
+    # not shrink the CPUs the tool counts (it did: one thread step and a one-core peak on the H100 machine).
+    res = subprocess.run([str(tmp_path / "gpuaccept-cpugemm"), "--size", "256", "--window-s", "0.05", "--threads",
+                          "1", "--output", str(out)], capture_output=True, text=True, check=False,
+                         env={**os.environ, "OMP_PROC_BIND": "close", "OMP_PLACES": "cores",
+                              "KMP_AFFINITY": "granularity=fine,compact,1,0"})
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["parameters"]["usable_cpus"] == len(os.sched_getaffinity(0))
+    peak = doc["results"]["cpu_peak"]
+    assert peak["usable_cpus"] == len(os.sched_getaffinity(0))
+    assert peak["cores"] >= 1 and peak["clock_ghz"] > 0 and peak["dp_flops_per_cycle_per_core"] in (4, 8, 16, 32)
+    per_core = peak["clock_ghz"] * peak["dp_flops_per_cycle_per_core"]
+    assert peak["dp_peak_gflops"] == pytest.approx(peak["cores"] * per_core)
+    metrics = doc["metrics"]
+    assert metrics["dgemm_peak_fraction"]["value"] == pytest.approx(
+        metrics["dgemm_gflops"]["value"] / peak["dp_peak_gflops"], rel=1e-6)
+    assert doc["results"]["blas"]["core"] and metrics["blas_optimized_core"]["value"] in (0, 1)

@@ -35,6 +35,9 @@ checks:
     dgemm_gflops: {value: 1.0, unit: GFLOP/s, lower: 0.9, wide_tolerance: CI test, source: synthetic}
     sgemm_gflops: {value: 1.0, unit: GFLOP/s, lower: 0.9, wide_tolerance: CI test, source: synthetic}
     dgemm_scaling_efficiency: {informational: plumbing test, unit: ratio, source: synthetic}
+    dgemm_peak_fraction: {informational: plumbing test, unit: ratio, source: synthetic}
+    sgemm_peak_fraction: {informational: plumbing test, unit: ratio, source: synthetic}
+    blas_optimized_core: {informational: plumbing test, unit: count, source: synthetic}
     energy_j: {value: 100.0, unit: J, lower: 0.99, upper: 100.0, wide_tolerance: CI test, source: synthetic}
     power_avg_w: {value: 100.0, unit: W, lower: 0.99, upper: 100.0, wide_tolerance: CI test, source: synthetic}
     power_peak_w: {informational: plumbing test, unit: W, source: synthetic}

@@ -58,10 +58,12 @@ def cmd_slurm_config(args: argparse.Namespace) -> int:
     parts = _partitions(args)
     venv = Path(sys.prefix)
     mkl = (venv / "lib" / "libmkl_rt.so.3").exists() and (venv / "include" / "mkl.h").exists()
+    # The MKL subset of scripts/mkl-blas-subset.sh, where MKL's wheels cannot go.
+    mkl_subset = (venv / "lib" / "libgpuaccept-mklblas.so").exists() and (venv / "include" / "mkl.h").exists()
     openblas = Path(args.openblas_inc, "cblas.h").exists() and Path(args.openblas_lib, "libopenblas.so").exists()
     build = {
         "cuda_arch": args.cuda_arch,
-        "blas": "mkl" if mkl else ("openblas" if openblas else "none"),
+        "blas": "mkl" if mkl else ("mkl-subset" if mkl_subset else ("openblas" if openblas else "none")),
         "mklroot": str(venv),
         "openblas_inc": args.openblas_inc,
         "openblas_lib": args.openblas_lib,

@@ -45,6 +45,9 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("dgemm_gflops", "GFLOP/s", NODE),
         ("sgemm_gflops", "GFLOP/s", NODE),
         ("dgemm_scaling_efficiency", "ratio", NODE),
+        ("dgemm_peak_fraction", "ratio", NODE),  # of the host CPU's nominal peak (cores x clock x FLOPs per cycle)
+        ("sgemm_peak_fraction", "ratio", NODE),
+        ("blas_optimized_core", "count", NODE),  # 0: generic kernels on a CPU with AVX2/AVX-512 (misconfigured BLAS)
     ),
     "mpi": (
         ("host_latency_max", "us", NODE),
@@ -68,6 +71,12 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
     ),
     "hpl_host": (
         ("gflops", "GFLOP/s", NODE),
+        ("residual_max", "ratio", NODE),
+    ),
+    # HPL 2.3 with NVBLAS in front of the host BLAS, one rank per GPU (the seeds' GPU Linpack).
+    "hpl_cuda": (
+        ("tflops_per_gpu", "TFLOP/s", GPU),
+        ("tflops", "TFLOP/s", NODE),
         ("residual_max", "ratio", NODE),
     ),
     "health": (

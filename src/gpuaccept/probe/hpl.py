@@ -232,13 +232,15 @@ def to_document(
     per_gpu: bool = True,
     expected_runs: int | None = 1,
     errors: list[str] | None = None,
+    backend: dict | None = None,
 ) -> dict:
     """A gpuaccept.bench/1 document (docs/benchmark-json.md) for an HPL output that gpuaccept did not write
     (NVIDIA's xhpl, hpcc), so that the same ReFrame check machinery judges it.
 
     Metrics (when every run passed and nothing is missing): ``<prefix>tflops`` (best run, node total; GFLOP/s
     with ``unit="GFLOP/s"``), ``<prefix>tflops_per_gpu`` (the per-GPU column of NVIDIA's xhpl, else the total
-    over ``ranks``; only with ``per_gpu``) and ``residual_max``.
+    over ``ranks``; only with ``per_gpu``) and ``residual_max``. ``backend`` (which HPL, which BLAS, how it
+    was started) goes into the document's parameters as it is.
     """
     problems = judge(out, expected_runs)
     scale = 1e3 if unit == "TFLOP/s" else 1.0
@@ -271,7 +273,7 @@ def to_document(
         "tool": tool,
         "timing": "HPL's own: wall time of HPL_pdgesv (factorisation and solve), rate from 2/3 N^3 + 3/2 N^2",
         "devices": [{"index": i} for i in range(ranks)] if per_gpu else [],
-        "parameters": {"source": out.source, "threshold": out.threshold, "eps": out.eps},
+        "parameters": {"source": out.source, "threshold": out.threshold, "eps": out.eps, "backend": backend or {}},
         "results": {
             "runs": [
                 {

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gpuaccept.atomic import write_text_atomic
 
-__all__ = ["HplDat", "grid", "main", "problem_size", "render", "render_hpccinf"]
+__all__ = ["HplDat", "grid", "main", "problem_size", "render", "render_hpccinf", "timed_problem_size"]
 
 
 def grid(ranks: int) -> tuple[int, int]:
@@ -42,6 +42,25 @@ def problem_size(memory_bytes: int, ranks: int, fraction: float, nb: int, p: int
         raise ValueError(
             f"{fraction:g} of {ranks} x {memory_bytes} bytes holds no matrix of whole {nb}-blocks (step {step})"
         )
+    return n
+
+
+def timed_problem_size(
+    memory_bytes: int, fraction: float, gflops: float, seconds: float, nb: int, p: int = 1, q: int = 1
+) -> int:
+    """N for an HPL whose matrix lives in host memory (the host HPL, HPL-CUDA): the largest N that fits in
+    ``fraction`` of ``memory_bytes`` (:func:`problem_size`), capped so that HPL's 2/3 N^3 flops take about
+    ``seconds`` at ``gflops`` (the expected rate: cores x a per-core DGEMM rate, or GPUs x a per-GPU rate), and
+    rounded down to whole NB x lcm(P, Q) blocks. An acceptance run wants minutes, not the hours a full-memory
+    host HPL takes."""
+    if not gflops > 0 or not seconds > 0:
+        raise ValueError(f"expected rate and run time must be positive (got {gflops} GFLOP/s, {seconds} s)")
+    by_memory = problem_size(memory_bytes, 1, fraction, nb, p, q)
+    step = nb * math.lcm(p, q)
+    by_time = int((1.5 * seconds * gflops * 1e9) ** (1.0 / 3.0)) // step * step
+    n = min(by_memory, by_time)
+    if n <= 0:
+        raise ValueError(f"{seconds:g} s at {gflops:g} GFLOP/s is less than one {step}-block matrix")
     return n
 
 

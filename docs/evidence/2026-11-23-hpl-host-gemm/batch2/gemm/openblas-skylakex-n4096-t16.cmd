@@ -1,0 +1,1 @@
+LD_LIBRARY_PATH=/tmp/gpuaccept-hpl-w/lib OPENBLAS_CORETYPE=SkylakeX /tmp/gpuaccept-hpl-w/bin/gpuaccept-cpugemm-openblas --threads 16

@@ -1,0 +1,190 @@
+"""The gpuaccept_hpl role builds netlib's HPL 2.3 from its source tarball (sha256 checked) with Make.gpuaccept
+against the host BLAS (MKL from the test environment's wheels, as CI has them with GPUACCEPT_MKL=1; OpenBLAS
+otherwise) and, where CUDA's libnvblas is (CI has the toolkit), HPL-CUDA too (linked only: no GPU here). The
+host xhpl runs on two MPI ranks (Debian's Open MPI) at a small N and its output goes through gpuaccept.hpl's
+parser and HPL's residual rule: a run passes, and a run whose threshold no residual can meet fails with the
+reason. A second run of the role changes nothing; a tarball with another sha256 is refused.
+
+The tarball comes from the shared artifacts beside the repository's clone (../shared/artifacts, or
+$GPUACCEPT_SHARED/artifacts), checked against its sha256 as the role checks it.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from rfm_support import render_config, run_reframe
+from test_provision_roles import failed_with, play, recap
+
+from gpuaccept.probe import facts as node_facts
+from gpuaccept.probe import hpl, hpl_dat
+
+SHARED = Path(os.environ.get("GPUACCEPT_SHARED", ROOT.parent / "shared"))
+TARBALL = SHARED / "artifacts" / "hpl-2.3-icl-utk-edu.tar.gz"
+# ../shared/artifacts/README.md: a git archive of icl-utk-edu/hpl at 9edeab5e (HPL 2.3).
+TARBALL_SHA256 = "d09c2c708becc4eaa9bd652115243f603fc4f715483bf26dd6b1bd07259ef459"
+NVBLAS = Path("/usr/local/cuda/lib64/libnvblas.so")
+VENV = Path(sys.prefix)
+OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread")
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMP_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "LC_ALL": "C"}
+
+
+def blas() -> str:
+    """The BLAS the role links: MKL's wheels first, as on the nodes."""
+    if (VENV / "lib" / "libmkl_rt.so.3").exists():
+        return "mkl"
+    if (OPENBLAS / "libopenblas.so.0").exists():
+        return "openblas"
+    pytest.fail("neither MKL (GPUACCEPT_MKL=1 scripts/venv.sh test) nor OpenBLAS (libopenblas-dev) is installed")
+
+
+def role_vars(prefix: Path, sha: str = TARBALL_SHA256) -> dict:
+    return {
+        "gpuaccept_hpl_prefix": str(prefix),
+        "gpuaccept_hpl_source_path": str(TARBALL),
+        "gpuaccept_hpl_source_sha256": sha,
+        "gpuaccept_hpl_source_blas": blas(),
+        "gpuaccept_hpl_mkl_root": str(VENV),
+        "gpuaccept_hpl_openblas_lib": str(OPENBLAS),
+        "gpuaccept_hpl_cuda_home": "/usr/local/cuda",
+    }
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    if not TARBALL.is_file():
+        pytest.skip(f"HPL's source tarball {TARBALL} is absent (the shared artifacts beside the clone)")
+    for tool in ("mpicc", "mpirun", "make"):
+        if not shutil.which(tool):
+            pytest.fail(f"{tool} not found: CI installs openmpi-bin and libopenmpi-dev")
+    digest = hashlib.sha256(TARBALL.read_bytes()).hexdigest()
+    assert digest == TARBALL_SHA256, f"{TARBALL}: sha256 {digest}, expected {TARBALL_SHA256}"
+    base = tmp_path_factory.mktemp("hpl-role")
+    prefix = base / "hpl"
+    rc, out = play(base, "gpuaccept_hpl", role_vars(prefix))
+    assert rc == 0, out[-4000:]
+    return prefix
+
+
+@pytest.fixture(scope="module")
+def xhpl(built) -> Path:
+    desc = json.loads((built / "gpuaccept-hpl-host.json").read_text())
+    binary = Path(desc["binary"])
+    assert binary.is_file() and desc["command"][-1] == str(binary) and "{ranks}" in desc["command"]
+    assert desc["blas"] == blas() and desc["sha256"] == TARBALL_SHA256 and desc["env"] == {}
+    return binary
+
+
+def run_hpl(binary: Path, work: Path, dat_text: str) -> hpl.HplOutput:
+    work.mkdir()
+    (work / "HPL.dat").write_text(dat_text)
+    res = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", str(binary)], cwd=work, capture_output=True,
+                         text=True, check=False, timeout=300, env={**os.environ, **MPI_ENV})
+    (work / "HPL.out").write_text(res.stdout)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return hpl.parse_file(work / "HPL.out")
+
+
+def test_hpl_23_builds_runs_and_passes_its_residual_check(xhpl, tmp_path):
+    p, q = hpl_dat.grid(2)
+    dat = hpl_dat.render(hpl_dat.HplDat(n=1536, nb=128, p=p, q=q))
+    out = run_hpl(xhpl, tmp_path / "pass", dat)
+    assert hpl.judge(out, 1) == []
+    (run,) = out.runs
+    assert (run.n, run.nb, run.p, run.q) == (1536, 128, 1, 2)
+    assert run.gflops > 0 and run.residual is not None and run.residual < 16.0
+    doc = hpl.to_document(out, "hpl_host", 2, unit="GFLOP/s", per_gpu=False, backend={"blas": blas()})
+    assert doc["verification"]["passed"] and doc["metrics"]["gflops"]["value"] == run.gflops
+    assert doc["parameters"]["backend"] == {"blas": blas()}
+
+
+def test_a_residual_over_the_threshold_fails(xhpl, tmp_path):
+    p, q = hpl_dat.grid(2)
+    dat = hpl_dat.render(hpl_dat.HplDat(n=512, nb=64, p=p, q=q))
+    # A threshold no floating-point residual meets: HPL prints FAILED and the rule reports it.
+    dat = "\n".join("1e-30        threshold" if line.split()[1:2] == ["threshold"] else line
+                    for line in dat.splitlines()) + "\n"
+    out = run_hpl(xhpl, tmp_path / "fail", dat)
+    problems = hpl.judge(out, 1)
+    assert out.runs and out.runs[0].residual_verdict == "FAILED"
+    assert any("residual" in p for p in problems), problems
+    assert not hpl.to_document(out, "hpl_host", 2, unit="GFLOP/s", per_gpu=False)["verification"]["passed"]
+
+
+def test_timed_problem_size_caps_by_memory_and_time():
+    # 16 cores at 40 GFLOP/s for 60 s: about 37,900, in whole 256 x lcm(4, 4) blocks.
+    assert hpl_dat.timed_problem_size(128 << 30, 0.5, 640, 60, 256, 4, 4) == 37888
+    # A small memory caps it first.
+    assert hpl_dat.timed_problem_size(1 << 30, 0.5, 640, 60, 256, 1, 1) == hpl_dat.problem_size(1 << 30, 1, 0.5, 256)
+    with pytest.raises(ValueError, match="positive"):
+        hpl_dat.timed_problem_size(1 << 30, 0.5, 0, 60, 256)
+
+
+@pytest.mark.skipif(not NVBLAS.exists(), reason="no CUDA toolkit (libnvblas) here: HPL-CUDA is not built")
+def test_role_builds_hpl_cuda_against_nvblas(built):
+    desc = json.loads((built / "gpuaccept-hpl-cuda.json").read_text())
+    binary = Path(desc["binary"])
+    assert binary.is_file() and desc["command"][-2:] == [str(built / "gpuaccept-hpl-rank.sh"), str(binary)]
+    conf = Path(desc["env"]["NVBLAS_CONFIG_FILE"]).read_text()
+    assert f"NVBLAS_CPU_BLAS_LIB {desc['cpu_blas']}" in conf and Path(desc["cpu_blas"]).exists()
+    # NVBLAS first, so that HPL's dgemm_/dtrsm_ resolve to it; the CPU BLAS serves the rest.
+    needed = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True, check=True).stdout
+    libs = [line.split("[", 1)[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line]
+    assert libs.index("libnvblas.so.13") < libs.index(Path(desc["cpu_blas"]).name), libs
+
+
+def test_role_a_second_time_changes_nothing(built, tmp_path):
+    rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(built))
+    assert rc == 0, out[-3000:]
+    assert recap(out)["changed"] == 0, out[-3000:]
+
+
+def test_role_refuses_a_tarball_with_another_sha256(tmp_path):
+    if not TARBALL.is_file():
+        pytest.skip(f"HPL's source tarball {TARBALL} is absent (the shared artifacts beside the clone)")
+    rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(tmp_path / "hpl", "0" * 64))
+    assert rc != 0
+    failed_with(out, f"has sha256 {TARBALL_SHA256}, not {'0' * 64}")
+
+
+REF_HOST_HPL = """\
+schema: gpuaccept.references/1
+node_type: ci_hpl
+description: CI host without GPUs (synthetic test references for the host HPL 2.3)
+match: {gpu_count: 0}
+sources:
+  synthetic: {kind: synthetic, date: 2026-11-23, reference: "tests/test_hpl_build.py: plumbing test"}
+checks:
+  hpl_host:
+    gflops: {value: 0.001, unit: GFLOP/s, lower: 0.9, wide_tolerance: CI test, source: synthetic}
+    residual_max: {informational: judged by HPL's rule in the output, unit: ratio, source: synthetic}
+"""
+
+
+def test_host_hpl_check_runs_the_role_built_hpl_through_reframe(built, tmp_path, monkeypatch):
+    # The HostHpl check with the role's descriptor: netlib's HPL 2.3 (not hpcc), two ranks, N given.
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_hpl.yaml").write_text(REF_HOST_HPL)
+    facts = node_facts.gather()
+    facts_file = tmp_path / "node-facts.json"
+    facts_file.write_text(json.dumps(facts))
+    config = render_config(tmp_path / "settings.py", "ci_hpl", refs, facts, facts_file)
+    monkeypatch.setenv("GPUACCEPT_HPL_HOST_DESCRIPTOR", str(built / "gpuaccept-hpl-host.json"))
+    monkeypatch.setenv("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    proc = run_reframe(config, tmp_path, "commission", "-n", "^HostHpl$", "-S", "HostHpl.hpl_n=1536",
+                       "-S", "HostHpl.ranks_per_node=2")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    (doc_path,) = (tmp_path / "reframe" / "output").rglob("hpl_host.json")
+    doc = json.loads(doc_path.read_text())
+    backend = doc["parameters"]["backend"]
+    assert backend["hpl"] == "netlib HPL 2.3" and backend["ranks"] == 2 and backend["n"] == 1536
+    assert backend["command"][-1].endswith("/bin/gpuaccept/xhpl") and doc["verification"]["passed"]
+    assert doc["metrics"]["gflops"]["value"] > 0 and doc["metrics"]["residual_max"]["value"] < 16
