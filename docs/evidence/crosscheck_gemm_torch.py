@@ -69,8 +69,6 @@ def rate(prec: str, n: int) -> dict:
             torch.matmul(a, b, out=c)
     sec = timed(fn)
     set_fp32(False)
-    del a, b, c
-    torch.cuda.empty_cache()
     return {"seconds_median": statistics.median(sec), "tflops_median": 2.0 * n**3 / statistics.median(sec) / 1e12,
             "tflops_max": 2.0 * n**3 / min(sec) / 1e12, "calls": len(sec), "warmup_calls": WARMUP}
 
@@ -110,6 +108,7 @@ def main() -> int:
                 doc["torch_rates"][f"{p}/{n}"] = rate(p, n)
             except (RuntimeError, TypeError) as err:
                 doc["torch_rates"][f"{p}/{n}"] = {"error": str(err).splitlines()[0]}
+            torch.cuda.empty_cache()
     ok = True
     if args.gemm_json:
         with open(args.gemm_json, encoding="utf-8") as f:

@@ -136,7 +136,8 @@ def annotate(doc: dict[str, Any], peaks: list[GpuPeaks], peaks_path: str | Path)
     if not gpus:
         why = "no GPU in the document"
     elif any(e is None for e in entries):
-        unknown = sorted({f"{n!r} ({i or 'no PCI device id'})" for (n, i), e in zip(gpus, entries) if e is None})
+        pairs = zip(gpus, entries, strict=True)
+        unknown = sorted({f"{n!r} ({i or 'no PCI device id'})" for (n, i), e in pairs if e is None})
         why = f"no datasheet peak for GPU {', '.join(unknown)} in {peaks_path}"
     elif len({e.key for e in entries if e}) > 1:
         why = "the GPUs are of different models: " + ", ".join(sorted({e.key for e in entries if e}))
