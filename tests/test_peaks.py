@@ -40,7 +40,8 @@ def test_gemm_fractions_are_the_measured_rate_over_the_peak(table):
     out = peaks.annotate(copy.deepcopy(doc), table, PEAKS)
     m = out["metrics"]
     assert m["fp64_tflops_min_peak_fraction"]["value"] == pytest.approx(doc["metrics"]["fp64_tflops_min"]["value"] / 67)
-    assert m["bf16_tflops_min_peak_fraction"]["value"] == pytest.approx(doc["metrics"]["bf16_tflops_min"]["value"] / 989.5)
+    bf16 = doc["metrics"]["bf16_tflops_min"]["value"]
+    assert m["bf16_tflops_min_peak_fraction"]["value"] == pytest.approx(bf16 / 989.5)
     assert m["fp8_tflops_min_peak_fraction"]["unit"] == "ratio"
     assert all(0.3 < v["value"] < 1.0 for k, v in m.items() if k.endswith("_peak_fraction"))
     # One GPU: the concurrent rate is waived, and so is its fraction, with the reason carried over.
