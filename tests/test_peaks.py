@@ -108,3 +108,13 @@ def test_the_command_annotates_in_place_and_rejects_bad_input(tmp_path: Path, ca
     doc.write_text(GEMM_H100.read_text())
     assert cli.main(["peaks", str(doc), "--peaks", str(tmp_path / "missing.yaml")]) == cli.EXIT_INPUT
     assert "cannot read the peaks file" in capsys.readouterr().err
+
+
+def test_hplstyle_fraction_carries_the_power_samplers_clocks(table):
+    stage = next((EVIDENCE / "2026-11-22-h100-hpl-reframe").rglob("GpuHplStyle_*/hplstyle.json")).parent
+    doc = json.loads((stage / "hplstyle.json").read_text())
+    power = json.loads((stage / "power.json").read_text())
+    out = peaks.annotate(doc, table, PEAKS, power)
+    (clocks,) = out["peak"]["fractions"]["tflops_min"]["clocks"]
+    assert 1000 < clocks["sm_mhz_median"] < 1981 and clocks["power_limit_w"] == 700.0
+    assert "sw_power_cap" in clocks["throttled_s"]

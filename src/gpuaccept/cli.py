@@ -314,7 +314,13 @@ def cmd_peaks(args: argparse.Namespace) -> int:
         raise InputError(f"{doc_path}: not JSON: line {err.lineno}: {err.msg}") from None
     if not isinstance(doc, dict) or doc.get("schema") != "gpuaccept.bench/1":
         raise InputError(f"{doc_path}: not a gpuaccept.bench/1 document")
-    peaks.annotate(doc, table, path)
+    power_doc = None
+    if args.power:
+        try:
+            power_doc = json.loads(Path(args.power).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise InputError(f"{args.power}: cannot read the power sampler's document: {err}") from None
+    peaks.annotate(doc, table, path, power_doc)
     write_text_atomic(doc_path, json.dumps(doc, indent=1) + "\n")
     block = doc["peak"]
     for name, f in block["fractions"].items():
@@ -490,6 +496,7 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("document", help="a gpuaccept-gemm or gpuaccept-hplstyle JSON document")
     refdir(sp)
     sp.add_argument("--peaks", help="the peaks file (default: <reference-dir>/datasheets/gpu_peaks.yaml)")
+    sp.add_argument("--power", help="the power sampler's document of the same run: its clocks go with the fractions")
     sp.set_defaults(func=cmd_peaks)
     return p
 

@@ -186,8 +186,10 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
         if not self.peak_fractions:
             return
         refdir = str(_extras(self).get("reference_dir", "reference_values"))
-        peaks = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "gpuaccept", "peaks", self.result_file,
-                                                   "--reference-dir", refdir))  # fmt: skip
+        args = [sys.executable, "-m", "gpuaccept", "peaks", self.result_file, "--reference-dir", refdir]
+        if self.sample_power:
+            args += ["--power", self.power_file]
+        peaks = " ".join(shlex.quote(a) for a in args)
         self.postrun_cmds = [
             *self.postrun_cmds,
             "_gpuaccept_rc=$?",

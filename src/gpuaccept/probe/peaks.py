@@ -124,8 +124,31 @@ def _rate_metrics(doc: dict[str, Any]) -> list[tuple[str, str, int]]:
     return out
 
 
-def annotate(doc: dict[str, Any], peaks: list[GpuPeaks], peaks_path: str | Path) -> dict[str, Any]:
-    """The document with ``peak`` and the ``*_peak_fraction`` metrics (or their waivers) added."""
+def _gemm_clocks(doc: dict[str, Any], metric: str) -> list[dict[str, Any]]:
+    """The clocks of the window rows behind a gpuaccept-gemm rate metric, one per GPU."""
+    prec, _, rest = metric.partition("_")
+    mode = "concurrent" if rest.startswith("concurrent") else "solo"
+    rows = ((doc.get("results") or {}).get("gemm")) or []
+    return [
+        {"gpu": r.get("gpu"), **(r.get("clocks") or {})}
+        for r in rows
+        if r.get("precision") == prec and r.get("mode") == mode and r.get("phase") == "window" and r.get("clocks")
+    ]
+
+
+def _power_clocks(power_doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per GPU, the power sampler's clocks and power over the whole run (docs/checks/power.md)."""
+    keys = ("gpu", "sm_mhz_median", "sm_mhz_min", "sm_mhz_max", "median_w", "avg_w", "peak_w", "power_limit_w",
+            "throttled_s")  # fmt: skip
+    return [{k: g.get(k) for k in keys} for g in ((power_doc.get("results") or {}).get("per_gpu") or [])]
+
+
+def annotate(
+    doc: dict[str, Any], peaks: list[GpuPeaks], peaks_path: str | Path, power_doc: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The document with ``peak`` and the ``*_peak_fraction`` metrics (or their waivers) added. Each fraction in
+    the ``peak`` block carries the clock and power state its rate was measured at: the GEMM window rows' NVML
+    readings, or (``power_doc``, the power sampler's document of the same run) the sampler's per-GPU figures."""
     rates = _rate_metrics(doc)
     gpus = _gpu_ids(doc)
     entries = [find(peaks, name, dev_id) for name, dev_id in gpus]
@@ -167,6 +190,10 @@ def annotate(doc: dict[str, Any], peaks: list[GpuPeaks], peaks_path: str | Path)
             "description": f"{name} over the datasheet's {figure} peak of {entry.key} "
             f"({peak:g} TFLOP/s{f' x {gpus_added} GPUs' if gpus_added > 1 else ''}; {entry.source})",
         }
-        block["fractions"][name] = {"figure": figure, "peak_tflops": peak * gpus_added, "fraction": value}
+        state = _gemm_clocks(doc, name) if doc.get("tool") == "gpuaccept-gemm" else []
+        if not state and power_doc:
+            state = _power_clocks(power_doc)
+        block["fractions"][name] = {"figure": figure, "peak_tflops": peak * gpus_added, "fraction": value,
+                                    "clocks": state or None}  # fmt: skip
     doc["peak"] = block
     return doc
