@@ -1,11 +1,11 @@
 """PyTorch's GEMM rates beside gpuaccept-gemm's burst figures, on the same GPU in the same session.
 
 For each precision (fp64, fp32, tf32, bf16, fp16, and fp8 through torch._scaled_mm) and size, PyTorch's
-matmul is timed as gpuaccept-gemm times its brief ("burst") sizes: 2 untimed calls, then 10 calls, each
-between its own CUDA event pair, all read after one synchronisation; the figure is the median, TFLOP/s =
-2 n^3 / s / 1e12. Inputs uniform in [-1, 1) like gpuaccept-gemm's. PyTorch's own defaults are kept (its
-cuBLAS/cuBLASLt choice, its workspace, reduced-precision reductions for BF16/FP16) and recorded; FP32 is
-run with TF32 off and TF32 with it on.
+matmul is timed as gpuaccept-gemm times its brief ("burst") sizes: --cooldown-s idle (default 0.25, as the
+tool's), 2 untimed calls, then 10 calls, each between its own CUDA event pair, all read after one
+synchronisation; the figure is the median, TFLOP/s = 2 n^3 / s / 1e12. Inputs uniform in [-1, 1) like
+gpuaccept-gemm's. PyTorch's own defaults are kept (its cuBLAS/cuBLASLt choice, its workspace, reduced-precision
+reductions for BF16/FP16) and recorded; FP32 is run with TF32 off and TF32 with it on.
 
 With --gemm-json (gpuaccept-gemm's document from the same session), every size both measured is compared:
 ratio = gpuaccept / torch, within --tolerance (default 2%) below PyTorch passes (faster never fails).
@@ -18,6 +18,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 
 import torch
 
@@ -32,7 +33,9 @@ def set_fp32(tf32: bool) -> None:
         pass
 
 
-def timed(fn) -> list[float]:
+def timed(fn, cooldown_s: float) -> list[float]:
+    torch.cuda.synchronize()
+    time.sleep(cooldown_s)
     for _ in range(WARMUP):
         fn()
     pairs = []
@@ -46,7 +49,7 @@ def timed(fn) -> list[float]:
     return [x.elapsed_time(y) / 1e3 for x, y in pairs]
 
 
-def rate(prec: str, n: int) -> dict:
+def rate(prec: str, n: int, cooldown_s: float) -> dict:
     g = torch.Generator(device="cuda").manual_seed(n)
     dtype = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
              "fp16": torch.float16, "fp8": torch.bfloat16}[prec]
@@ -67,7 +70,7 @@ def rate(prec: str, n: int) -> dict:
 
         def fn():
             torch.matmul(a, b, out=c)
-    sec = timed(fn)
+    sec = timed(fn, cooldown_s)
     set_fp32(False)
     return {"seconds_median": statistics.median(sec), "tflops_median": 2.0 * n**3 / statistics.median(sec) / 1e12,
             "tflops_max": 2.0 * n**3 / min(sec) / 1e12, "calls": len(sec), "warmup_calls": WARMUP}
@@ -88,13 +91,15 @@ def main() -> int:
     ap.add_argument("--sizes", default="4096,8192,16384")
     ap.add_argument("--gemm-json", help="gpuaccept-gemm's document from the same session")
     ap.add_argument("--tolerance", type=float, default=0.02)
+    ap.add_argument("--cooldown-s", type=float, default=0.25, help="idle before each size, as gpuaccept-gemm's")
     args = ap.parse_args()
     precs = args.precisions.split(",")
     sizes = [int(s) for s in args.sizes.split(",")]
     m = torch.backends.cuda.matmul
     doc: dict = {
         "torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0),
-        "method": f"{WARMUP} untimed calls, then the median of {CALLS} calls each between a CUDA event pair",
+        "method": f"{args.cooldown_s} s idle, {WARMUP} untimed calls, then the median of {CALLS} calls each between "
+        "a CUDA event pair",
         "torch_settings": {
             "preferred_blas_library": str(torch.backends.cuda.preferred_blas_library()),
             "allow_fp16_reduced_precision_reduction": m.allow_fp16_reduced_precision_reduction,
@@ -105,7 +110,7 @@ def main() -> int:
     for p in precs:
         for n in sizes:
             try:
-                doc["torch_rates"][f"{p}/{n}"] = rate(p, n)
+                doc["torch_rates"][f"{p}/{n}"] = rate(p, n, args.cooldown_s)
             except (RuntimeError, TypeError) as err:
                 doc["torch_rates"][f"{p}/{n}"] = {"error": str(err).splitlines()[0]}
             torch.cuda.empty_cache()

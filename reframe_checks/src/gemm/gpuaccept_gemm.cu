@@ -672,6 +672,7 @@ struct Options {
   int algos = 8;                 // heuristic candidates timed per (precision, size)
   long workspace_mib = 64;       // cuBLASLt workspace per GPU
   double sample_interval_s = 0.05;  // NVML readings of clocks and power
+  double cooldown_s = 0.25;      // idle before each brief (burst) measurement
   std::string output;
 };
 
@@ -765,7 +766,7 @@ void progress(const Gpu& g, const Row& r) {
   std::fprintf(stderr, "%s\n", buf);
 }
 
-// Series / large sizes: 2 untimed calls, poison C, 10 timed calls, verify.
+// Series / large sizes: choose the algorithm, idle --cooldown-s, 2 untimed calls, poison C, 10 timed calls, verify.
 void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std::string& phase) {
   Row r;
   r.gpu = g.dev;
@@ -776,7 +777,11 @@ void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std
   if (r.skipped.empty()) {
     Gemm gm(g, p, n, seed_for(g.dev, p, n, 1), o.algos);
     if (gm.supported() && gm.first_run()) {
-      for (int i = 1; i < kBriefWarmups; ++i) gm.run();
+      // The algorithm choice loads the GPU for up to ~0.1 s at full power; a burst measured right after it would
+      // start power-capped. Idle first, so that every burst starts from the same rested state.
+      CUDA_CHECK(cudaStreamSynchronize(g.stream));
+      if (o.cooldown_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.cooldown_s));
+      for (int i = 0; i < kBriefWarmups; ++i) gm.run();
       r.warmup_calls = kBriefWarmups;
       r.algo = gm.choice();
       gm.poison();
@@ -968,6 +973,7 @@ const char* kUsage =
     "                     (default 8; 1 = the heuristic's first choice)\n"
     "  --workspace-mib N  cuBLASLt workspace per GPU in MiB (default 64)\n"
     "  --sample-interval S  seconds between NVML clock/power readings (default 0.05)\n"
+    "  --cooldown-s S     idle seconds before each series/large (burst) measurement (default 0.25)\n"
     "  --quick            nightly: window 1.0 s, no series, no large sizes\n"
     "  --output FILE      write the JSON document (docs/benchmark-json.md) to FILE\n"
     "  --inject-error     self-test: corrupt one element of C before every verification (expect exit 2)\n"
@@ -1051,6 +1057,9 @@ Options parse_options(int argc, char** argv, bool& help) {
   o.sample_interval_s = a.get_double("sample-interval", 0.05);
   if (!(o.sample_interval_s >= 0.01 && o.sample_interval_s <= 10.0))
     throw std::invalid_argument("option --sample-interval: must be in [0.01, 10] seconds");
+  o.cooldown_s = a.get_double("cooldown-s", 0.25);
+  if (!(o.cooldown_s >= 0.0 && o.cooldown_s <= 60.0))
+    throw std::invalid_argument("option --cooldown-s: must be in [0, 60] seconds");
   o.output = a.get("output", "");
   a.reject_unknown();
   // The metric size is measured by the window; the large list keeps what the series does not cover.
@@ -1118,7 +1127,7 @@ const char* kTiming =
     "precision and size; one cudaEvent pair per GEMM call on the GPU's stream, all elapsed times read after one "
     "sync; metrics: "
     "median over a sustained window of back-to-back calls (--window-s) at --metric-size after >= 0.5 s and >= 5 "
-    "warm-up calls; series/large sizes: median of 10 calls after 2 warm-ups; with transfer: median of 5 "
+    "warm-up calls; series/large sizes (burst): --cooldown-s idle, then the median of 10 calls after 2 warm-ups; with transfer: median of 5 "
     "(H2D A,B pinned + GEMM + D2H C between one event pair); TFLOP/s = 2*m*n*k/s/1e12";
 
 std::string document(State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
@@ -1176,7 +1185,7 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
   j.kv("transfer_trials", kTransferTrials);
   j.kv("cublaslt_workspace_bytes", static_cast<unsigned long long>(o.workspace_mib) << 20);
   j.kv("algorithm_candidates", o.algos).kv("algorithm_tune_calls", kTuneCalls);
-  j.kv("clock_sample_interval_s", o.sample_interval_s);
+  j.kv("clock_sample_interval_s", o.sample_interval_s).kv("brief_cooldown_s", o.cooldown_s);
   j.key("precision_setup").begin_object();
   for (Prec p : o.precisions) {
     j.key(info(p).key).begin_object().kv("call", info(p).setup).kv("tolerance", info(p).tolerance).end_object();
