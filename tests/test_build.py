@@ -76,6 +76,7 @@ def test_nccl_refuses_nvls_without_asking(gpu_build):
     ("gpuaccept-gemm", ["--workspace-mib", "-1"], "--workspace-mib"),
     ("gpuaccept-nccl", ["--max-bytes", "10", "--min-bytes", "64"], "--max-bytes"),
     ("gpuaccept-nccl", ["--factor", "1"], "--factor"),
+    ("gpuaccept-nccl", ["--timeout-s", "0"], "--timeout-s"),
 ])
 def test_new_options_are_checked(gpu_build, tool, args, message):
     res = subprocess.run([str(gpu_build / tool), *args], capture_output=True, text=True, check=False)

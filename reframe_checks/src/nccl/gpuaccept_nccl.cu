@@ -17,6 +17,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -135,6 +137,7 @@ class Barrier {
 struct Options {
   std::vector<size_t> sizes;
   int warmup = 5, iters = 20;
+  double timeout_s = 300.0;
   std::string gpus = "all";
   bool quick = false, allow_nvls = false, inject_error = false;
   std::string output;
@@ -197,6 +200,38 @@ void launch(Rank& rk, Coll c, size_t send_count, size_t recv_count) {
   }
 }
 
+// Set when a rank fails: every rank waiting in wait_for aborts its communicator and stops.
+std::atomic<bool> g_abort{false};
+
+// Waits for the rank's stream like cudaStreamSynchronize, but polls NCCL's asynchronous error and the other ranks'
+// failures, and gives up after `timeout_s`: a rank whose peer failed, or whose link hangs, would otherwise wait
+// inside the collective for ever. Giving up aborts this rank's communicator (ncclCommAbort, from its own thread,
+// which ends its kernels) and throws.
+void wait_for(Rank& rk, double timeout_s, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    cudaError_t q = cudaStreamQuery(rk.stream);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) CUDA_CHECK(q);
+    ncclResult_t async = ncclSuccess;
+    NCCL_CHECK(ncclCommGetAsyncError(rk.comm, &async));
+    std::string why;
+    if (async != ncclSuccess && async != ncclInProgress)
+      why = std::string("NCCL asynchronous error: ") + ncclGetErrorString(async);
+    else if (g_abort)
+      why = "another rank failed";
+    else if (std::chrono::steady_clock::now() > deadline)
+      why = "not finished after --timeout-s " + std::to_string(timeout_s) + " s";
+    if (!why.empty()) {
+      g_abort = true;
+      ncclCommAbort(rk.comm);
+      rk.comm = nullptr;
+      throw CallError(std::string(what) + ": " + why + "; communicator aborted");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 // One rank's part of one (collective, size): fill, warm up, poison, time, verify. Returns its mismatches.
 unsigned long long run_rank(Rank& rk, const Options& o, Coll c, size_t bytes, int n) {
   size_t sc = 0, rc = 0;
@@ -216,10 +251,7 @@ unsigned long long run_rank(Rank& rk, const Options& o, Coll c, size_t bytes, in
     launch(rk, c, sc, rc);
     CUDA_CHECK(cudaEventRecord(rk.events[2 * i + 1], rk.stream));
   }
-  CUDA_CHECK(cudaStreamSynchronize(rk.stream));
-  ncclResult_t async = ncclSuccess;
-  NCCL_CHECK(ncclCommGetAsyncError(rk.comm, &async));
-  NCCL_CHECK(async);
+  wait_for(rk, o.timeout_s, "timed calls");
   rk.sec.assign(o.iters, 0.0);
   for (int i = 0; i < o.iters; ++i) {
     float ms = 0.0f;
@@ -261,6 +293,7 @@ const char* kUsage =
     "  --iters N          timed calls per size, median reported (default 20; --quick 10)\n"
     "  --gpus all|LIST    CUDA device indices (default all visible)\n"
     "  --allow-nvls       do not set NCCL_NVLS_ENABLE=0 (the default turns NVLink SHARP/multicast off)\n"
+    "  --timeout-s S      abort the communicators when one size of one collective takes longer (default 300)\n"
     "  --quick            nightly: 1 MiB .. 256 MiB, 10 timed calls\n"
     "  --output FILE      write the JSON document (docs/benchmark-json.md) to FILE\n"
     "  --inject-error     self-test: corrupt one received element before every verification (expect exit 2)\n"
@@ -287,6 +320,8 @@ Options parse_options(int argc, char** argv, bool& help) {
   if (o.warmup < 0 || o.warmup > 1000) throw std::invalid_argument("option --warmup: 0..1000");
   o.iters = static_cast<int>(a.get_long("iters", o.quick ? 10 : 20));
   if (o.iters < 1 || o.iters > 10000) throw std::invalid_argument("option --iters: 1..10000");
+  o.timeout_s = a.get_double("timeout-s", 300.0);
+  if (!(o.timeout_s >= 1.0 && o.timeout_s <= 86400.0)) throw std::invalid_argument("option --timeout-s: 1..86400 seconds");
   o.gpus = a.get("gpus", "all");
   if (o.gpus != "all") {
     auto parts = split_csv(o.gpus);
@@ -366,7 +401,7 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
   j.key("sizes_bytes").begin_array();
   for (size_t s : o.sizes) j.value(static_cast<unsigned long long>(s));
   j.end_array();
-  j.kv("warmup_calls", o.warmup).kv("timed_calls", o.iters).kv("datatype", "float32");
+  j.kv("warmup_calls", o.warmup).kv("timed_calls", o.iters).kv("datatype", "float32").kv("timeout_s", o.timeout_s);
   j.kv("quick", o.quick).kv("inject_error", o.inject_error).kv("allow_nvls", o.allow_nvls).kv("nvls", nvls_note);
   j.key("collectives").begin_object();
   for (const auto& ci : kColls)
@@ -470,7 +505,7 @@ int main(int argc, char** argv) {
 
     Barrier bar(nranks);
     std::mutex err_m;
-    bool failed = false;  // set by a rank's error; the others stop at the next barrier
+    bool failed = false;  // set by a rank's error
     for (const auto& ci : kColls) {
       for (size_t bytes0 : o.sizes) {
         size_t unit = static_cast<size_t>(nranks) * sizeof(float);
@@ -484,6 +519,11 @@ int main(int argc, char** argv) {
               bar.wait();
               bad[r] = run_rank(ranks[r], o, ci.c, bytes, nranks);
             } catch (const std::exception& e) {
+              g_abort = true;  // the peers stop waiting for this rank (wait_for)
+              if (ranks[r].comm) {  // what this rank queued can no longer complete
+                ncclCommAbort(ranks[r].comm);
+                ranks[r].comm = nullptr;
+              }
               std::lock_guard<std::mutex> l(err_m);
               failed = true;
               st.error("rank " + std::to_string(r) + " (GPU " + std::to_string(ranks[r].dev) + ") " + ci.key + " " +
