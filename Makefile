@@ -1,6 +1,7 @@
 # gpuaccept: what an operator types. See README.md.
 #   make accept      accept this node: tool environment, commissioning playbook on inventories/local, verdict
-#   make test        the test suite (what CI runs)
+#   make test        the test suite (what CI runs): installs what it needs first (scripts/deps.sh, scripts/venv.sh)
+#   make deps        only the Debian packages the tests need (scripts/deps.sh; --check lists the missing ones)
 #   make wheelhouse  on a connected machine: every wheel `accept` and `test` need, for air-gapped sites
 #   make bundle      on a connected machine: the air-gapped bundle (docs/airgapped.md); BUNDLE=dir (default bundle)
 # Offline: WHEELHOUSE=/path/to/wheelhouse make accept   (pip --no-index --find-links)
@@ -12,12 +13,15 @@ INVENTORY ?= inventories/local
 ANSIBLE_ARGS ?=
 export PYTHON VENV WHEELHOUSE
 
-.PHONY: accept test wheelhouse bundle venv clean
+.PHONY: accept test deps wheelhouse bundle venv clean
 accept:
 	@scripts/accept.sh $(SUITE) $(INVENTORY) $(ANSIBLE_ARGS)
 
 test:
 	@scripts/test.sh
+
+deps:
+	@scripts/deps.sh
 
 wheelhouse:
 	@scripts/wheelhouse.sh $(or $(WHEELHOUSE),wheelhouse)

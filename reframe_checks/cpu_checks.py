@@ -9,7 +9,7 @@ import os
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after
 
-from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 

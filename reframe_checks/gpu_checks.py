@@ -13,7 +13,7 @@ import sys
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
-from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 
@@ -36,8 +36,9 @@ class GpuBenchCheck(BenchCheck):
 
 
 class NcclBuild(BenchBuild):
-    """Builds gpuaccept-nccl with nvcc against NCCL: the partition's ``extras.nccl_home`` when set, else the
-    Makefile's default (the CUDA installation's NCCL, else /usr)."""
+    """gpuaccept-nccl: prebuilt in ``extras.bench_dir`` (the gpuaccept_bench role), or built with nvcc against
+    NCCL: the partition's ``extras.nccl_home`` when set, else the Makefile's default (the CUDA installation's
+    NCCL, else /usr)."""
 
     make_targets = ["nccl"]
     binaries = ["gpuaccept-nccl"]
@@ -45,7 +46,7 @@ class NcclBuild(BenchBuild):
     @run_before("compile")
     def set_nccl_home(self):
         nccl_home = (self.current_partition.extras or {}).get("nccl_home")
-        if nccl_home:
+        if nccl_home and not self.prebuilt():  # prebuilt: linked from bench_dir, nothing compiled
             self.build_system.options = [f"NCCL_HOME={shlex.quote(str(nccl_home))}", *self.build_system.options]
 
 

@@ -12,13 +12,14 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, variable
 
-from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchCheck
 
 
 @rfm.simple_test
 class GpuHealth(BenchCheck):
-    """Runs ``gpuaccept health`` against the node type's ``health:`` expectations.
+    """Runs the health probe (``gpuaccept health``); the judge applies the node type's ``health:`` expectations
+    to what it recorded (gpuaccept.judge.health_rules).
 
     Variables: ``xid_since`` (kernel-log window), ``exempt_pids``.
     Metrics: pcie_gen_min, pcie_width_min (under load, min over GPUs), health_findings, xid_events.
@@ -45,7 +46,6 @@ class GpuHealth(BenchCheck):
         extras = self.current_partition.extras or {}
         self.executable = sys.executable
         opts = ["-m", "gpuaccept", "health", *self.executable_opts]
-        opts += ["--node-type", self._node_type.name, "--reference-dir", str(extras.get("reference_dir"))]
         if extras.get("gpu_count") is not None:
             opts += ["--expected-gpus", str(extras["gpu_count"])]
         opts += ["--xid-since", self.xid_since]

@@ -22,9 +22,9 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from gpuaccept import hpl, hpl_dat
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.judge.checks import CHECKS, tags_for
+from gpuaccept.probe import hpl, hpl_dat
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 #: Where the gpuaccept_hpl role describes the xhpl it installed: gpuaccept_hpl_prefix/gpuaccept-hpl.json, by

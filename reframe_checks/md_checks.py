@@ -15,8 +15,8 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, variable
 
-from gpuaccept import namd
-from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.judge.checks import CHECKS, tags_for
+from gpuaccept.probe import namd
 from gpuaccept.rfm import BenchCheck
 
 README_NAMD = "README.md, section 'NAMD'"
@@ -49,7 +49,7 @@ class MdOpenmm(BenchCheck):
             f"OpenMM not installed in {sys.prefix} (pip install -r requirements/md.txt; see docs/checks/md.md)",
         )
         super().bind_references()
-        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.md_openmm"
+        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.probe.md_openmm"
         self.env_vars["GPUACCEPT_GIT_REVISION"] = str(_extras(self).get("git_revision", "unknown"))
         self.env_vars["LC_ALL"] = "C"
 
@@ -112,12 +112,14 @@ class Namd(BenchCheck):
             "no NVIDIA GPU on this partition for NAMD's GPU runs",
         )
         super().bind_references()
-        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.namd run"
+        self.executable = f"{shlex.quote(sys.executable)} -m gpuaccept.probe.namd run"
+        # ReFrame writes executable_opts into the job script as they are: an operator's path is quoted, so a
+        # `$(...)` in it is a name, never a command.
         self.executable_opts += [
             "--namd-home",
-            home,
+            shlex.quote(home),
             "--system",
-            self.system,
+            shlex.quote(self.system),
             "--steps",
             str(self.steps),
             "--modes",

@@ -11,7 +11,7 @@ import os
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, variable
 
-from gpuaccept.checks import CHECKS, tags_for
+from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 

@@ -4,9 +4,9 @@
 #   1. the ReFrame configuration, generated from the inventory (one partition per node type, jobs sent to its
 #      Slurm partition and, for commissioning, its reservation);
 #   2. each node's facts, gathered on the node with srun;
-#   3. the suite with `reframe --distribute`: one job per node of each partition;
-#   4. one verdict per node (results/<node>/<run id>/), the failed nodes drained with the reason if asked, and
-#      the fleet summary.
+#   3. `gpuaccept run --distribute`: the suite with `reframe --distribute`, one job per node of each partition,
+#      then one verdict per node (results/<node>/<run id>/), the failed nodes drained with the reason if asked;
+#   4. the fleet summary.
 # Usage: scripts/slurm-accept.sh INVENTORY [SUITE] [--drain] [-- REFRAME OPTIONS...]
 # Environment: VENV (.venv), RESULTS (results), REFERENCE_DIR (reference_values), SCHEDULER (ReFrame's Slurm
 # backend: squeue, or slurm where accounting (sacct) records each job's nodes), SLURM_CONF as Slurm wants.
@@ -31,7 +31,7 @@ inv_json="$work/inventory.json"
 "$VENV/bin/ansible-inventory" -i "$inventory" --list > "$inv_json"
 
 # The multinode suite's checks span nodes (MPI through srun): one job for several nodes, not one per node.
-config_args=() distribute=(--distribute=avail)
+config_args=() distribute=(--distribute)
 if [ "$suite" = multinode ]; then config_args=(--mpi --launcher srun) distribute=(); fi
 echo "== ReFrame configuration from $inventory"
 "$VENV/bin/gpuaccept" slurm-config --inventory "$inv_json" --reference-dir "$REFERENCE_DIR" \
@@ -40,7 +40,7 @@ echo "== ReFrame configuration from $inventory"
 echo "== node facts, gathered on each node"
 "$VENV/bin/python" - "$inv_json" <<'PY' > "$work/nodes.txt"
 import json, sys
-from gpuaccept import slurm
+from gpuaccept.results import slurm
 for p in slurm.partitions(json.load(open(sys.argv[1]))):
     for host in p.hosts:
         print(host, *p.access_options)
@@ -53,18 +53,10 @@ while read -r node access; do
     || echo "$node: could not gather its facts (its verdict will say so)" >&2
 done < "$work/nodes.txt"
 
-echo "== $suite suite${distribute:+, one job per node (reframe --distribute)}"
-rc=0
-(cd "$work" && "$VENV/bin/reframe" -C reframe_settings.py -c "$checks" -R --tag "$suite" \
-  --prefix "$work/reframe" --report-file "$work/reframe-report.json" --save-log-files --nocolor \
-  "${distribute[@]}" "$@" -r) > "$work/reframe.out" 2>&1 || rc=$?
-tail -n 3 "$work/reframe.out"
-if [ "$rc" -gt 1 ]; then
-  echo "reframe failed (exit $rc): $work/reframe.out" >&2
-fi
-
-echo "== verdicts"
-"$VENV/bin/gpuaccept" slurm-judge --inventory "$inv_json" --reference-dir "$REFERENCE_DIR" \
-  --report "$work/reframe-report.json" --results "$RESULTS" --run-id "$run_id" --suite "$suite" "${drain[@]}" || true
+# gpuaccept run owns ReFrame's command line (the suite's tag and options, the time limit) and judges: one
+# verdict per node in $RESULTS/<node>/$run_id/, the failed nodes drained with the reason if asked.
+"$VENV/bin/gpuaccept" run --suite "$suite" --slurm-inventory "$inv_json" --reframe-config "$work/reframe_settings.py" \
+  --run-dir "$work" --reference-dir "$REFERENCE_DIR" --checks-dir "$checks" "${distribute[@]}" "${drain[@]}" \
+  -- "$@" || true
 echo
 "$VENV/bin/gpuaccept" fleet "$RESULTS" --suite "$suite" --inventory "$inv_json" --output "$work/fleet.json"

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from gpuaccept import namd
+from gpuaccept.probe import namd
 
 PLAYBOOK = """\
 - name: Install NAMD for gpuaccept (test)

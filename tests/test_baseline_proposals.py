@@ -12,8 +12,9 @@ from conftest import (
     REFERENCE_DIR,
 )
 
-from gpuaccept import baseline, references
 from gpuaccept.cli import main
+from gpuaccept.judge import references
+from gpuaccept.results import baseline
 
 
 def propose(tmp_path, *runs, extra=()):

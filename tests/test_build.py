@@ -90,7 +90,8 @@ def blas_builds():
     if OPENBLAS_H.exists():
         builds.append(("openblas", [], "OpenBLAS"))
     if not builds:
-        pytest.fail("neither MKL (GPUACCEPT_MKL=1 scripts/venv.sh) nor OpenBLAS (libopenblas-dev) is installed")
+        pytest.fail("neither MKL (GPUACCEPT_MKL=1 scripts/venv.sh test) nor OpenBLAS (libopenblas-dev) is installed: "
+                    "make test installs both")
     return builds
 
 

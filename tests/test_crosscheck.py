@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuaccept import cli, crosscheck
-from gpuaccept.crosscheck import CrosscheckInputError
+from gpuaccept import cli
+from gpuaccept.probe import crosscheck
+from gpuaccept.probe.crosscheck import CrosscheckInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT / "docs" / "evidence" / "2026-11-22-h100-crosscheck" / "first-run"

@@ -15,7 +15,7 @@ import pytest
 from conftest import EVIDENCE, RECORDED_CHECKS, REFERENCE_DIR, references_as_recorded
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuaccept import exporter, references, verdict
+from gpuaccept.judge import exporter, references, verdict
 
 RUN = EVIDENCE / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
 NEED_TOOLS = "CI installs Debian's prometheus and prometheus-node-exporter (.ci/run)"
@@ -87,5 +87,5 @@ def test_a_degraded_gpu_fails_in_the_textfile():
     # Another process on the GPU halves DGEMM: the recorded value, halved, must fail its reference.
     row = next(r for r in v.rows if r.metric == "fp64_tflops_min")
     ref = references.load_node_type(REFERENCE_DIR, "h100_sxm5_80gb")
-    assert ref.metric("gemm", "fp64_tflops_min").judge(row.value) is True
-    assert ref.metric("gemm", "fp64_tflops_min").judge(row.value / 2) is False
+    assert ref.metric("gemm", "fp64_tflops_min").assess(row.value)[0] == "pass"
+    assert ref.metric("gemm", "fp64_tflops_min").assess(row.value / 2)[0] == "fail"

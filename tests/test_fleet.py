@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import H100_COMMISSION, H100_DEGRADED, H100_RUNS, ROOT
 
-from gpuaccept import fleet
+from gpuaccept.results import fleet
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 H100 = ("gpu-h100-01.example.org", "gpu-h100-02.example.org")

@@ -15,7 +15,8 @@ import sys
 import pytest
 from conftest import EVIDENCE, REFERENCE_DIR
 
-from gpuaccept import health, references
+from gpuaccept.judge import health_rules, references
+from gpuaccept.probe import health
 
 POWER = EVIDENCE / "2026-11-22-h100-power"
 H200_Q = EVIDENCE / "2026-11-22-h200" / "runs" / "smoke" / "nvidia-smi-q.txt"
@@ -24,7 +25,7 @@ GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 
 @pytest.fixture(scope="module")
 def h100():
-    return health.expectations(references.load_node_type(REFERENCE_DIR, "h100_sxm5_80gb"))
+    return health_rules.expectations(references.load_node_type(REFERENCE_DIR, "h100_sxm5_80gb"))
 
 
 @pytest.fixture(scope="module")
@@ -49,17 +50,17 @@ def test_recorded_h100_is_healthy(obs, h100):
     assert g["retired_pages"] is None  # N/A on Hopper: row remapping replaces page retirement
     assert g["serial"] == "1752824029119" and g["pci_bus_id"] == "00000000:00:06.0"
     xids = health.parse_xids((POWER / "dmesg.txt").read_text(), since=0.0, boot=0.0)
-    findings, _notes = health.judge(obs, h100, [(1, "the inventory")], xids)
+    findings, _notes = health_rules.judge(obs, h100, [(1, "the inventory")], xids)
     assert xids == [] and findings == []
-    metrics, waived = health.metrics_of(obs, xids, findings)
+    metrics, waived = health.metrics_of(obs, xids)
     assert metrics["pcie_gen_min"]["value"] == 5 and metrics["pcie_width_min"]["value"] == 16
-    assert metrics["health_findings"]["value"] == 0 and waived == {}
+    assert metrics["xid_events"]["value"] == 0 and waived == {}
 
 
 def test_recorded_h200_is_healthy():
-    expect = health.expectations(references.load_node_type(REFERENCE_DIR, "h200"))
+    expect = health_rules.expectations(references.load_node_type(REFERENCE_DIR, "h200"))
     o = health.observe_smi_q(H200_Q.read_text(), H200_Q.read_text())
-    findings, _ = health.judge(o, expect, [(1, "the inventory")], [])
+    findings, _ = health_rules.judge(o, expect, [(1, "the inventory")], [])
     assert o["gpus"][0]["name"] == "NVIDIA H200" and findings == []
 
 
@@ -93,7 +94,7 @@ def test_a_changed_field_fails_naming_the_gpu_and_the_fix(obs, h100, field, valu
         bad["gpus"][0][target][sub] = value
     else:
         bad["gpus"][0][target] = value
-    findings, _ = health.judge(bad, h100, [(1, "the inventory")], [])
+    findings, _ = health_rules.judge(bad, h100, [(1, "the inventory")], [])
     assert rules(findings) == [rule]
     assert says in one(findings, rule)["message"]
 
@@ -103,7 +104,7 @@ def test_the_recorded_gemm_process_is_a_foreign_process(h100):
     loaded = health.observe_smi_q((POWER / "nvidia-smi-q-load.txt").read_text(), None)
     assert [p["pid"] for p in loaded["gpus"][0]["processes"]] == [1965]
     loaded["gpus"][0]["pcie_gen_loaded"], loaded["gpus"][0]["pcie_width_loaded"] = 5, 16
-    findings, _ = health.judge(loaded, h100, [], [])
+    findings, _ = health_rules.judge(loaded, h100, [], [])
     f = one(findings, "foreign_process")
     assert "compute process pid 1965" in f["message"] and "kill 1965" in f["fix"]
 
@@ -111,14 +112,14 @@ def test_the_recorded_gemm_process_is_a_foreign_process(h100):
 def test_gpu_count_driver_and_cuda_versions(obs, h100):
     bad = copy.deepcopy(obs)
     bad["driver_version"], bad["cuda_version"] = "570.86.15", "12.8"
-    findings, _ = health.judge(bad, h100, [(8, "the inventory"), (1, "node type h100_sxm5_80gb")], [])
+    findings, _ = health_rules.judge(bad, h100, [(8, "the inventory"), (1, "node type h100_sxm5_80gb")], [])
     assert rules(findings) == ["gpu_count", "driver_version", "cuda_version"]
     assert "1 GPUs found (00000000:00:06.0), the inventory says 8" in findings[0]["message"]
     assert "driver 570.86.15 is not one the node type allows (580)" in findings[1]["message"]
 
 
 def test_nvlink_links_expected_by_the_node_type(obs, h100):
-    findings, _ = health.judge(obs, {**h100, "nvlink_links_up": 18}, [], [])
+    findings, _ = health_rules.judge(obs, {**h100, "nvlink_links_up": 18}, [], [])
     assert "None NVLink links up, the node type has 18" in one(findings, "nvlink")["message"]
 
 
@@ -130,7 +131,7 @@ def test_an_xid_line_after_the_given_time_fails(obs, h100):
     boot = 1_700_000_000.0
     xids = health.parse_xids(text, since=boot + 4000, boot=boot)
     assert [(e["xid"], e["pci"], e["time_unix"]) for e in xids] == [(79, "0000:00:06", boot + 5000.123456)]
-    findings, _ = health.judge(obs, h100, [], xids)
+    findings, _ = health_rules.judge(obs, h100, [], xids)
     f = one(findings, "xid")
     assert "XID 79 at 2023-11-14T23:36:40Z" in f["message"] and "reseat the GPU" in f["fix"]
     # The same line before the window is not counted.
@@ -145,10 +146,23 @@ def test_xid_lines_from_journalctl_short_unix():
 
 
 def test_an_unreadable_kernel_log_is_noted_and_waived(obs, h100):
-    findings, notes = health.judge(obs, h100, [], None)
+    findings, notes = health_rules.judge(obs, h100, [], None)
     assert findings == [] and "kernel log unreadable" in notes[0]
-    metrics, waived = health.metrics_of(obs, None, findings)
+    metrics, waived = health.metrics_of(obs, None)
     assert "xid_events" not in metrics and waived["xid_events"] == "kernel log unreadable"
+
+
+def test_an_unreadable_kernel_log_makes_the_health_check_not_run(obs):
+    """The judge does not pass a health check that could not look for XID events: NOT RUN, with the fix."""
+    node_type = references.load_node_type(REFERENCE_DIR, "h100_sxm5_80gb")
+    unreadable = {"xid_events": None, "unreadable": "dmesg: read kernel buffer failed: Operation not permitted",
+                  "fix": health.KERNEL_LOG_FIX}  # fmt: skip
+    doc = {"results": {"observations": obs, "kernel_log": unreadable}, "errors": []}
+    findings, _notes, not_run = health_rules.assess(doc, node_type, 1)
+    assert findings == [] and not_run.startswith("could not look for XID events: kernel log unreadable (dmesg")
+    assert "CAP_SYSLOG" in not_run
+    doc["results"]["kernel_log"] = {"read_with": "dmesg", "xid_events": []}
+    assert health_rules.assess(doc, node_type, 1) == ([], [], None)
 
 
 def test_since_and_versions():
@@ -160,8 +174,9 @@ def test_since_and_versions():
     assert health.parse_since("2026-11-22T06:00:00Z") == 1795327200.0
     with pytest.raises(ValueError, match="--xid-since 'yesterday'"):
         health.parse_since("yesterday")
-    assert health.version_allowed("580.159.04", ["580"]) and health.version_allowed("580.159.04", ["580.159.04"])
-    assert not health.version_allowed("5800.1", ["580"]) and not health.version_allowed(None, ["580"])
+    allowed = health_rules.version_allowed
+    assert allowed("580.159.04", ["580"]) and allowed("580.159.04", ["580.159.04"])
+    assert not health_rules.version_allowed("5800.1", ["580"]) and not health_rules.version_allowed(None, ["580"])
     assert health.boot_time("100.5 200.0\n", now=1000.0) == 899.5
 
 
@@ -180,13 +195,13 @@ def test_health_expectations_are_validated_with_file_and_line(tmp_path):
     bad.write_text(src.replace("  persistence_mode: enabled\n", "  persistence_mode: sometimes\n"))
     line = bad.read_text().splitlines().index("  persistence_mode: sometimes") + 1
     with pytest.raises(references.ReferenceError, match=rf"h100_sxm5_80gb.yaml:{line}: health.persistence_mode"):
-        health.expectations(references.load_file(bad))
+        health_rules.expectations(references.load_file(bad))
     bad.write_text(src.replace("  cuda_versions: ['13.0']\n", ""))
     with pytest.raises(references.ReferenceError, match=r"health\.cuda_versions must be a non-empty list"):
-        health.expectations(references.load_file(bad))
+        health_rules.expectations(references.load_file(bad))
     bad.write_text(src[: src.index("# Health expectations")])
     with pytest.raises(references.ReferenceError, match="has no 'health:' section"):
-        health.expectations(references.load_file(bad))
+        health_rules.expectations(references.load_file(bad))
     res = subprocess.run(
         [*GPUACCEPT, "references", "--reference-dir", str(tmp_path)], capture_output=True, text=True, check=False
     )
@@ -205,7 +220,7 @@ def test_health_command_without_gpus_exits_1_and_waives(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["tool"] == "gpuaccept-health" and doc["verification"]["passed"] is False
     assert "cannot read the GPUs" in doc["errors"][0]
-    assert {"pcie_gen_min", "pcie_width_min", "health_findings"} <= set(doc["waived"])
+    assert {"pcie_gen_min", "pcie_width_min"} <= set(doc["waived"])
     assert "pcie_gen_min" not in doc["metrics"]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("openmm", reason="OpenMM is installed by requirements/test.txt")
 
-from gpuaccept import md_openmm
+from gpuaccept.probe import md_openmm
 
 SMALL = ["--platform", "CPU", "--box-nm", "2.5", "--equil-steps", "100", "--warmup-steps", "10", "--cpu-steps", "40"]
 
@@ -17,7 +17,7 @@ SMALL = ["--platform", "CPU", "--box-nm", "2.5", "--equil-steps", "100", "--warm
 def bench(tmp_path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
     out = tmp_path / "md_openmm.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "gpuaccept.md_openmm", "--output", str(out), *SMALL, *extra],
+        [sys.executable, "-m", "gpuaccept.probe.md_openmm", "--output", str(out), *SMALL, *extra],
         capture_output=True,
         text=True,
         check=False,
@@ -66,7 +66,7 @@ def test_a_blown_up_simulation_fails(tmp_path):
 def test_missing_gpu_platform_is_named(tmp_path):
     out = tmp_path / "md_openmm.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "gpuaccept.md_openmm", "--output", str(out), "--platform", "NoSuch"],
+        [sys.executable, "-m", "gpuaccept.probe.md_openmm", "--output", str(out), "--platform", "NoSuch"],
         capture_output=True,
         text=True,
         check=False,
@@ -81,7 +81,7 @@ def test_missing_gpu_platform_is_named(tmp_path):
 @pytest.mark.parametrize("args", [["--steps", "0"], ["--box-nm", "1"], ["--timestep-fs", "20"], ["--cpu-steps", "-1"]])
 def test_bad_command_line_exits_2_naming_the_option(tmp_path, args):
     proc = subprocess.run(
-        [sys.executable, "-m", "gpuaccept.md_openmm", "--output", str(tmp_path / "x.json"), *args],
+        [sys.executable, "-m", "gpuaccept.probe.md_openmm", "--output", str(tmp_path / "x.json"), *args],
         capture_output=True,
         text=True,
         check=False,

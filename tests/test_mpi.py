@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 from rfm_support import render_config, run_reframe
 
-from gpuaccept import facts as node_facts
+from gpuaccept.probe import facts as node_facts
 
 SRC = ROOT / "reframe_checks" / "src"
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
@@ -179,5 +179,6 @@ def test_mpi_check_through_reframe(tmp_path, monkeypatch, lat_ref, verdict):
         script = next((tmp_path / "reframe").rglob("rfm_job.sh")).read_text()
         assert "mpirun -np 2" in script
     else:
-        assert proc.returncode == 1 and summary.returncode == 1
+        # ReFrame records the run (it holds no thresholds); the judge rejects it.
+        assert proc.returncode == 0 and summary.returncode == 1
         assert rows[("mpi", "host_latency_max")]["status"] == "fail"

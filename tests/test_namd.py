@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from gpuaccept import namd
+from gpuaccept.probe import namd
 
 FIXTURES = ROOT / "tests" / "fixtures" / "namd"
 
@@ -168,7 +168,7 @@ def test_runner_without_namd_writes_a_document_that_says_so(tmp_path):
         [
             sys.executable,
             "-m",
-            "gpuaccept.namd",
+            "gpuaccept.probe.namd",
             "run",
             "--namd-home",
             str(tmp_path / "none"),
@@ -192,7 +192,7 @@ def test_parse_command_prints_each_log_and_names_a_bad_one(tmp_path):
     bad = tmp_path / "bad.log"
     bad.write_text("TIMING: 1 broken\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "gpuaccept.namd", "parse", str(FIXTURES / "namd3.0_apoa1_cpu.log"), str(bad)],
+        [sys.executable, "-m", "gpuaccept.probe.namd", "parse", str(FIXTURES / "namd3.0_apoa1_cpu.log"), str(bad)],
         capture_output=True,
         text=True,
         check=False,

@@ -8,8 +8,8 @@ import sys
 import pytest
 from conftest import EVIDENCE
 
-from gpuaccept import power
-from gpuaccept.power import Reading
+from gpuaccept.probe import power
+from gpuaccept.probe.power import Reading
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 

@@ -6,11 +6,13 @@ import copy
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import EVIDENCE
 
-from gpuaccept import powercheck
+from gpuaccept.judge import rules
+from gpuaccept.probe import powercheck
 
 POWER = EVIDENCE / "2026-11-22-h100-power"
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
@@ -28,7 +30,7 @@ def recorded():
 
 def test_recorded_idle_and_gemm_give_the_power_metrics(recorded):
     idle, gemm_load, gemm = recorded
-    metrics, waived, failures, rows = powercheck.judge(idle, gemm_load, gemm, "fp64", NO_HOST)
+    metrics, waived, failures, rows = powercheck.measure(idle, gemm_load, gemm, "fp64", NO_HOST)
     assert failures == []
     assert waived == {"host_power_load_w": "not available: ipmitool not installed"}
     assert 60 < metrics["idle_power_max_w"]["value"] < 80
@@ -45,15 +47,17 @@ def test_throttling_other_than_the_power_cap_fails(recorded, reason):
     idle, gemm_load, gemm = recorded
     hot = copy.deepcopy(gemm_load)
     hot["results"]["per_gpu"][0]["throttled_s"][reason] = 1.2
-    _metrics, _waived, failures, _rows = powercheck.judge(idle, hot, gemm, "fp64", NO_HOST)
-    (f,) = failures
+    _metrics, _waived, failures, rows = powercheck.measure(idle, hot, gemm, "fp64", NO_HOST)
+    assert failures == []  # the probe records; the judge decides
+    doc = {"devices": hot["devices"], "results": {"per_gpu": rows}}
+    (f,) = rules.throttle_problems(doc, Path("power_check.json"))
     assert f.startswith(f"GPU 0 (bus 00000000:00:06.0, serial 1752824029119): clocks held back by {reason} for 1.2 s")
     assert "->" in f  # with the fix to try
 
 
 def test_a_gemm_without_a_document_waives_the_efficiency(recorded):
     idle, gemm_load, _ = recorded
-    metrics, waived, _f, _r = powercheck.judge(idle, gemm_load, {}, "fp64", NO_HOST)
+    metrics, waived, _f, _r = powercheck.measure(idle, gemm_load, {}, "fp64", NO_HOST)
     assert "gflops_per_watt" not in metrics and waived["gflops_per_watt"] == "the GEMM left no document"
     assert "load_power_min_w" in metrics
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import H100_DEGRADED, REFERENCE_DIR
 from prom_stack import Stack, free_port, get, tool
 
-from gpuaccept import pushgateway, verdict
+from gpuaccept.judge import pushgateway, verdict
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 
@@ -31,9 +31,8 @@ def gateway(tmp_path_factory):
 
 
 def test_a_verdict_is_pushed_under_the_nodes_name(gateway):
-    report = verdict.load_report(H100_DEGRADED / "reframe-report.json")
-    facts = json.loads((H100_DEGRADED / "node-facts.json").read_text())
-    v = verdict.build(report, facts, REFERENCE_DIR, "h100_sxm5_80gb", "commission", run_dir=H100_DEGRADED)
+    # The degraded run kept its report and verdict, not its documents: push the verdict the judge gave it.
+    v = verdict.Verdict.from_json(json.loads((H100_DEGRADED / "verdict.json").read_text()))
     grouping = pushgateway.push(v, gateway, "gpu-h100-02")
     assert grouping == {"instance": "gpu-h100-02", "suite": "commission"}
     body = get(f"{gateway}/metrics").decode()

@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import EVIDENCE, REFERENCE_DIR
 
-from gpuaccept import references
+from gpuaccept.judge import references
 from gpuaccept.probe import peaks
 
 GEMM_DIR = EVIDENCE / "2026-11-23-h100-gemm-lt"

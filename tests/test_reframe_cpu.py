@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rfm_support import render_config, run_reframe
 
-from gpuaccept import facts as node_facts
+from gpuaccept.probe import facts as node_facts
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 # Synthetic references: one the host GEMM passes on any working CPU, one it cannot reach. They exercise the
@@ -27,7 +27,7 @@ checks:
     sgemm_gflops: {{value: 1.0, unit: GFLOP/s, lower: 0.9, source: synthetic}}
     dgemm_scaling_efficiency: {{value: 0.5, unit: ratio, lower: 0.95, source: synthetic}}
 """
-# The host HPL (hpcc, Debian's package; CI installs it): expected only where hpcc is installed, at a tiny N.
+# The host HPL (hpcc, Debian's package; make test installs it): judged where hpcc is installed, at a tiny N.
 HPCC = shutil.which("hpcc")
 REF_HPL = """\
   hpl_host:
@@ -92,7 +92,7 @@ def test_cpu_gemm_runs_and_passes_through_reframe(runs):
 
 def test_cpu_gemm_below_reference_fails(runs):
     run_dir, proc, summary = runs["ci_fail"]
-    assert proc.returncode == 1, "ReFrame itself must fail the check"
+    assert proc.returncode == 0, "ReFrame records; the judge alone fails a figure"
     assert summary.returncode == 1
     table, doc = rows(run_dir)
     assert doc["verdict"] == "fail" and doc["failed_checks"] == ["cpu_gemm"]
@@ -111,9 +111,10 @@ def test_a_benchmark_past_its_time_limit_fails_the_check(runs):
     assert check["status"] == "fail" and "job timed out" in check["reason"], check
 
 
-@pytest.mark.skipif(HPCC is None, reason="hpcc not installed (CI installs it: apt install hpcc)")
 def test_host_hpl_runs_through_reframe(runs):
     """hpcc's HPL for real, judged by gpuaccept.hpl through the HostHpl check."""
+    if HPCC is None:  # like every other tool the tests need: a failure, not a skip
+        pytest.fail("hpcc not found: make test installs it (scripts/deps.sh; apt-get install hpcc)")
     run_dir, _proc, _summary = runs["ci_pass"]
     table, _doc = rows(run_dir)
     assert table[("hpl_host", None)]["status"] == "pass", table[("hpl_host", None)]

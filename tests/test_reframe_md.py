@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from rfm_support import render_config, run_reframe
 
-from gpuaccept import facts as node_facts
+from gpuaccept.probe import facts as node_facts
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 REF = """\
@@ -126,7 +126,7 @@ def test_namd_runner_through_reframe_reads_the_log_and_passes(runs):
 
 def test_namd_slower_than_reference_fails(runs):
     run_dir, proc, summary = runs["slow"]
-    assert proc.returncode == 1
+    assert proc.returncode == 0  # ReFrame records; the judge alone fails a figure
     table = rows(run_dir)
     assert table[("namd_apoa1", "cpu_ns_per_day")]["status"] == "fail"
     assert summary.returncode == 1 and "REJECTED" in summary.stdout

@@ -20,7 +20,8 @@ import pytest
 from conftest import EVIDENCE
 from rfm_support import render_config, run_reframe
 
-from gpuaccept import facts as node_facts
+from gpuaccept.judge import verdict
+from gpuaccept.probe import facts as node_facts
 
 REF = """\
 schema: gpuaccept.references/1
@@ -71,14 +72,16 @@ def run(tmp_path_factory):
 
 
 def test_power_sampled_check_without_gpus_fails_and_says_why(run):
+    """ReFrame records the run (it judges nothing); the judge fails the check from the two documents."""
     run_dir, proc = run
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    report = json.loads((run_dir / "reframe-report.json").read_text())
-    cases = [c for r in report["runs"] for c in r["testcases"] if c["name"].startswith("CpuGemm")]
-    assert cases and cases[0]["result"] == "fail"
-    reason = cases[0]["fail_reason"]
-    assert "power sampler: cannot read the GPUs" in reason
-    assert "metric 'energy_j' is referenced for node type ci_power but was waived" in reason
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = verdict.load_report(run_dir / "reframe-report.json")
+    facts = json.loads((run_dir.parent / "node-facts.json").read_text())
+    v = verdict.build(report, facts, run_dir.parent / "refs", "ci_power", "commission", run_dir=run_dir)
+    row = next(r for r in v.rows if r.check == "cpu_gemm" and r.metric is None)
+    assert row.status == "fail" and "power sampler: cannot read the GPUs" in row.reason
+    energy = next(r for r in v.rows if r.check == "cpu_gemm" and r.metric == "energy_j")
+    assert energy.status == "fail" and "but node type ci_power expects a value" in energy.reason
     # The benchmark ran under the sampler, and both documents are kept (a failed test's stage directory).
     power_docs = list((run_dir / "reframe").rglob("power.json"))
     bench_docs = list((run_dir / "reframe").rglob("cpu_gemm.json"))

@@ -8,8 +8,8 @@ import re
 import pytest
 from conftest import EVIDENCE, H100_DEGRADED, H100_RUNS, H200_RUNS, H200X2
 
-from gpuaccept import report  # matplotlib: requirements/report.txt, which scripts/venv.sh test installs
 from gpuaccept.cli import main
+from gpuaccept.results import report  # matplotlib: requirements/report.txt, which scripts/venv.sh test installs
 
 INPUTS = [f"h100_sxm5_80gb={H100_RUNS}", f"h200={H200_RUNS}", f"2xH200={H200X2}"]
 

@@ -1,6 +1,7 @@
 """The report as a person sees it: rendered by headless Chromium (Debian's chromium package), the plots are in
-the laid-out DOM with their lines, and the screenshot shows them drawn in their colours. CI installs chromium
-and sets GPUACCEPT_REQUIRE_CHROMIUM=1, so there a missing browser fails instead of skipping."""
+the laid-out DOM with their lines, and the screenshot shows them drawn in their colours. `make test` (and so CI)
+installs chromium (scripts/deps.sh) and sets GPUACCEPT_REQUIRE_CHROMIUM=1, so there a missing browser fails
+instead of skipping; a bare `pytest` without Chromium skips."""
 
 import os
 import re
@@ -9,7 +10,7 @@ import pytest
 from conftest import H100_RUNS, H200_RUNS, H200X2
 from PIL import Image  # requirements/report.txt, which scripts/venv.sh test installs
 
-from gpuaccept import report
+from gpuaccept.results import report
 
 if not report.chromium():
     if os.environ.get("GPUACCEPT_REQUIRE_CHROMIUM") == "1":

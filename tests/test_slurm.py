@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT
 from prom_stack import free_port
 
-from gpuaccept import slurm
+from gpuaccept.results import slurm
 
 NEED = "CI installs Debian's slurm-wlm (.ci/run)"
 REF = """\

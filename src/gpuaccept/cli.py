@@ -1,6 +1,10 @@
 """The ``gpuaccept`` command: node facts, node type detection, reference checks, verdicts, baselines.
 
-Exit codes: 0 success (or node accepted), 1 node rejected, 4 bad input (message on stderr names it).
+Exit codes: 0 success (or node accepted), 1 node rejected, 2 usage error (an unknown option or a missing
+argument), 3 the suite could not run to the end (``gpuaccept run``: a verdict is written all the same), 4 bad
+input (one line on stderr names the path or value and what is wrong with it). ``health`` says 2 for an
+unhealthy node and 3 when it could not look, ``powercheck`` 2 for a failed verification, and ``sample`` exits
+with its command's status.
 """
 
 from __future__ import annotations
@@ -12,23 +16,12 @@ import os
 import sys
 from pathlib import Path
 
-from . import (
-    __version__,
-    baseline,
-    cli_fleet,
-    compare,
-    crosscheck,
-    exporter,
-    facts,
-    health,
-    power,
-    powercheck,
-    references,
-    verdict,
-)
-from .atomic import OutputError, write_text_atomic
-from .checks import CHECKS, SUITES
-from .probe import peaks
+from gpuaccept import __version__, cli_fleet, run
+from gpuaccept.atomic import OutputError, write_text_atomic
+from gpuaccept.judge import health_rules, references, summarize, verdict
+from gpuaccept.judge.checks import CHECKS, SUITES
+from gpuaccept.probe import crosscheck, facts, health, peaks, power, powercheck
+from gpuaccept.results import baseline, compare
 
 EXIT_REJECTED = 1
 EXIT_INPUT = 4
@@ -44,12 +37,22 @@ class InputError(Exception):
 
 
 def _load_json(path: str, what: str) -> dict:
+    """A JSON object from a file; InputError naming the file and what is wrong with it otherwise."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{path}: {what} not found") from None
-    except (OSError, json.JSONDecodeError) as err:
-        raise InputError(f"{path}: cannot read {what}: {err}") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not the {what} (a JSON file)") from None
+    except OSError as err:
+        raise InputError(f"{path}: cannot read {what}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not the {what}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: not the {what}: not valid JSON at line {err.lineno}: {err.msg}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: not the {what}: a JSON {type(doc).__name__}, expected an object")
+    return doc
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
@@ -84,7 +87,7 @@ def cmd_references(args: argparse.Namespace) -> int:
         loaded = references.load_all(args.reference_dir)
     for t in loaded:
         if "health" in t.extra:
-            health.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
+            health_rules.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
         metrics = sum(len(m) for m in t.checks.values())
         print(f"{t.path}: {t.name}: {len(t.checks)} checks, {metrics} metrics, sources: {', '.join(t.sources)}")
     return 0
@@ -92,36 +95,26 @@ def cmd_references(args: argparse.Namespace) -> int:
 
 def cmd_summarize(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
-    node_facts = _load_json(args.facts, "node facts") if args.facts else facts.gather()
-    report, report_error = None, None
-    try:
-        report = verdict.load_report(run_dir / "reframe-report.json")
-    except verdict.ReportError as err:
-        report_error = str(err)
-    result = verdict.build(
-        report,
+    node_facts = None if args.facts else facts.gather()
+    result, written = summarize.judge_run_dir(
+        run_dir,
         node_facts,
         args.reference_dir,
         args.node_type,
         args.suite,
         expected_gpus=args.expected_gpus,
-        report_error=report_error,
-        run_dir=run_dir,
+        textfile_dir=args.textfile_dir,
+        facts_file=Path(args.facts) if args.facts else None,
     )
-    result.run_dir = str(run_dir.resolve())
-    if result.started_unix is None:
-        result.finished_unix = dt.datetime.now(dt.UTC).timestamp()
-    write_text_atomic(run_dir / "verdict.json", json.dumps(result.to_json(), indent=2) + "\n")
-    written = exporter.write(result, run_dir, args.textfile_dir)
     print(verdict.table(result))
     if args.pushgateway:
-        from . import pushgateway  # noqa: PLC0415
+        from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
         grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance)
         print(f"\npushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
     print(f"\nreport:  {run_dir / 'verdict.json'}")
     print(f"reframe: {run_dir / 'reframe-report.json'}")
-    for path in written:
+    for path in written[1:]:
         print(f"prom:    {path}")
     return 0 if result.accepted else EXIT_REJECTED
 
@@ -138,7 +131,12 @@ def _newest_verdicts(results: Path, newer_than: float | None) -> list[Path]:
 def cmd_show(args: argparse.Namespace) -> int:
     path = Path(args.run_dir)
     if path.is_dir() and not (path / "verdict.json").exists():
-        since = Path(args.newer_than).stat().st_mtime if args.newer_than else None
+        since = None
+        if args.newer_than:
+            try:
+                since = Path(args.newer_than).stat().st_mtime
+            except OSError as err:
+                raise InputError(f"--newer-than {args.newer_than}: {err.strerror}") from None
         paths = _newest_verdicts(path, since)
         if not paths:
             raise InputError(
@@ -147,7 +145,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             )
         return max(cmd_show(argparse.Namespace(run_dir=str(p), newer_than=None)) for p in paths)
     path = path / "verdict.json" if path.is_dir() else path
-    result = verdict.Verdict.from_json(_load_json(str(path), "verdict"))
+    try:
+        result = verdict.Verdict.from_json(_load_json(str(path), "verdict"))
+    except ValueError as err:
+        raise InputError(f"{path}: {err}") from None
     print(verdict.table(result))
     print(f"\nreport:  {path}")
     if (path.parent / "reframe-report.json").exists():
@@ -168,7 +169,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     docs = {key: baseline.collect(run_dirs, key) for key in CHECKS}
     counts = {k: len(v) for k, v in docs.items() if v}
     if not counts:
-        raise InputError("no benchmark documents found under the run directories given")
+        raise InputError(f"no benchmark documents found under {', '.join(map(str, run_dirs))}")
     node = _load_json(args.facts, "node facts") if args.facts else None
     gpus = (node or {}).get("gpus") or []
     match = {"gpu_model": gpus[0]["name"], "gpu_count": len(gpus)} if gpus else {"gpu_count": 0}
@@ -247,6 +248,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.top < 0:
+        raise InputError(f"--top {args.top}: give how many to list (0 lists them all)")
     found = compare.find_verdicts([Path(p) for p in args.results], every_run=args.every_run)
     devs = compare.deviations(found, args.reference_dir)
     if args.json:
@@ -267,7 +270,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print()
     print(
         f"{len(outside)} of {len(devs)} judged metrics outside their tolerance on {len(bad_nodes)} of "
-        f"{len(nodes)} node(s) ({len(found)} run(s) against {args.reference_dir})"
+        f"{len(nodes)} node(s) ({len(found)} run(s) against "
+        f"{args.reference_dir or 'the references they were judged with'})"
     )
     inside = [d for d in devs if not d.outside]
     if inside and not args.all:
@@ -278,7 +282,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     try:
-        from . import report  # noqa: PLC0415 (matplotlib is optional: requirements/report.txt)
+        from gpuaccept.results import report  # noqa: PLC0415 (matplotlib is optional: requirements/report.txt)
 
         report._pyplot()
     except ImportError as err:
@@ -295,7 +299,24 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    return health.run(args, ["gpuaccept", *sys.argv[1:]])
+    """Probe (gpuaccept.probe.health), then, with --node-type, the judge's health rules on what it recorded:
+    exit 0 healthy, 2 unhealthy, 3 could not look (kernel log unreadable), 1 GPUs unreadable."""
+    # The node type first: a bad reference directory or name is a bad command line, before anything runs.
+    node_type = references.load_node_type(args.reference_dir, args.node_type) if args.node_type else None
+    doc, status = health.run(args, ["gpuaccept", *sys.argv[1:]])
+    if status != 0 or node_type is None:
+        return status
+    findings, notes, not_run = health_rules.assess(doc, node_type, args.expected_gpus)
+    for f in findings:
+        print(f"UNHEALTHY: {f['message']}\n  fix: {f['fix']}")
+    for note in notes:
+        print(f"note: {note}")
+    if findings:
+        return 2
+    if not_run:
+        print(f"NOT RUN: {not_run}")
+        return 3
+    return 0
 
 
 def cmd_powercheck(args: argparse.Namespace) -> int:
@@ -355,14 +376,14 @@ def parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("references", help="validate reference files (all, or the node types named)")
     refdir(sp)
-    sp.add_argument("node_type", nargs="*")
+    sp.add_argument("node_type", nargs="*", help="node types to validate (default: every <node_type>.yaml)")
     sp.set_defaults(func=cmd_references)
 
     sp = sub.add_parser("summarize", help="judge a run directory: verdict.json, gpuaccept.prom, verdict table")
     refdir(sp)
     sp.add_argument("--run-dir", required=True, help="holds reframe-report.json; results are written here")
-    sp.add_argument("--node-type", required=True)
-    sp.add_argument("--suite", required=True, choices=SUITES)
+    sp.add_argument("--node-type", required=True, help="judge against reference_values/<NODE_TYPE>.yaml")
+    sp.add_argument("--suite", required=True, choices=SUITES, help="the suite that ran (which checks it expects)")
     sp.add_argument("--facts", help="facts JSON (default: gather them now)")
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
@@ -374,7 +395,7 @@ def parser() -> argparse.ArgumentParser:
         "show",
         help="print the verdict table of a run directory, a verdict.json, or the newest runs under a results directory",
     )
-    sp.add_argument("run_dir")
+    sp.add_argument("run_dir", help="a run directory, its verdict.json, or a results tree (newest run per node)")
     sp.add_argument("--newer-than", help="with a results directory: only runs newer than this file")
     sp.set_defaults(func=cmd_show)
 
@@ -382,13 +403,13 @@ def parser() -> argparse.ArgumentParser:
         "baseline", help="propose reference values from repeated runs, with a diff to the reviewed file"
     )
     refdir(sp)
-    sp.add_argument("--node-type", required=True)
-    sp.add_argument("--description", required=True)
+    sp.add_argument("--node-type", required=True, help="the node type the proposal is for")
+    sp.add_argument("--description", required=True, help="the node type's one-line description in the proposal")
     sp.add_argument("--machine", required=True, help="what the runs ran on, for the provenance")
     sp.add_argument("--evidence", required=True, help="where the runs' outputs are kept")
     sp.add_argument("--source-id", required=True, help="name of the provenance entry")
     sp.add_argument("--facts", help="facts JSON of a measured node, for the match rules")
-    sp.add_argument("--date")
+    sp.add_argument("--date", help="when the runs were made, for the provenance (default: today)")
     sp.add_argument("--output", help="write the proposal here (refuses to replace a file without --force)")
     sp.add_argument("--force", action="store_true", help="replace an earlier proposal (never the reviewed file)")
     sp.add_argument(
@@ -424,18 +445,26 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--backend", choices=power.BACKENDS, default="auto", help="how GPUs are read (default: NVML, else nvidia-smi)"
     )
-    sp.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]")
+    sp.add_argument(
+        "cmd",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND [ARGS...]",
+        help="the command to sample (exit status 127 when it cannot be started)",
+    )
     sp.set_defaults(func=cmd_sample)
 
     sp = sub.add_parser(
         "compare",
         help="compare the latest results of one node or a fleet with the references: outliers, worst first",
     )
-    refdir(sp)
+    sp.add_argument(
+        "--reference-dir",
+        help="judge the runs again against the <node_type>.yaml files here (default: the verdicts as judged)",
+    )
     sp.add_argument("results", nargs="+", help="verdict.json files, run directories or results trees")
     sp.add_argument("--every-run", action="store_true", help="every run, not only the newest per node")
     sp.add_argument("--all", action="store_true", help="list every judged metric, not only those outside")
-    sp.add_argument("--top", type=int, default=0, help="list at most this many")
+    sp.add_argument("--top", type=int, default=0, help="list at most this many (default: all)")
     sp.add_argument("--json", help="also write every deviation to this file (atomically)")
     sp.set_defaults(func=cmd_compare)
 
@@ -447,22 +476,25 @@ def parser() -> argparse.ArgumentParser:
         help="runs of one node type or vendor per argument: run directories, results trees or document folders",
     )
     sp.add_argument("--output", required=True, help="the HTML file to write (atomically)")
-    sp.add_argument("--title", default="GPU node evaluation")
+    sp.add_argument("--title", default="GPU node evaluation", help="the report's title (default: %(default)s)")
     sp.add_argument("--baseline", help="the label ratios are taken against (default: the first input)")
     sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")
     sp.add_argument("--pdf", help="also print the report to this PDF with headless Chromium (Debian: chromium)")
     sp.set_defaults(func=cmd_report)
 
     cli_fleet.register(sub, default_reference_dir())
+    run.add_subparser(sub, default_reference_dir())
     crosscheck.add_subparser(sub)
 
     sp = sub.add_parser(
         "health",
         help="probe the GPUs' health (count, driver, PCIe under load, ECC, row remapping, XID, processes); "
-        "exit 0 healthy, 2 unhealthy, 1 GPUs unreadable",
+        "exit 0 healthy, 2 unhealthy, 3 could not look, 1 GPUs unreadable",
     )
     refdir(sp)
-    sp.add_argument("--node-type", required=True, help="judge against this node type's health expectations")
+    sp.add_argument(
+        "--node-type", help="also judge what was recorded against this node type's health expectations and print it"
+    )
     sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument(
@@ -505,8 +537,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (InputError, references.ReferenceError, peaks.PeaksError, OutputError, ValueError) as err:
+    except (InputError, run.RunError, references.ReferenceError, peaks.PeaksError, OutputError, ValueError) as err:
         print(f"gpuaccept {args.command}: {err}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as err:  # a path the modules did not check themselves: name it, no traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"gpuaccept {args.command}: {where}{err.strerror or err}", file=sys.stderr)
         return EXIT_INPUT
 
 

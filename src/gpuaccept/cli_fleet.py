@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import fleet, slurm
-from .atomic import write_text_atomic
-from .checks import SUITES
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.judge.checks import SUITES
+from gpuaccept.results import fleet, slurm
 
 EXIT_REJECTED = 1
 
@@ -21,7 +21,10 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     nodes = list(args.nodes or [])
     if args.inventory:
         inv = slurm.load_inventory(args.inventory)
-        nodes += sorted((inv.get("_meta") or {}).get("hostvars") or {})
+        hosts = sorted((inv.get("_meta") or {}).get("hostvars") or {})
+        if not hosts:
+            raise fleet.FleetError(f"--inventory {args.inventory}: no hosts in the inventory")
+        nodes += hosts
     entries = fleet.collect(args.results, args.suite, nodes)
     if not entries:
         raise fleet.FleetError(f"{args.results}: no verdict.json under <node>/<run>/ and no nodes expected")
@@ -42,8 +45,16 @@ def _git_revision(root: Path) -> str:
     return rev.read_text().strip() if rev.exists() else "unknown"
 
 
+def _partitions(args: argparse.Namespace) -> list[slurm.Partition]:
+    try:
+        return slurm.partitions(slurm.load_inventory(args.inventory), args.limit.split(",") if args.limit else None)
+    except slurm.SlurmError as err:
+        text = str(err)
+        raise slurm.SlurmError(text if text.startswith(str(args.inventory)) else f"{args.inventory}: {text}") from None
+
+
 def cmd_slurm_config(args: argparse.Namespace) -> int:
-    parts = slurm.partitions(slurm.load_inventory(args.inventory), args.limit.split(",") if args.limit else None)
+    parts = _partitions(args)
     venv = Path(sys.prefix)
     mkl = (venv / "lib" / "libmkl_rt.so.3").exists() and (venv / "include" / "mkl.h").exists()
     openblas = Path(args.openblas_inc, "cblas.h").exists() and Path(args.openblas_lib, "libopenblas.so").exists()
@@ -69,9 +80,9 @@ def cmd_slurm_config(args: argparse.Namespace) -> int:
 
 
 def cmd_slurm_judge(args: argparse.Namespace) -> int:
-    from .verdict import ReportError, load_report  # noqa: PLC0415
+    from gpuaccept.judge.verdict import ReportError, load_report  # noqa: PLC0415
 
-    parts = slurm.partitions(slurm.load_inventory(args.inventory), args.limit.split(",") if args.limit else None)
+    parts = _partitions(args)
     try:
         report = load_report(args.report)
     except ReportError as err:
@@ -85,7 +96,7 @@ def cmd_slurm_judge(args: argparse.Namespace) -> int:
             + f"  -> {Path(r.run_dir) / 'verdict.json'}"
         )
         if args.pushgateway:
-            from . import pushgateway  # noqa: PLC0415
+            from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
             pushgateway.push(r, args.pushgateway, r.node)
             print(f"  pushed to {args.pushgateway}")
@@ -122,10 +133,20 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
     )
     sp.add_argument("--launcher", default="local", choices=slurm.LAUNCHERS, help="srun for the multinode suite")
     sp.add_argument("--mpi", action="store_true", help="the partitions can run MPI checks (the multinode suite)")
-    sp.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"))
+    sp.add_argument(
+        "--nvcc", default=os.environ.get("NVCC", "nvcc"), help="the CUDA compiler on the nodes (default: $NVCC or nvcc)"
+    )
     sp.add_argument("--cuda-arch", default="", help="nvcc -gencode flags ('' = the Makefile's fat binary)")
-    sp.add_argument("--openblas-inc", default="/usr/include/x86_64-linux-gnu/openblas-pthread")
-    sp.add_argument("--openblas-lib", default="/usr/lib/x86_64-linux-gnu/openblas-pthread")
+    sp.add_argument(
+        "--openblas-inc",
+        default="/usr/include/x86_64-linux-gnu/openblas-pthread",
+        help="OpenBLAS's cblas.h on the nodes, where MKL is not in the tool environment (default: %(default)s)",
+    )
+    sp.add_argument(
+        "--openblas-lib",
+        default="/usr/lib/x86_64-linux-gnu/openblas-pthread",
+        help="OpenBLAS's libopenblas.so on the nodes (default: %(default)s)",
+    )
     sp.set_defaults(func=cmd_slurm_config)
 
     sp = sub.add_parser("slurm-judge", help="one verdict per node from a reframe --distribute run; drain opt-in")
@@ -133,7 +154,7 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
     sp.add_argument("--report", required=True, help="ReFrame's JSON report of the distributed run")
     sp.add_argument("--results", required=True, help="results tree: writes <node>/<run id>/verdict.json")
     sp.add_argument("--run-id", required=True, help="the run's directory name under each node")
-    sp.add_argument("--suite", required=True, choices=SUITES)
+    sp.add_argument("--suite", required=True, choices=SUITES, help="the suite that ran")
     sp.add_argument("--drain", action="store_true", help="drain every rejected node in Slurm, with the reason")
     sp.add_argument("--pushgateway", help="also push each node's metrics to this Pushgateway URL")
     sp.set_defaults(func=cmd_slurm_judge)

@@ -33,9 +33,9 @@ import sys
 import time
 from typing import Any
 
-from . import __version__
-from . import facts as node_facts
-from .atomic import write_text_atomic
+from gpuaccept import __version__
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import facts as node_facts
 
 TOOL = "gpuaccept-openmm"
 TEMPERATURE_K = 300.0

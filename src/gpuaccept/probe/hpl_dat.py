@@ -4,7 +4,7 @@ memory fraction, NB, and a P x Q grid from the rank count.
 HPL reads its input by line position: this writes the layout of HPL 2.x's own example file (the 31 lines
 that NVIDIA's xhpl and hpcc read too); hpccinf.txt adds hpcc's PTRANS lines.
 
-    python -m gpuaccept.hpl_dat --ranks 8 --memory-bytes 85520809984 --nb 1024 --output HPL.dat
+    python -m gpuaccept.probe.hpl_dat --ranks 8 --memory-bytes 85520809984 --nb 1024 --output HPL.dat
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 import sys
 from dataclasses import dataclass
 
-from .atomic import write_text_atomic
+from gpuaccept.atomic import write_text_atomic
 
 __all__ = ["HplDat", "grid", "main", "problem_size", "render", "render_hpccinf"]
 
@@ -126,7 +126,7 @@ def render_hpccinf(d: HplDat) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gpuaccept.hpl_dat", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m gpuaccept.probe.hpl_dat", description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, required=True, help="MPI ranks: one per GPU (hpcc: one per host)")
     ap.add_argument("--memory-bytes", type=int, help="memory per rank (GPU HBM, or host RAM / ranks)")
     ap.add_argument("--fraction", type=float, default=0.85, help="share of the memory for the matrix (0.85)")
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             n = args.n
         dat = HplDat(n=n, nb=args.nb, p=p, q=q, threshold=args.threshold)
     except ValueError as err:
-        print(f"gpuaccept.hpl_dat: {err}", file=sys.stderr)
+        print(f"gpuaccept.probe.hpl_dat: {err}", file=sys.stderr)
         return 2
     text = render_hpccinf(dat) if args.format == "hpcc" else render(dat)
     if args.output:

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import exporter, verdict
-from .atomic import write_text_atomic
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.judge import exporter, verdict
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
+TEMPLATE = Path(__file__).resolve().parents[3] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
 SCHEDULERS = ("squeue", "slurm")  # squeue: no accounting database needed; slurm: sacct
 LAUNCHERS = ("local", "srun", "mpirun")
 
@@ -285,13 +285,17 @@ def load_inventory(path: str | Path) -> dict[str, Any]:
     """``ansible-inventory --list`` output: read from a .json file, or produced now from an inventory path with
     the ansible-inventory beside this Python (the tool environment) or on PATH."""
     path = Path(path)
-    if path.suffix == ".json":
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise SlurmError(f"{path}: cannot read the inventory JSON: {err}") from None
     if not path.exists():
         raise SlurmError(f"{path}: no such inventory")
+    if path.suffix == ".json":
+        try:
+            inventory = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
+            raise SlurmError(f"{path}: cannot read the inventory JSON: {err}") from None
+        if not isinstance(inventory, dict):
+            raise SlurmError(f"{path}: not ansible-inventory --list JSON (a JSON {type(inventory).__name__}, "
+                             "expected an object)")
+        return inventory
     local = Path(sys.executable).parent / "ansible-inventory"
     tool = str(local) if local.exists() else (shutil.which("ansible-inventory") or "ansible-inventory")
     try:

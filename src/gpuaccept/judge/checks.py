@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 # multinode: checks between nodes (MPI), run through a scheduler across several nodes at once (docs/fleet.md).
 SUITES = ("nightly", "commission", "evaluation", "multinode")
+POWER_FILE = "power.json"  # the power sampler's document beside a sampled check's own
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,13 @@ class Check:
     # An optional backend (a tool the site may not have, e.g. NVIDIA's xhpl): a node type may leave it out of
     # its reference file, and then it is not expected of the node (measured node types cover the others).
     optional: bool = False
+    # The judge's rules beyond the generic ones (gpuaccept.judge.rules): "hpl" (HPL's residual rule), "throttle"
+    # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules).
+    rules: tuple[str, ...] = ()
+    # Run under the power sampler: its document (POWER_FILE) joins the check's, with GFLOP/s per watt of this
+    # metric ("" none).
+    power_sampled: bool = False
+    efficiency_metric: str = ""
 
 
 CHECKS: dict[str, Check] = {
@@ -53,6 +61,9 @@ CHECKS: dict[str, Check] = {
             ("commission", "evaluation"),
             True,
             "hplstyle.json",
+            rules=("hpl",),
+            power_sampled=True,
+            efficiency_metric="tflops_sum",
         ),
         Check(
             "hpl_nvidia",
@@ -61,6 +72,9 @@ CHECKS: dict[str, Check] = {
             True,
             "hpl_nvidia.json",
             optional=True,
+            rules=("hpl",),
+            power_sampled=True,
+            efficiency_metric="tflops",
         ),
         Check(
             "hpl_host",
@@ -69,14 +83,23 @@ CHECKS: dict[str, Check] = {
             False,
             "hpl_host.json",
             optional=True,
+            rules=("hpl",),
         ),
-        Check("health", "GPU health: count, driver, PCIe under load, ECC, XID, processes", SUITES, True, "health.json"),
+        Check(
+            "health",
+            "GPU health: count, driver, PCIe under load, ECC, XID, processes",
+            SUITES,
+            True,
+            "health.json",
+            rules=("health",),
+        ),
         Check(
             "power",
             "idle power, power under a sustained GEMM, GFLOP/s per watt, throttling",
             SUITES,
             True,
             "power_check.json",
+            rules=("throttle",),
         ),
         # Application checks (docs/checks/md.md): vendor evaluation only, so that commissioning does not need
         # OpenMM and a licensed NAMD on every node.

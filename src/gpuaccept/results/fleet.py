@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .verdict import FAIL, NOT_RUN, PASS, SCHEMA
+import tabulate
+
+from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
 
 MISSING = "missing"
 SUMMARY_SCHEMA = "gpuaccept.fleet/1"
@@ -38,7 +40,7 @@ class FleetError(ValueError):
 def _entry(path: Path) -> Entry:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
         raise FleetError(f"{path}: cannot read the verdict: {err}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise FleetError(
@@ -101,10 +103,8 @@ def table(entries: list[Entry]) -> str:
         )
         for e in entries
     ]
-    widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    out = [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths))]
-    out += [fmt.format(*row).rstrip() for row in lines]
+    text = tabulate.tabulate(lines, headers=header, tablefmt="simple", disable_numparse=True)
+    out = [line.rstrip() for line in text.splitlines()]
     counts = {v: sum(e.verdict == v for e in entries) for v in (PASS, FAIL, MISSING)}
     out.append("")
     out.append(f"{len(entries)} node(s): {counts[PASS]} accepted, {counts[FAIL]} rejected, {counts[MISSING]} missing")

@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
-from .checks import CHECKS
-from .references import SCHEMA
+from gpuaccept.judge.checks import CHECKS
+from gpuaccept.judge.references import SCHEMA
 
 FLOORS = {"GB/s": 0.05, "TFLOP/s": 0.05, "GFLOP/s": 0.10, "us": 0.25, "ratio": 0.10}
 CAP = 0.30
@@ -44,8 +44,10 @@ def find_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
         for path in sorted(Path(run_dir).rglob(name)):
             try:
                 doc = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as err:
-                raise ValueError(f"{path}: not a benchmark JSON document: {err}") from err
+            except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
+                raise ValueError(f"{path}: not a benchmark JSON document: {err}") from None
+            if not isinstance(doc, dict):
+                raise ValueError(f"{path}: not a benchmark JSON document (not a JSON object)")
             key = (
                 doc.get("tool"),
                 doc.get("started_utc"),
@@ -69,8 +71,8 @@ def verdict_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
             try:
                 verdict = json.loads(path.read_text(encoding="utf-8"))
                 rows = [r for r in verdict["rows"] if r["check"] == check and r.get("metric")]
-            except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
-                raise ValueError(f"{path}: not a gpuaccept verdict: {err}") from err
+            except (OSError, ValueError, KeyError, TypeError) as err:  # ValueError: bad JSON or not UTF-8
+                raise ValueError(f"{path}: not a gpuaccept verdict: {err}") from None
             metrics = {
                 r["metric"]: {
                     "value": r["value"],

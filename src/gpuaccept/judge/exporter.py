@@ -11,9 +11,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from . import __version__
-from .atomic import write_text_atomic
-from .verdict import FAIL, INFO, NOT_RUN, PASS, WAIVED, Verdict
+from gpuaccept import __version__
+from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
+from gpuaccept.judge.verdict import FAIL, INFO, NOT_RUN, PASS, WAIVED, Verdict
 
 # benchmark unit -> (Prometheus base-unit suffix, factor to that unit)
 UNITS: dict[str, tuple[str, float]] = {
@@ -152,5 +152,13 @@ def write(verdict: Verdict, run_dir: str | Path, textfile_dir: str | Path | None
     text = render(verdict)
     written = [write_text_atomic(Path(run_dir) / "gpuaccept.prom", text)]
     if textfile_dir:
-        written.append(write_text_atomic(Path(textfile_dir) / textfile_name(verdict.suite), text))
+        directory, name = Path(textfile_dir), textfile_name(verdict.suite)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise OutputError(f"cannot write {directory / name}: {err.strerror}") from err
+        # node_exporter reads *.prom only: the lock file beside it is not collected.
+        with locked(directory / f".{name}.lock"):
+            clean_stale_temps(directory, name)
+            written.append(write_text_atomic(directory / name, text))
     return written

@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__, facts
-from .atomic import write_text_atomic
+from gpuaccept import __version__
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import facts
 
 SCHEMA = "gpuaccept.bench/1"
 TOOL = "gpuaccept-sample"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 # NVML's clock-event ("throttle") reason bits (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*),
 # with the names nvidia-smi -q prints beside them.

@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import push_to_gateway
 from prometheus_client.parser import text_string_to_metric_families
 
-from . import exporter
-from .verdict import Verdict
+from gpuaccept.judge import exporter
+from gpuaccept.judge.verdict import Verdict
 
 JOB = "gpuaccept"
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from gpuaccept import __version__
 
 BENCH_SCHEMA = "gpuaccept.bench/1"
 VERDICT_SCHEMA = "gpuaccept.verdict/1"

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .atomic import write_text_atomic
+from gpuaccept.atomic import write_text_atomic
 
 SCHEMA = "gpuaccept.crosscheck/1"
 DEFAULT_TOLERANCE = 0.05
@@ -520,6 +520,10 @@ def _load_text(path: str, what: str) -> str:
         return Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise CrosscheckInputError(f"{path}: cannot read {what}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise CrosscheckInputError(
+            f"{path}: cannot read {what}: not UTF-8 text ({err.reason} at byte {err.start})"
+        ) from None
 
 
 def compare_files(
@@ -615,7 +619,7 @@ def add_subparser(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gpuaccept.crosscheck")
+    p = argparse.ArgumentParser(prog="python -m gpuaccept.probe.crosscheck")
     add_subparser(p.add_subparsers(dest="command", required=True))
     args = p.parse_args(["crosscheck", *(sys.argv[1:] if argv is None else argv)])
     try:

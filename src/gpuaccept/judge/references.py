@@ -85,25 +85,23 @@ class MetricReference:
             return None
         return self.value * (1.0 + self.upper)
 
-    def judge(self, measured: float | None) -> bool | None:
-        """True/False for a judged metric, None for an informational one."""
+    def assess(self, measured: float | None) -> tuple[str, str]:
+        """The one place a measured value is judged against its reference: ("pass" | "fail" | "info", reason)."""
         if not self.judged:
-            return None
+            return "info", f"informational: {self.informational}"
         if measured is None or not math.isfinite(measured):
-            return False
+            return "fail", "no value"
         lo, hi = self.lower_bound, self.upper_bound
-        return (lo is None or measured >= lo) and (hi is None or measured <= hi)
+        if lo is not None and measured < lo:
+            return "fail", f"below the reference's tolerance (lowest that passes: {lo:.4g} {self.unit})"
+        if hi is not None and measured > hi:
+            return "fail", f"above the reference's tolerance (highest that passes: {hi:.4g} {self.unit})"
+        return "pass", ""
 
-    def reframe_tuple(self) -> tuple[float, float | None, float | None, str]:
-        """The ReFrame reference tuple (value, lower threshold, upper threshold, unit)."""
-        if not self.judged:
-            return (self.value or 0.0, None, None, self.unit)
-        return (
-            self.value,  # type: ignore[return-value]
-            None if self.lower is None else -self.lower,
-            self.upper,
-            self.unit,
-        )
+    def reframe_tuple(self) -> tuple[float, None, None, str]:
+        """The ReFrame reference tuple: the value and unit, with no thresholds. ReFrame records the figures next
+        to their reference; pass or fail is the judge's alone (``assess``), never decided twice."""
+        return (self.value or 0.0, None, None, self.unit)
 
 
 @dataclass
@@ -223,6 +221,10 @@ def load_file(path: str | Path) -> NodeType:
         raise ReferenceError(f"{path}: reference file not found") from None
     except OSError as err:
         raise ReferenceError(f"{path}: cannot read reference file: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ReferenceError(
+            f"{path}: not a reference file: not UTF-8 text ({err.reason} at byte {err.start})"
+        ) from None
     try:
         doc = yaml.load(text, Loader=_LineLoader)
     except ReferenceError as err:
@@ -302,6 +304,9 @@ def load_node_type(reference_dir: str | Path, node_type: str) -> NodeType:
         raise ReferenceError("no node type given: set gpuaccept_node_type or let 'gpuaccept detect' find one")
     if not NODE_TYPE_RE.match(node_type):
         raise ReferenceError(f"node type {node_type!r} is not a valid name (lower-case letters, digits and _)")
+    if not Path(reference_dir).is_dir():
+        what = "no such directory" if not Path(reference_dir).exists() else "not a directory"
+        raise ReferenceError(f"{reference_dir}: {what} (the reference directory holds <node_type>.yaml files)")
     path = reference_file(reference_dir, node_type)
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in Path(reference_dir).glob("*.yaml"))) or "none"
@@ -314,6 +319,9 @@ def load_node_type(reference_dir: str | Path, node_type: str) -> NodeType:
 
 def load_all(reference_dir: str | Path) -> list[NodeType]:
     """Every reference file of a directory; the first bad one raises."""
+    if not Path(reference_dir).is_dir():
+        what = "no such directory" if not Path(reference_dir).exists() else "not a directory"
+        raise ReferenceError(f"{reference_dir}: {what} (the reference directory holds <node_type>.yaml files)")
     files = sorted(Path(reference_dir).glob("*.yaml"))
     if not files:
         raise ReferenceError(f"{reference_dir}: no reference files (*.yaml) found")

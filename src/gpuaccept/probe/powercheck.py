@@ -21,23 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import power
-from .atomic import write_text_atomic
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import power
 
 TOOL = "gpuaccept-powercheck"
 EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 2
 # Clock-event reasons that are a fault under load; the power cap (the goal of the load), idle, application clock
 # settings, sync boost and display clock are not.
-FAULT_REASONS = {
-    "hw_slowdown": "HW slowdown (power supply or thermal event): check the GPU's power cables, the PSUs and the "
-    "inlet temperature",
-    "sw_thermal_slowdown": "software thermal slowdown: check the fans, airflow and inlet temperature, and that "
-    "nothing blocks the GPU's heatsink",
-    "hw_thermal_slowdown": "hardware thermal slowdown: the GPU is too hot; check the cooling (fans, liquid loop, "
-    "airflow) and the inlet temperature",
-    "hw_power_brake_slowdown": "hardware power brake: the system asserted the power brake (PSU fault or "
-    "over-current); check the PSUs and the BMC's event log",
-}
 IPMI_DEVICES = ("/dev/ipmi0", "/dev/ipmi/0", "/dev/ipmidev/0")
 IPMI_RE = re.compile(r"Instantaneous power reading:\s*(\d+(?:\.\d+)?)\s*Watts", re.IGNORECASE)
 
@@ -116,14 +106,16 @@ def _window(gemm_doc: dict[str, Any], gpu: int, precision: str) -> dict[str, Any
     return None
 
 
-def judge(
+def measure(
     idle: dict[str, Any],
     load: dict[str, Any],
     gemm_docs: dict[int, dict[str, Any]],
     precision: str,
     host: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, str], list[str], list[dict[str, Any]]]:
-    """Metrics, waived metrics, failures and per-GPU rows from the two sampler documents and the GEMM's."""
+    """Metrics, waived metrics, failures and per-GPU rows from the two sampler documents and the GEMM's. The
+    failures are what this tool could verify itself (nothing, here: the sampling and the GEMM's own verification
+    are added by ``run``); throttling is judged from the rows' ``throttled_s`` by gpuaccept.judge.rules."""
     metrics: dict[str, Any] = {}
     waived: dict[str, str] = {}
     failures: list[str] = []
@@ -132,12 +124,10 @@ def judge(
     def put(name: str, value: float, unit: str, better: str, description: str) -> None:
         metrics[name] = {"value": value, "unit": unit, "better": better, "description": description}
 
-    devices = {d["index"]: d for d in load.get("devices") or []}
     idle_gpus = {g["gpu"]: g for g in (idle.get("results") or {}).get("per_gpu") or []}
     load_gpus = {g["gpu"]: g for g in (load.get("results") or {}).get("per_gpu") or []}
     for gpu in sorted(load_gpus):
-        i, g, d = idle_gpus.get(gpu) or {}, load_gpus[gpu], devices.get(gpu, {})
-        label = f"GPU {gpu} (bus {d.get('pci_bus_id')}, serial {d.get('serial') or 'unknown'})"
+        i, g = idle_gpus.get(gpu) or {}, load_gpus[gpu]
         w = _window(gemm_docs.get(gpu) or {}, gpu, precision)
         tflops = w.get("tflops_median") if w else None
         row = {
@@ -157,12 +147,6 @@ def judge(
             "temp_c_max": g.get("temp_c_max"),
         }
         rows.append(row)
-        for reason, seconds in sorted(row["throttled_s"].items()):
-            if reason in FAULT_REASONS or reason.startswith("unknown"):
-                failures.append(
-                    f"{label}: clocks held back by {reason} for {seconds:.1f} s under load (max "
-                    f"{g.get('temp_c_max')} C) -> {FAULT_REASONS.get(reason, 'look the reason bit up in NVML')}"
-                )
     idle_w = [r["idle_median_w"] for r in rows]
     if rows and all(v is not None for v in idle_w):
         put("idle_power_max_w", max(idle_w), "W", "lower", "max over GPUs of the median idle power")
@@ -218,7 +202,7 @@ def run(args: Any, argv: list[str]) -> int:
     load_s = args.load_s if args.load_s is not None else (5.0 if args.quick else 10.0)
     if not (0.5 <= idle_s <= 600 and 1.0 <= load_s <= 600):
         raise ValueError(f"--idle-s {idle_s} / --load-s {load_s}: idle 0.5..600 s, load 1..600 s")
-    if not os.access(args.gemm, os.X_OK):
+    if not (os.path.isfile(args.gemm) and os.access(args.gemm, os.X_OK)):
         raise ValueError(f"--gemm {args.gemm}: not an executable file (build gpuaccept-gemm first)")
     t0, started = time.monotonic(), dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     out_dir = Path(args.output).resolve().parent
@@ -246,7 +230,7 @@ def run(args: Any, argv: list[str]) -> int:
             gemm_docs[gpu] = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
-    metrics, waived, failures, rows = judge(idle, load, gemm_docs, args.precision, host)
+    metrics, waived, failures, rows = measure(idle, load, gemm_docs, args.precision, host)
     errors = [f"idle phase: {e}" for e in idle.get("errors") or []] + [
         f"load phase: {e}" for e in load.get("errors") or []
     ]

@@ -14,7 +14,7 @@ Lines read (formats as NAMD 2.14 and 3.0 print them; tests/fixtures/namd/README.
     WallClock: 7.535737  CPUTime: 7.315373  Memory: 8118.695312 MB
     FATAL ERROR: ...
 
-Usage: ``python -m gpuaccept.namd parse LOG...`` (prints what was read), ``python -m gpuaccept.namd run
+Usage: ``python -m gpuaccept.probe.namd parse LOG...`` (prints what was read), ``python -m gpuaccept.probe.namd run
 --namd-home DIR --system apoa1 --output namd_apoa1.json`` (what the ReFrame check runs).
 """
 
@@ -35,10 +35,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from . import facts as node_facts
-from .atomic import write_text_atomic
-from .md_openmm import Energy
+from gpuaccept import __version__
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import facts as node_facts
+from gpuaccept.probe.md_openmm import Energy
 
 TOOL = "gpuaccept-namd"
 KJ_PER_KCAL = 4.184

@@ -1,0 +1,363 @@
+"""The health rules (docs/checks/health.md): a health probe's observations (``gpuaccept.probe.health``) judged
+against the node type's ``health:`` expectations and the GPU counts the inventory and node type promise. Every
+finding names the GPU (index, bus id, serial) and the fix an operator would try.
+
+The probe records; these rules decide, here and nowhere else: re-judging a recorded health document against
+today's references gives today's answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from gpuaccept.judge.references import NodeType, ReferenceError, _fail
+
+# ------------------------------------------------------------------------------------------------
+# Expectations: the ``health:`` section of a reference file (docs/reference-values.md).
+
+HEALTH_KEYS = {
+    "driver_versions",
+    "cuda_versions",
+    "ecc",
+    "persistence_mode",
+    "nvlink_links_up",
+    "pcie_gen",
+    "pcie_width",
+    "retired_pages_max",
+    "source",
+    "note",
+}
+
+
+def expectations(node_type: NodeType) -> dict[str, Any]:
+    """The node type's health expectations, validated; a node type without them is an error."""
+    doc = node_type.extra.get("health")
+    path = node_type.path
+    if doc is None:
+        raise ReferenceError(
+            f"{path}: node type {node_type.name!r} has no 'health:' section: add the allowed driver and CUDA "
+            "versions, ECC and persistence mode expectations (docs/reference-values.md)"
+        )
+    if not isinstance(doc, dict):
+        raise _fail(path, doc, None, "health must be a mapping")
+    unknown = set(doc) - HEALTH_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise _fail(path, doc, key, f"health: unknown key {key!r} (known: {', '.join(sorted(HEALTH_KEYS))})")
+    for key in ("driver_versions", "cuda_versions"):
+        value = doc.get(key)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+            raise _fail(path, doc, key if key in doc else None, f"health.{key} must be a non-empty list of strings")
+    if not isinstance(doc.get("ecc"), bool):
+        raise _fail(path, doc, "ecc" if "ecc" in doc else None, "health.ecc must be true or false")
+    if doc.get("persistence_mode", "any") not in ("enabled", "disabled", "any"):
+        raise _fail(path, doc, "persistence_mode", "health.persistence_mode must be enabled, disabled or any")
+    for key in ("nvlink_links_up", "pcie_gen", "pcie_width", "retired_pages_max"):
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise _fail(path, doc, key, f"health.{key} must be an integer >= 0")
+    source = doc.get("source")
+    if source not in node_type.sources:
+        raise _fail(path, doc, "source" if "source" in doc else None, "health.source must name an entry of 'sources'")
+    out = dict(doc)
+    out.setdefault("persistence_mode", "any")
+    out.setdefault("nvlink_links_up", 0)
+    out.setdefault("retired_pages_max", 60)
+    out.setdefault("pcie_gen", node_type.match.get("pcie_gen"))
+    out.setdefault("pcie_width", node_type.match.get("pcie_width"))
+    return out
+
+
+def version_allowed(version: str | None, allowed: list[str]) -> bool:
+    """``580.159.04`` is allowed by ``580.159.04``, ``580.159`` or ``580`` (whole dotted components)."""
+    if not version:
+        return False
+    return any(version == a or version.startswith(a.rstrip(".") + ".") for a in allowed)
+
+
+
+# What an operator tries first, by XID (NVIDIA's XID catalogue, abridged).
+XID_FIXES = {
+    13: "graphics engine exception: usually the application; rerun the suite, and if it recurs on this GPU only, "
+    "reset it (nvidia-smi -r -i N) and run the GEMM check",
+    31: "GPU memory page fault: usually the application; if it recurs with known-good code, drain and reset the GPU",
+    43: "GPU stopped processing: the application was stopped; rerun, and reset the GPU if it recurs",
+    45: "preemptive cleanup after an earlier error: look at the XID before it",
+    48: "double-bit ECC error: drain the node, reset the GPU or reboot so the row is remapped; RMA if it recurs",
+    63: "ECC page retirement or row remapping event: reset the GPU or reboot to apply it",
+    64: "ECC page retirement or row remapping failure: drain the node and RMA the GPU",
+    74: "NVLink error: check the NVLink/NVSwitch cabling and fabric manager, reset the GPU",
+    79: "GPU has fallen off the bus: reseat the GPU, check its power cables and slot, update the firmware",
+    92: "high single-bit ECC error rate: watch the ECC counters, RMA if it keeps rising",
+    94: "contained ECC error: the application was stopped; reset the GPU",
+    95: "uncontained ECC error: drain the node and reset the GPU or reboot",
+    109: "context switch timeout: usually the application; reset the GPU if it recurs",
+    119: "GSP RPC timeout: reset the GPU or reboot; update the driver if it recurs",
+    120: "GSP error: reset the GPU or reboot; update the driver if it recurs",
+}
+XID_DEFAULT_FIX = "look the XID up in NVIDIA's XID catalogue; reset the GPU (nvidia-smi -r -i N) or reboot"
+
+# ------------------------------------------------------------------------------------------------
+# Judging.
+
+
+def _gpu_label(g: dict[str, Any]) -> str:
+    return f"GPU {g.get('index')} (bus {g.get('pci_bus_id')}, serial {g.get('serial') or 'unknown'})"
+
+
+def _finding(rule: str, g: dict[str, Any] | None, message: str, fix: str) -> dict[str, Any]:
+    return {
+        "rule": rule,
+        "gpu": None if g is None else g.get("index"),
+        "pci_bus_id": None if g is None else g.get("pci_bus_id"),
+        "serial": None if g is None else g.get("serial"),
+        "message": (f"{_gpu_label(g)}: " if g is not None else "") + message,
+        "fix": fix,
+    }
+
+
+def _pci_prefix(bus_id: str | None) -> str:
+    """NVML's "00000000:2A:00.0" and the XID's "0000:2a:00" to one key: "0000:2a:00"."""
+    if not bus_id:
+        return ""
+    domain, _, rest = bus_id.partition(":")
+    return f"{int(domain, 16):04x}:{rest.split('.')[0].lower()}"
+
+
+def judge(
+    obs: dict[str, Any],
+    expect: dict[str, Any],
+    expected_gpus: list[tuple[int, str]],
+    xids: list[dict[str, Any]] | None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Findings (failures) and notes. ``expected_gpus``: (count, who says so); ``xids``: None = unreadable."""
+    findings: list[dict[str, Any]] = []
+    notes: list[str] = []
+    gpus = obs.get("gpus") or []
+    for count, who in expected_gpus:
+        if len(gpus) != count:
+            findings.append(
+                _finding(
+                    "gpu_count",
+                    None,
+                    f"{len(gpus)} GPUs found ({', '.join(str(g.get('pci_bus_id')) for g in gpus) or 'none'}), "
+                    f"{who} says {count}",
+                    "compare nvidia-smi -L with lspci -d 10de:; reseat or power the missing GPU and look for XID 79 "
+                    "in the kernel log, or correct the inventory",
+                )
+            )
+    driver, cuda = obs.get("driver_version"), obs.get("cuda_version")
+    if not version_allowed(driver, expect["driver_versions"]):
+        findings.append(
+            _finding(
+                "driver_version",
+                None,
+                f"driver {driver} is not one the node type allows ({', '.join(expect['driver_versions'])})",
+                "install an allowed driver (or add this version to the node type's health.driver_versions "
+                "once it has been qualified)",
+            )
+        )
+    if not version_allowed(cuda, expect["cuda_versions"]):
+        findings.append(
+            _finding(
+                "cuda_version",
+                None,
+                f"CUDA {cuda} (driver API) is not one the node type allows ({', '.join(expect['cuda_versions'])})",
+                "install a driver with an allowed CUDA version",
+            )
+        )
+    load = obs.get("pcie_load") or {}
+    for g in gpus:
+        _judge_gpu(g, expect, load, findings, notes)
+    by_pci = {_pci_prefix(g.get("pci_bus_id")): g for g in gpus}
+    if xids is None:
+        notes.append("kernel log unreadable: XID events not checked")
+    else:
+        for e in xids:
+            g = by_pci.get(e["pci"])
+            label = "" if g else f"PCI {e['pci']} (not a GPU of this node's list): "
+            when = (
+                dt.datetime.fromtimestamp(e["time_unix"], dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                if e.get("time_unix")
+                else "time unknown"
+            )
+            findings.append(
+                _finding(
+                    "xid",
+                    g,
+                    f"{label}XID {e['xid']} at {when}: {e['text']}",
+                    XID_FIXES.get(e["xid"], XID_DEFAULT_FIX),
+                )
+            )
+    return findings, notes
+
+
+def _judge_gpu(
+    g: dict[str, Any], expect: dict[str, Any], load: dict[str, Any], findings: list, notes: list[str]
+) -> None:
+    gen_want = expect.get("pcie_gen") or g.get("pcie_gen_max")
+    width_want = expect.get("pcie_width") or g.get("pcie_width_max")
+    gen, width = g.get("pcie_gen_loaded"), g.get("pcie_width_loaded")
+    if gen is None or width is None:
+        findings.append(
+            _finding(
+                "pcie_link",
+                g,
+                f"PCIe link not measured under load ({load.get('error') or 'no reading'})",
+                "make libcuda loadable for the probe (driver installed, device nodes present) and rerun",
+            )
+        )
+    else:
+        if gen_want and gen < gen_want:
+            findings.append(
+                _finding(
+                    "pcie_link",
+                    g,
+                    f"PCIe link at Gen{gen} under load, expected Gen{gen_want} (link max Gen{g.get('pcie_gen_max')})",
+                    "reseat the GPU or its riser/retimer, check the slot's link speed in the BIOS; "
+                    f"lspci -vv -s {g.get('pci_bus_id')} shows LnkSta against LnkCap",
+                )
+            )
+        if width_want and width < width_want:
+            findings.append(
+                _finding(
+                    "pcie_link",
+                    g,
+                    f"PCIe link at x{width} under load, expected x{width_want} (link max x{g.get('pcie_width_max')})",
+                    "reseat the GPU or its riser/cable (a lane is down); "
+                    f"lspci -vv -s {g.get('pci_bus_id')} shows LnkSta against LnkCap",
+                )
+            )
+    if expect["ecc"] and g.get("ecc_enabled") is not True:
+        state = {None: "unknown", False: "disabled"}[g.get("ecc_enabled")]
+        findings.append(
+            _finding(
+                "ecc_mode",
+                g,
+                f"ECC is {state}, the node type expects it enabled",
+                f"enable it (nvidia-smi -i {g.get('index')} -e 1) and reset the GPU or reboot",
+            )
+        )
+    for key, what in (("ecc_uncorrectable_volatile", "since the driver loaded"),):
+        count = g.get(key)
+        if count:
+            findings.append(
+                _finding(
+                    "ecc_uncorrectable",
+                    g,
+                    f"{count} uncorrectable ECC errors {what}",
+                    "drain the node and reset the GPU (nvidia-smi -r) or reboot so the rows are remapped; "
+                    "RMA the GPU if they come back",
+                )
+            )
+    if g.get("ecc_uncorrectable_aggregate"):
+        notes.append(
+            f"{_gpu_label(g)}: {g['ecc_uncorrectable_aggregate']} uncorrectable ECC errors over its lifetime "
+            "(aggregate; remapped rows/retired pages show whether they were handled)"
+        )
+    remap = g.get("remapped_rows")
+    if remap:
+        if remap.get("pending"):
+            findings.append(
+                _finding(
+                    "row_remapping",
+                    g,
+                    "a row remapping is pending",
+                    "reset the GPU (nvidia-smi -r) or reboot to apply the remapping",
+                )
+            )
+        if remap.get("failure"):
+            findings.append(
+                _finding(
+                    "row_remapping",
+                    g,
+                    "a row remapping failed (no spare rows left in a bank)",
+                    "drain the node and RMA the GPU",
+                )
+            )
+    pages = g.get("retired_pages")
+    if pages:
+        if pages.get("pending"):
+            findings.append(
+                _finding(
+                    "retired_pages",
+                    g,
+                    "a page retirement is pending",
+                    "reset the GPU (nvidia-smi -r) or reboot to retire the page",
+                )
+            )
+        total = (pages.get("single_bit") or 0) + (pages.get("double_bit") or 0)
+        if total > expect["retired_pages_max"]:
+            findings.append(
+                _finding(
+                    "retired_pages",
+                    g,
+                    f"{total} retired pages (limit {expect['retired_pages_max']})",
+                    "RMA the GPU: it is near the end of its spare pages",
+                )
+            )
+    want = expect["persistence_mode"]
+    mode = g.get("persistence_mode")
+    if want != "any" and mode is not (want == "enabled"):
+        state = {None: "unknown", True: "enabled", False: "disabled"}[mode]
+        findings.append(
+            _finding(
+                "persistence_mode",
+                g,
+                f"persistence mode is {state}, the node type expects it {want}",
+                "start nvidia-persistenced (systemctl enable --now nvidia-persistenced)"
+                if want == "enabled"
+                else "stop nvidia-persistenced",
+            )
+        )
+    links = expect["nvlink_links_up"]
+    if links and (g.get("nvlink_up") or 0) < links:
+        findings.append(
+            _finding(
+                "nvlink",
+                g,
+                f"{g.get('nvlink_up')} NVLink links up, the node type has {links}",
+                "check nvidia-smi nvlink -s, the fabric manager (systemctl status nvidia-fabricmanager) and the "
+                "NVSwitch trays; reset the GPU",
+            )
+        )
+    for p in g.get("processes") or []:
+        findings.append(
+            _finding(
+                "foreign_process",
+                g,
+                f"compute process pid {p['pid']} of user {p.get('user') or 'unknown'} "
+                f"({p.get('command') or 'command unknown'}) runs on it",
+                f"stop it (kill {p['pid']}) or wait for it: the suite's results are not valid while it shares the "
+                "GPU (a stray process halves GEMM throughput)",
+            )
+        )
+
+
+
+
+def assess(
+    doc: dict[str, Any], node_type: NodeType, expected_gpus: int | None
+) -> tuple[list[dict[str, Any]], list[str], str | None]:
+    """A health document judged: (findings, notes, why it could not look). The last is set when the probe could
+    not read the GPUs or the kernel log: the check is then NOT RUN with that reason and its fix, never a pass."""
+    expect = expectations(node_type)
+    results = doc.get("results") if isinstance(doc.get("results"), dict) else {}
+    obs = results.get("observations")
+    kernel_log = results.get("kernel_log") if isinstance(results.get("kernel_log"), dict) else {}
+    xids = kernel_log.get("xid_events")
+    claims = [(node_type.match["gpu_count"], f"node type {node_type.name}")]
+    if expected_gpus is not None:
+        claims.insert(0, (expected_gpus, "the inventory"))
+    if not isinstance(obs, dict):
+        errors = "; ".join(map(str, doc.get("errors") or ["no observations"]))
+        return [], [], f"the probe could not read the GPUs: {errors}"
+    findings, notes = judge(obs, expect, claims, xids if isinstance(xids, list) else None)
+    if not isinstance(xids, list):
+        why = kernel_log.get("unreadable") or "the kernel log was not read"
+        fix = kernel_log.get("fix") or (
+            "run the suite as root, or give its user CAP_SYSLOG, or set kernel.dmesg_restrict=0"
+        )
+        return findings, notes, f"could not look for XID events: kernel log unreadable ({why}); fix: {fix}"
+    return findings, notes, None

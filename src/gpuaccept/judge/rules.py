@@ -1,0 +1,244 @@
+"""The judge's rules for one check's benchmark document (docs/benchmark-json.md): the document is the source of
+truth, so each rule reads it and says what is wrong, with the file named.
+
+- ``load_document``: missing, empty, not a regular file, too large, not UTF-8, not JSON, or not a
+  ``gpuaccept.bench/1`` document by its schema: a problem naming the file, never an empty document.
+- ``document_problems``: the tool's own errors, its failed verification, and a GPU it did not see.
+- ``hpl_problems``: HPL's correctness rule on every run the document lists (residual below a finite threshold of
+  at most 16, PASSED, output not cut short).
+- ``throttle_problems``: clocks held back under load by anything but the power cap.
+- ``combine``: the power sampler's document joined to a check's, with GFLOP/s per watt.
+
+Metric values against references are judged by ``MetricReference.assess`` (gpuaccept.judge.references), the one
+place a value passes or fails; the health rules are in gpuaccept.judge.health_rules.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+BENCH_SCHEMA = "gpuaccept.bench/1"
+MAX_DOCUMENT_BYTES = 256 << 20  # the largest document a tool writes is a few MB (the bandwidth sweep)
+HPL_THRESHOLD_MAX = 16.0  # HPL's own default; a larger one accepts wrong answers
+
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+DOCUMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["schema", "tool", "metrics", "verification"],
+    "properties": {
+        "schema": {"const": BENCH_SCHEMA},
+        "tool": {"type": "string", "minLength": 1},
+        "devices": {"type": "array", "items": {"type": "object"}},
+        "metrics": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["value", "unit"],
+                "properties": {"value": _NUMBER_OR_NULL, "unit": {"type": "string"}},
+            },
+        },
+        "waived": {"type": "object", "additionalProperties": {"type": "string"}},
+        "verification": {
+            "type": "object",
+            "required": ["passed"],
+            "properties": {"passed": {"type": "boolean"}, "failures": {"type": "array", "items": {"type": "string"}}},
+        },
+        "errors": {"type": "array", "items": {"type": "string"}},
+        "not_run": {
+            "type": "object",
+            "required": ["reason"],
+            "properties": {"reason": {"type": "string", "minLength": 1}, "fix": {"type": "string"}},
+        },
+        "results": {"type": "object"},
+        "parameters": {"type": "object"},
+    },
+}
+_VALIDATOR = jsonschema.Draft202012Validator(DOCUMENT_SCHEMA)
+
+# Clock throttle reasons under load that mean a fault, with what an operator does about each; the software
+# power cap (and the idle or application clock settings) are how a GPU runs at its power limit, not faults.
+FAULT_REASONS = {
+    "hw_slowdown": "HW slowdown (power supply or thermal event): check the GPU's power cables, the PSUs and the "
+    "inlet temperature",
+    "sw_thermal_slowdown": "software thermal slowdown: check the fans, airflow and inlet temperature, and that "
+    "nothing blocks the GPU's heatsink",
+    "hw_thermal_slowdown": "hardware thermal slowdown: the GPU is too hot; check the cooling (fans, liquid loop, "
+    "airflow) and the inlet temperature",
+    "hw_power_brake_slowdown": "hardware power brake: the system asserted the power brake (PSU fault or "
+    "over-current); check the PSUs and the BMC's event log",
+}
+
+
+class DocumentError(Exception):
+    """A benchmark document (or another input the judge reads) is missing or not what it must be."""
+
+
+def read_text_input(path: Path, what: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+    """A file's text for the judge: regular files only (a FIFO or device would hang or never end), at most
+    ``max_bytes``, UTF-8; every problem raises DocumentError naming the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise DocumentError(f"{path}: {what} is missing") from None
+    except OSError as err:
+        raise DocumentError(f"{path}: cannot open {what}: {err.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DocumentError(f"{path}: {what} is not a regular file")
+        if info.st_size == 0:
+            raise DocumentError(f"{path}: {what} is empty (the tool was stopped or could not write it)")
+        if info.st_size > max_bytes:
+            raise DocumentError(f"{path}: {what} is {info.st_size} bytes, more than the {max_bytes} allowed")
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1
+            data = handle.read(max_bytes + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DocumentError(f"{path}: {what} is not UTF-8 text (byte {err.start})") from None
+
+
+def load_json_input(path: Path, what: str, kind: type = dict) -> Any:
+    """A JSON input of the judge (a benchmark document, ReFrame's report, the node facts): read as
+    ``read_text_input`` does, parsed, and of the JSON type ``kind``."""
+    text = read_text_input(path, what)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DocumentError(f"{path}:{err.lineno}: {what} is not valid JSON: {err.msg}") from None
+    if not isinstance(doc, kind):
+        expected = "an object" if kind is dict else kind.__name__
+        raise DocumentError(f"{path}: {what} is a JSON {type(doc).__name__}, expected {expected}")
+    return doc
+
+
+def load_document(path: Path) -> dict[str, Any]:
+    """A benchmark document, schema-checked (DOCUMENT_SCHEMA); DocumentError names the file and the problem."""
+    doc = load_json_input(path, "the benchmark document")
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(doc))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise DocumentError(f"{path}: not a {BENCH_SCHEMA} document: at {where}: {error.message[:300]}")
+    return doc
+
+
+def document_problems(doc: dict[str, Any], path: Path, gpus_seen_by_node: int | None) -> list[str]:
+    """What the tool itself reported as wrong (errors, failed verification), and a GPU count other than the
+    node's (``gpus_seen_by_node``; None for host checks)."""
+    problems = [f"{path.name}: error: {e}" for e in doc.get("errors") or []]
+    verification = doc["verification"]
+    if not verification["passed"]:
+        failures = verification.get("failures") or []
+        problems.append(f"{path.name}: verification failed: " + ("; ".join(failures[:5]) or "no details"))
+    if gpus_seen_by_node is not None and "devices" in doc:
+        seen = len(doc["devices"])
+        if seen != gpus_seen_by_node:
+            problems.append(f"{path.name}: the benchmark saw {seen} GPUs, the node has {gpus_seen_by_node}")
+    return problems
+
+
+def hpl_problems(doc: dict[str, Any], path: Path) -> list[str]:
+    """HPL's correctness rule over the runs a document lists: gpuaccept-hplstyle's ``results.per_gpu[].runs``
+    (threshold in ``parameters``) or an HPL output's ``results.runs`` (gpuaccept.probe.hpl.to_document)."""
+    results, params = doc.get("results") or {}, doc.get("parameters") or {}
+    threshold = params.get("threshold")
+    problems = []
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+        problems.append(f"{path.name}: no finite residual threshold ({threshold!r}): nothing was checked")
+        threshold = None
+    elif not 0 < threshold <= HPL_THRESHOLD_MAX:
+        problems.append(
+            f"{path.name}: residual threshold {threshold:g} is outside (0, {HPL_THRESHOLD_MAX:g}]: HPL skips its "
+            "check at 0 or below, and a larger one accepts wrong answers (set 16.0 in HPL.dat)"
+        )
+        threshold = None
+    runs: list[tuple[str, dict[str, Any]]] = []
+    for g in results.get("per_gpu") or []:
+        runs += [(f"GPU {g.get('gpu')} run {i + 1}", r) for i, r in enumerate(g.get("runs") or [])]
+    runs += [(f"line {r.get('line')}: run {r.get('tv')} N={r.get('n')}", r) for r in results.get("runs") or []]
+    if not runs:
+        problems.append(f"{path.name}: no HPL run recorded: the run crashed or did not start")
+    for what, run in runs:
+        residual = run.get("scaled_residual")
+        if isinstance(residual, bool) or not isinstance(residual, (int, float)) or math.isnan(residual):
+            problems.append(f"{path.name}: {what}: no scaled residual ({residual!r})")
+        elif threshold is not None and not residual < threshold:
+            problems.append(f"{path.name}: {what}: scaled residual {residual:g} is not below {threshold:g}")
+        if run.get("residual_verdict", "PASSED") != "PASSED" or run.get("passed", True) is not True:
+            problems.append(f"{path.name}: {what}: HPL's own residual check FAILED")
+    if "ended" in results and results["ended"] is not True:
+        problems.append(f"{path.name}: no 'End of Tests.' line: the output is cut short (crash, kill or time limit)")
+    return problems
+
+
+def throttle_problems(doc: dict[str, Any], path: Path) -> list[str]:
+    """Clocks held back under load by a fault (FAULT_REASONS, or a reason NVML did not name) on any GPU."""
+    devices = {d.get("index"): d for d in doc.get("devices") or [] if isinstance(d, dict)}
+    problems = []
+    for row in (doc.get("results") or {}).get("per_gpu") or []:
+        d = devices.get(row.get("gpu"), {})
+        label = f"GPU {row.get('gpu')} (bus {d.get('pci_bus_id')}, serial {d.get('serial') or 'unknown'})"
+        for reason, seconds in sorted((row.get("throttled_s") or {}).items()):
+            if reason in FAULT_REASONS or reason.startswith("unknown"):
+                problems.append(
+                    f"{label}: clocks held back by {reason} for {seconds:.1f} s under load (max "
+                    f"{row.get('temp_c_max')} C) -> {FAULT_REASONS.get(reason, 'look the reason bit up in NVML')}"
+                )
+    return problems
+
+
+def _gflops(metric: dict[str, Any]) -> float | None:
+    """A rate metric in GFLOP/s, or None when its unit is not a FLOP rate or it has no value."""
+    scale = {"TFLOP/s": 1000.0, "GFLOP/s": 1.0}.get(metric.get("unit", ""))
+    value = metric.get("value")
+    if scale is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) * scale
+
+
+def combine(
+    doc: dict[str, Any], power_doc: dict[str, Any] | None, efficiency_metric: str
+) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """A check's metrics and waived metrics with the power sampler's joined (energy_j, power_avg_w,
+    power_peak_w) and ``gflops_per_watt`` (``efficiency_metric`` over the average power), and the problems of
+    the sampler's document. ``power_doc`` None: the check is not sampled."""
+    metrics, waived = dict(doc.get("metrics") or {}), dict(doc.get("waived") or {})
+    problems: list[str] = []
+    if power_doc is None:
+        return metrics, waived, problems
+    problems += [f"power sampler: {e}" for e in power_doc.get("errors") or []]
+    pver = power_doc.get("verification") or {}
+    if not pver.get("passed", False):
+        problems.append("power sampler: " + ("; ".join((pver.get("failures") or [])[:5]) or "verification failed"))
+    metrics.update(power_doc.get("metrics") or {})
+    waived.update(power_doc.get("waived") or {})
+    if efficiency_metric:
+        rate = metrics.get(efficiency_metric)
+        watts = (metrics.get("power_avg_w") or {}).get("value")
+        gflops = _gflops(rate) if rate else None
+        if rate is None:
+            why = waived.get(efficiency_metric, "not reported")
+            waived["gflops_per_watt"] = f"efficiency_metric {efficiency_metric!r}: {why}"
+        elif gflops is None:
+            problems.append(f"efficiency_metric {efficiency_metric!r} is in {rate.get('unit')!r}, not a FLOP rate")
+        elif not watts:
+            waived["gflops_per_watt"] = "no average power: " + waived.get("power_avg_w", "not measured")
+        else:
+            metrics["gflops_per_watt"] = {
+                "value": gflops / watts,
+                "unit": "GFLOP/s/W",
+                "better": "higher",
+                "description": f"{efficiency_metric} in GFLOP/s per watt of average GPU power over the run",
+            }
+    return metrics, waived, problems

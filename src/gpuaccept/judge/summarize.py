@@ -1,0 +1,85 @@
+"""Judge one run directory: the one path from a run's files to ``verdict.json``, ``gpuaccept.prom`` (and
+node_exporter's textfile) that ``gpuaccept summarize``, ``gpuaccept run``, the suite role and Slurm use.
+
+Every input problem (ReFrame's report missing or malformed, the facts file unreadable, a benchmark document
+missing or invalid) ends in a written REJECTED verdict that names the file and the problem, and refreshed
+metrics; a run directory that does not exist is an error, never created. One writer at a time per run
+directory (a lock file in it), stale temporary files of a killed writer removed first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
+from gpuaccept.judge import exporter, rules, verdict
+
+LOCK_FILE = ".gpuaccept.lock"
+VERDICT_FILE = "verdict.json"
+REPORT_FILE = "reframe-report.json"
+FACTS_FILE = "node-facts.json"
+
+
+def read_facts(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The node facts of a run, or {} and the problem naming the file."""
+    try:
+        return rules.load_json_input(path, "the node facts"), []
+    except rules.DocumentError as err:
+        return {}, [str(err)]
+
+
+def judge_run_dir(
+    run_dir: Path,
+    facts: dict[str, Any] | None,
+    reference_dir: str | Path,
+    node_type: str,
+    suite: str,
+    expected_gpus: int | None = None,
+    textfile_dir: str | Path | None = None,
+    facts_file: Path | None = None,
+    node_type_error: str | None = None,
+    report_error: str | None = None,
+    nothing_selected: bool = False,
+) -> tuple[verdict.Verdict, list[Path]]:
+    """Judge ``run_dir`` and write its verdict and metrics; returns the verdict and the files written.
+    ``facts`` None: read ``facts_file`` (default: the run's node-facts.json). ``node_type_error``: why no node
+    type could be resolved (the verdict then says so for every check). ``report_error``: why checks are missing
+    from ReFrame's report, or why there is none, as the caller knows it (ReFrame did not start, or was stopped at
+    the time limit); ``nothing_selected``: ReFrame ran and selected no check for this node, so it wrote no report
+    and each check's own reason (no GPU, not selected) is given instead of "the report is missing"."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise OutputError(f"{run_dir}: no such run directory (a run directory is made by the run, never here)")
+    with locked(run_dir / LOCK_FILE):
+        for name in (VERDICT_FILE, "gpuaccept.prom"):
+            clean_stale_temps(run_dir, name)
+        input_errors: list[str] = []
+        if facts is None:
+            facts, input_errors = read_facts(facts_file or run_dir / FACTS_FILE)
+        report, load_error = None, None
+        try:
+            report = verdict.load_report(run_dir / REPORT_FILE)
+        except verdict.ReportError as err:
+            load_error = None if nothing_selected else str(err)
+        if node_type_error:
+            input_errors.append(node_type_error)
+        result = verdict.build(
+            report,
+            facts,
+            reference_dir,
+            node_type,
+            suite,
+            expected_gpus=expected_gpus,
+            report_error=report_error or load_error,
+            run_dir=run_dir,
+            input_errors=input_errors,
+        )
+        result.run_dir = str(run_dir.resolve())
+        if result.started_unix is None:
+            result.finished_unix = dt.datetime.now(dt.UTC).timestamp()
+        written = [write_text_atomic(run_dir / VERDICT_FILE, json.dumps(result.to_json(), indent=2) + "\n")]
+        written += exporter.write(result, run_dir, textfile_dir)
+    return result, written

@@ -1,0 +1,499 @@
+"""The node's verdict: ReFrame's JSON report, the node facts and the node type's references, turned into one
+row per check and metric (pass, fail, not run, waived, or informational) and a verdict for the node.
+
+A check that did not run is 'not_run' with the reason, never 'pass'; a node passes only when every check its
+node type has references for passed, and the GPU count matches what the inventory and the node type say.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tabulate
+
+from gpuaccept import __version__
+from gpuaccept.judge import health_rules, rules
+from gpuaccept.judge.checks import CHECKS, POWER_FILE, in_suite
+from gpuaccept.judge.references import NodeType, ReferenceError, load_node_type
+
+PASS, FAIL, NOT_RUN, WAIVED, INFO = "pass", "fail", "not_run", "waived", "info"
+SCHEMA = "gpuaccept.verdict/1"
+
+
+@dataclass
+class Row:
+    check: str
+    metric: str | None  # None: the row of the check itself
+    status: str
+    value: float | None = None
+    unit: str = ""
+    reference: float | None = None
+    lower_bound: float | None = None
+    upper_bound: float | None = None
+    reason: str = ""
+    expected: bool = True  # False: the node type has no references for this check, so it does not count
+
+    @property
+    def tolerance(self) -> str:
+        parts = []
+        if self.reference:
+            if self.lower_bound is not None:
+                parts.append(f"-{(1 - self.lower_bound / self.reference) * 100:.0f}%")
+            if self.upper_bound is not None:
+                parts.append(f"+{(self.upper_bound / self.reference - 1) * 100:.0f}%")
+        return "/".join(parts)
+
+
+@dataclass
+class Verdict:
+    node: str
+    node_type: str
+    suite: str
+    accepted: bool
+    rows: list[Row]
+    started_unix: float | None = None
+    finished_unix: float | None = None
+    reframe_version: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    run_dir: str = ""
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_unix is None or self.finished_unix is None:
+            return None
+        return self.finished_unix - self.started_unix
+
+    def failed_checks(self) -> list[str]:
+        return sorted({r.check for r in self.rows if r.status in (FAIL, NOT_RUN) and r.expected})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "gpuaccept_version": __version__,
+            "node": self.node,
+            "node_type": self.node_type,
+            "suite": self.suite,
+            "verdict": PASS if self.accepted else FAIL,
+            "failed_checks": self.failed_checks(),
+            "started_unix": self.started_unix,
+            "finished_unix": self.finished_unix,
+            "duration_s": self.duration_s,
+            "reframe_version": self.reframe_version,
+            "run_dir": self.run_dir,
+            "facts": self.facts,
+            "rows": [asdict(r) for r in self.rows],
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Verdict:
+        if not isinstance(doc, dict):
+            raise ValueError(f"not a gpuaccept verdict (a JSON {type(doc).__name__}, expected an object)")
+        if doc.get("schema") != SCHEMA:
+            raise ValueError(f"not a gpuaccept verdict (schema {doc.get('schema')!r}, expected {SCHEMA!r})")
+        try:
+            return cls._from_json(doc)
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"not a complete gpuaccept verdict ({type(err).__name__}: {err})") from None
+
+    @classmethod
+    def _from_json(cls, doc: dict[str, Any]) -> Verdict:
+        return cls(
+            node=doc["node"],
+            node_type=doc["node_type"],
+            suite=doc["suite"],
+            accepted=doc["verdict"] == PASS,
+            rows=[Row(**r) for r in doc["rows"]],
+            started_unix=doc.get("started_unix"),
+            finished_unix=doc.get("finished_unix"),
+            reframe_version=doc.get("reframe_version"),
+            facts=doc.get("facts") or {},
+            run_dir=doc.get("run_dir", ""),
+        )
+
+
+class ReportError(Exception):
+    """ReFrame's report is missing or not what ReFrame 4 writes."""
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    """ReFrame's JSON report, checked for the structure the judge reads (``session_info`` an object, ``runs`` a
+    list of objects with ``testcases`` lists of objects); ReportError names the file and what is wrong."""
+    path = Path(path)
+    try:
+        report = rules.load_json_input(path, "ReFrame's report")
+    except rules.DocumentError as err:
+        text = str(err)
+        if text.endswith("is missing"):
+            text += ": ReFrame did not run or did not finish"
+        raise ReportError(text) from None
+    if not isinstance(report.get("session_info"), dict):
+        raise ReportError(f"{path}: not a ReFrame report: 'session_info' is not an object")
+    runs = report.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise ReportError(f"{path}: not a ReFrame report: 'runs' is not a list of objects")
+    for i, run in enumerate(runs):
+        cases = run.get("testcases")
+        if not isinstance(cases, list) or not all(isinstance(tc, dict) for tc in cases):
+            raise ReportError(f"{path}: not a ReFrame report: runs[{i}].testcases is not a list of objects")
+    return report
+
+
+def _testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
+    cases = []
+    for run in report.get("runs", []):
+        cases.extend(tc for tc in run.get("testcases", []) if not tc.get("fixture"))
+    # With --max-retries only the last run of a test case counts: later runs replace earlier ones.
+    latest: dict[str, dict[str, Any]] = {}
+    for tc in cases:
+        latest[str(tc.get("unique_name") or tc.get("name"))] = tc
+    return list(latest.values())
+
+
+def _output_dirs(tc: dict[str, Any], moved: list[tuple[Path, Path]]) -> list[Path]:
+    """Where a test case's files are: where ReFrame kept them or, for a run directory that was moved (fetched to
+    the controller, recorded as a test fixture), at the same place relative to it (tried first)."""
+    out: list[Path] = []
+    dirs = [d for d in (tc.get("outputdir"), tc.get("stagedir")) if isinstance(d, str) and d]
+    for d in dirs:
+        for old, new in moved:
+            if d.startswith(str(old) + "/"):
+                out.append(new / Path(d).relative_to(old))
+    return out + [Path(d) for d in dirs]
+
+
+def _find(dirs: list[Path], name: str) -> Path:
+    """The first existing ``name`` among ``dirs``, else where it should have been (the first directory)."""
+    for d in dirs:
+        if (d / name).exists():
+            return d / name
+    return (dirs[0] if dirs else Path(".")) / name
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _metric_rows(
+    key: str, metrics: dict[str, Any], waived: dict[str, str], node_type: NodeType | None, why_no_refs: str
+) -> list[Row]:
+    """One row per metric the document reports, waives or the node type references, each judged by
+    MetricReference.assess."""
+    rows = []
+    refs = node_type.checks.get(key, {}) if node_type else {}
+    for metric, m in metrics.items():
+        value = _num(m.get("value"))
+        unit = str(m.get("unit") or "")
+        ref = refs.get(metric)
+        if ref is None:
+            if node_type is None:
+                rows.append(Row(key, metric, INFO, value, unit, reason=f"not judged: {why_no_refs}"))
+            else:
+                rows.append(Row(key, metric, FAIL, value, unit, reason="no reference value for this metric"))
+            continue
+        status, reason = ref.assess(value)
+        if status != INFO and unit != ref.unit:
+            status, reason = FAIL, f"measured in {unit!r}, the reference is in {ref.unit!r}"
+        row = Row(key, metric, status, value, unit, ref.value, reason=reason)
+        if ref.judged:
+            row.lower_bound, row.upper_bound = ref.lower_bound, ref.upper_bound
+        rows.append(row)
+    for metric, why in waived.items():
+        if metric in metrics:
+            continue
+        ref = refs.get(metric)
+        if ref is None or not ref.judged:
+            rows.append(Row(key, metric, WAIVED, unit=ref.unit if ref else "", reason=f"waived on this node: {why}"))
+        else:
+            reason = f"waived on this node: {why} (but node type {node_type.name} expects a value)"  # type: ignore[union-attr]
+            rows.append(Row(key, metric, FAIL, unit=ref.unit, reference=ref.value, reason=reason))
+    for metric, ref in refs.items():
+        if metric not in metrics and metric not in waived:
+            rows.append(
+                Row(
+                    key,
+                    metric,
+                    FAIL if ref.judged else INFO,
+                    unit=ref.unit,
+                    reference=ref.value,
+                    reason="not measured: the check did not report this metric",
+                )
+            )
+    return rows
+
+
+# ReFrame's log line for a skipped test: "[ SKIP ] (1/2) <display name> /<hash> @<partition>+<env> [<reason>]"
+_SKIP_LINE = re.compile(
+    r"\bSKIP\s*(?:\x1b\[[0-9;]*m)?\s*\] \(\d+/\d+\) (?P<name>.+?) /(?P<hash>[0-9a-f]+) @\S+ \[(?P<why>.*)\]$"
+)
+
+
+def _skip_reason(tc: dict[str, Any], run_dir: str | Path | None) -> str:
+    """Why ReFrame skipped a test: its JSON report (4.10) drops the reason, its log (run_dir/reframe.log) has it."""
+    if run_dir is None:
+        return ""
+    try:
+        text = rules.read_text_input(Path(run_dir) / "reframe.log", "ReFrame's log")
+    except rules.DocumentError:
+        return ""
+    for line in text.splitlines():
+        m = _SKIP_LINE.search(line.rstrip())
+        if m and m.group("hash") == tc.get("hashcode") and m.group("name") == tc.get("display_name"):
+            return m.group("why")
+    return ""
+
+
+def _not_run_reason(key: str, facts: dict[str, Any]) -> str:
+    if CHECKS[key].needs_gpu and not facts.get("gpus"):
+        return facts.get("gpu_error") or "no NVIDIA GPU found"
+    return "ReFrame did not run this check (not selected, or filtered out: see reframe.log in the run directory)"
+
+
+def _variable(tc: dict[str, Any], name: str) -> str:
+    """A ReFrame variable of a test case as its report recorded it ("" when absent)."""
+    value = (tc.get("variables") or {}).get(name) if isinstance(tc.get("variables"), dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def _judge_case(
+    tc: dict[str, Any],
+    check_key: str,
+    node_type: NodeType | None,
+    why_no_refs: str,
+    facts: dict[str, Any],
+    expected_gpus: int | None,
+    moved: list[tuple[Path, Path]],
+    run_dir: str | Path | None,
+) -> tuple[Row, list[Row]]:
+    """One test case of a check: its row and its metric rows, from its benchmark document."""
+    check = CHECKS[check_key]
+    result = tc.get("result")
+    if result == "skip":
+        why = tc.get("fail_reason") or tc.get("not_run_reason") or _skip_reason(tc, run_dir) or "skipped"
+        return Row(check_key, None, NOT_RUN, reason=why), []
+    dirs = _output_dirs(tc, moved)
+    phase = tc.get("fail_phase")
+    if result not in ("pass", "fail"):
+        return Row(check_key, None, FAIL, reason=f"ReFrame recorded no result ({result!r})"), []
+    # ReFrame's record says whether the run completed; the document says what it measured.
+    problems: list[str] = []
+    if result == "fail" and phase not in ("sanity", "performance"):
+        problems.append(f"{phase or 'run'}: {tc.get('fail_reason') or 'failed'}")
+    path = _find(dirs, check.result_file)
+    try:
+        doc = rules.load_document(path)
+    except rules.DocumentError as err:
+        if result == "fail" and phase in ("sanity", "performance"):
+            problems.append(f"ReFrame recorded {phase}: {' '.join(str(tc.get('fail_reason')).split())}")
+        return Row(check_key, None, FAIL, reason="; ".join([str(err), *problems])), []
+    if doc.get("not_run"):
+        nr = doc["not_run"]
+        reason = nr["reason"] + (f"; fix: {nr['fix']}" if nr.get("fix") else "")
+        return Row(check_key, None, NOT_RUN, reason=reason), []
+    gpus = len(facts.get("gpus") or []) if check.needs_gpu else None
+    problems += rules.document_problems(doc, path, gpus)
+    # The power sampler's document: required of a check the table says is sampled, joined wherever one was
+    # written (any check can run under the sampler: -S sample_power=true).
+    power_doc = None
+    power_path = _find(dirs, POWER_FILE)
+    if check.power_sampled or power_path.exists():
+        try:
+            power_doc = rules.load_document(power_path)
+        except rules.DocumentError as err:
+            problems.append(f"power sampler: {err}")
+            power_doc = {"metrics": {}, "waived": {}, "verification": {"passed": True}}
+    efficiency = check.efficiency_metric or _variable(tc, "efficiency_metric")
+    metrics, waived, power_problems = rules.combine(doc, power_doc, efficiency)
+    problems += power_problems
+    not_run = ""
+    if "hpl" in check.rules:
+        problems += rules.hpl_problems(doc, path)
+    if "throttle" in check.rules:
+        problems += rules.throttle_problems(doc, path)
+    if "health" in check.rules and node_type is not None:
+        try:
+            findings, _notes, not_run = health_rules.assess(doc, node_type, expected_gpus)
+        except ReferenceError as err:
+            findings, not_run = [], f"cannot judge health: {err}"
+        problems += [f"{f['message']} -> {f['fix']}" for f in findings]
+        metrics["health_findings"] = {"value": len(findings), "unit": "count"}
+        not_run = not_run or ""
+    rows = _metric_rows(check_key, metrics, waived, node_type, why_no_refs)
+    failed_metrics = [r.metric for r in rows if r.status == FAIL]
+    if problems:
+        row = Row(check_key, None, FAIL, reason="; ".join(problems))
+    elif not_run:
+        row = Row(check_key, None, NOT_RUN, reason=not_run)
+    elif node_type is None:
+        row = Row(check_key, None, NOT_RUN, reason=f"ran, not judged: {why_no_refs}")
+    elif failed_metrics:
+        row = Row(check_key, None, FAIL, reason="a metric failed its reference: " + ", ".join(map(str, failed_metrics)))
+    else:
+        row = Row(check_key, None, PASS)
+    if not_run and problems:
+        row.reason += f"; and {not_run}"
+    return row, rows
+
+
+def build(
+    report: dict[str, Any] | None,
+    facts: dict[str, Any],
+    reference_dir: str | Path,
+    node_type_name: str,
+    suite: str,
+    expected_gpus: int | None = None,
+    report_error: str | None = None,
+    run_dir: str | Path | None = None,
+    input_errors: list[str] | None = None,
+) -> Verdict:
+    """Judge one run: a pure function of the benchmark documents (found through ReFrame's report under
+    ``run_dir``), the node type's references and the node facts. ``report`` None means ReFrame left no report
+    (``report_error`` says why); ``input_errors`` are problems with the run's other inputs (the facts file),
+    each a failed row."""
+    rows: list[Row] = [Row("inputs", None, FAIL, reason=e) for e in input_errors or []]
+    node_type: NodeType | None = None
+    why_no_refs = ""
+    try:
+        node_type = load_node_type(reference_dir, node_type_name)
+    except ReferenceError as err:
+        why_no_refs = f"no reference file for this node: {err}"
+        rows.append(Row("references", None, FAIL, reason=why_no_refs + BASELINE_HINT))
+
+    # The node itself: the GPUs the inventory and the node type promise are there.
+    seen_gpus = len(facts.get("gpus") or [])
+    for claim, source in (
+        (expected_gpus, "the inventory"),
+        (node_type.match["gpu_count"] if node_type else None, f"node type {node_type_name}"),
+    ):
+        if claim is None:
+            continue
+        ok = seen_gpus == claim
+        reason = (
+            ""
+            if ok
+            else (
+                f"{source} says {claim} GPUs, {facts.get('gpu_source') or 'NVML/nvidia-smi'} "
+                f"sees {seen_gpus} on {facts.get('hostname')}"
+                + (f": {facts['gpu_error']}" if facts.get("gpu_error") else "")
+                + "; check nvidia-smi, the seating and power of missing GPUs, or the inventory"
+            )
+        )
+        count = float(claim)
+        rows.append(Row("node", "gpu_count", PASS if ok else FAIL, float(seen_gpus), "", count, count, count, reason))
+
+    cases = _testcases(report) if report else []
+    moved: list[tuple[Path, Path]] = []
+    session = (report or {}).get("session_info", {})
+    for key, sub in (("prefix_output", "output"), ("prefix_stage", "stage")):
+        prefix = session.get(key)
+        if run_dir is not None and isinstance(prefix, str) and prefix:
+            moved.append((Path(prefix), Path(run_dir) / "reframe" / sub))
+    for check in in_suite(suite):
+        expected = node_type is None or check.key in node_type.checks
+        mine = [tc for tc in cases if tc.get("check_key") == check.key]
+        if not mine:
+            reason = report_error or _not_run_reason(check.key, facts)
+            if node_type is None:
+                reason += f"; {why_no_refs}"
+            elif not expected:
+                reason += f" (not expected for node type {node_type_name})"
+            rows.append(Row(check.key, None, NOT_RUN, reason=reason, expected=expected))
+            continue
+        for tc in mine:
+            row, metric_rows = _judge_case(
+                tc, check.key, node_type, why_no_refs, facts, expected_gpus, moved, run_dir
+            )
+            if row.status == NOT_RUN and not expected:
+                # Skipped (an optional backend or an application not installed) on a node type that has no
+                # references for it: not run and not expected. Anywhere else not run fails.
+                row.reason = f"{row.reason} (not expected for node type {node_type_name})"
+                row.expected = False
+            rows.append(row)
+            rows.extend(metric_rows)
+
+    rows.extend(_cpu_gpu_ratios(rows))
+    judged = [r for r in rows if r.expected and r.status not in (INFO, WAIVED)]
+    ran = any(r.metric is None and r.status == PASS for r in judged)
+    accepted = node_type is not None and ran and all(r.status == PASS for r in judged)
+    if not accepted and not any(r.status in (FAIL, NOT_RUN) and r.expected for r in rows):
+        # A rejected node always names a check and why: here no check of the suite was expected or ran.
+        why = report_error or "ReFrame selected none: see reframe.log in the run directory"
+        rows.append(Row("suite", None, NOT_RUN, reason=f"no check of the {suite} suite ran and passed ({why})"))
+    return Verdict(
+        node=facts.get("hostname") or session.get("hostname") or "unknown",
+        node_type=node_type_name,
+        suite=suite,
+        accepted=accepted,
+        rows=rows,
+        started_unix=_num(session.get("time_start_unix")),
+        finished_unix=_num(session.get("time_end_unix")),
+        reframe_version=session.get("version") if isinstance(session.get("version"), str) else None,
+        facts=facts,
+    )
+
+
+BASELINE_HINT = (
+    "; to make one: run the suite on a known-good node of this type 5 times, then "
+    "`gpuaccept baseline --node-type NAME --description ... --machine ... --evidence ... --source-id ... "
+    "--facts results/<node>/<run>/node-facts.json --output proposal.yaml results/<node>/*` and review "
+    "proposal.yaml into reference_values/NAME.yaml (docs/reference-values.md)"
+)
+
+
+# Rows the judge derives from other rows (reported, never judged): not metrics of any document.
+DERIVED_METRICS = ("cpu_gpu_dgemm_ratio", "cpu_gpu_sgemm_ratio", "gpu_cpu_hpl_ratio")
+
+
+def _cpu_gpu_ratios(rows: list[Row]) -> list[Row]:
+    """The host's GEMM rate (all cores) over the slowest GPU's, as seed 003 compares CPU and GPU: reported,
+    not judged."""
+    values = {(r.check, r.metric): r.value for r in rows if r.metric and r.value is not None}
+    out = []
+    for cpu, gpu, name in (("dgemm_gflops", "fp64_tflops_min", "cpu_gpu_dgemm_ratio"),
+                           ("sgemm_gflops", "fp32_tflops_min", "cpu_gpu_sgemm_ratio")):
+        c, g = values.get(("cpu_gemm", cpu)), values.get(("gemm", gpu))
+        if c and g:
+            out.append(Row("cpu_gemm", name, INFO, c / (g * 1000.0), "ratio",
+                           reason=f"informational: host {cpu} (all cores) / GPU {gpu}"))
+    # HPL: the GPUs' HPL-style node rate over the host's HPL (seed 003's GPU/CPU ratio), where both ran.
+    host, gpus = values.get(("hpl_host", "gflops")), values.get(("hplstyle", "tflops_sum"))
+    if host and gpus:
+        out.append(Row("hpl_host", "gpu_cpu_hpl_ratio", INFO, gpus * 1000.0 / host, "ratio",
+                       reason="informational: hplstyle tflops_sum (all GPUs) / hpl_host gflops (host)"))
+    return out
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:.4g}" if abs(value) < 1e5 else f"{value:.0f}"
+    return f"{text} {unit}".strip()
+
+
+def table(verdict: Verdict) -> str:
+    """The verdict as a plain-text table: check, metric, value, reference, tolerance, verdict, reason."""
+    body = [
+        (
+            r.check,
+            r.metric or "-",
+            _fmt(r.value, r.unit),
+            _fmt(r.reference, r.unit),
+            r.tolerance or "-",
+            r.status.upper().replace("_", " "),
+            r.reason,
+        )
+        for r in verdict.rows
+    ]
+    head = ("check", "metric", "value", "reference", "tolerance", "verdict", "reason")
+    text = tabulate.tabulate(body, headers=head, tablefmt="simple", disable_numparse=True)
+    status = "ACCEPTED" if verdict.accepted else "REJECTED"
+    failed = verdict.failed_checks()
+    summary = f"{verdict.node} ({verdict.node_type}, suite {verdict.suite}): {status}"
+    if failed:
+        summary += f"; failed or not run: {', '.join(failed)}"
+    return "\n".join([*(line.rstrip() for line in text.splitlines()), "", summary])

@@ -1,0 +1,2 @@
+"""What is made of verdicts and benchmark documents once judged: fleet summaries, comparisons, baselines,
+reports, Slurm glue."""

@@ -1,0 +1,438 @@
+"""``gpuaccept run``: the one way a suite runs on a node. It makes the run directory, records the node's
+facts, resolves the node type, runs ReFrame on the suite's checks (its command line is built here and nowhere
+else) within a time limit, and judges the run (:func:`gpuaccept.judge.summarize.judge_run_dir`).
+
+The suite role, the nightly timer's runner and scripts/slurm-accept.sh (``--distribute``) all call it. A node
+without GPUs or without a node type still runs what it can (the host checks) and gets a verdict that names
+what did not run and why.
+
+Exit status: 0 accepted; 1 rejected (a check or the node failed); 3 the suite could not run to the end
+(ReFrame missing or stopped at the time limit, no report), with a verdict all the same; 4 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuaccept import rfmconfig
+from gpuaccept.atomic import write_text_atomic
+from gpuaccept.judge import references, summarize, verdict
+from gpuaccept.judge.checks import SUITES
+from gpuaccept.probe import facts as node_facts
+
+EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_RUN, EXIT_INPUT = 0, 1, 3, 4
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CHECKS_DIR = PROJECT_ROOT / "reframe_checks"
+
+#: A run's id, the name of its directory under results/<node>/: the UTC start time and the suite, and for a
+#: Slurm run a ``-slurm`` suffix (``20261123T030000Z-nightly``, ``20261123T101500Z-commission-slurm``).
+RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+
+#: ReFrame options each suite runs with unless told otherwise (``--no-suite-options``). The nightly suite runs
+#: the checks' quick mode, and a bandwidth pass comparable with the node types' references: a sweep to 1 GiB,
+#: 7 trials of 5 ms (playbooks/nightly.yml had them; docs/evidence/2026-11-22-h100-suites).
+SUITE_OPTIONS: dict[str, list[str]] = {
+    "nightly": ["-S", "mode=quick", "-S", "GpuBandwidth.bench_opts=--max-bytes,1GiB,--trials,7,--target-ms,5"],
+}
+#: The time limit of the whole ReFrame run per suite, in seconds (the suite role's and timer's defaults).
+TIMEOUT_S = {"nightly": 900}
+DEFAULT_TIMEOUT_S = 3600
+#: After the time limit ReFrame gets SIGTERM (it cancels its jobs and exits), then SIGKILL this much later.
+KILL_AFTER_S = 120
+
+
+def default_reframe() -> str:
+    """The reframe beside this Python (the tool environment's), else the one on PATH."""
+    beside = Path(sys.executable).parent / "reframe"
+    return str(beside) if beside.exists() else (shutil.which("reframe") or str(beside))
+
+
+class RunError(Exception):
+    """Bad input to ``gpuaccept run`` (exit 4): the message names what was wrong."""
+
+
+def new_run_id(suite: str, now: dt.datetime | None = None, suffix: str = "") -> str:
+    now = now or dt.datetime.now(dt.UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{suite}{'-' + suffix if suffix else ''}"
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID_RE.match(run_id):
+        raise RunError(
+            f"run id {run_id!r} is not of the form <UTC time>-<suite>, e.g. {new_run_id('nightly')} "
+            f"(pattern {RUN_ID_RE.pattern})"
+        )
+    return run_id
+
+
+def reframe_argv(
+    reframe: str | Path,
+    config: str | Path,
+    suite: str,
+    run_dir: str | Path,
+    checks_dir: str | Path = CHECKS_DIR,
+    repeat: int = 1,
+    suite_options: bool = True,
+    quick: bool = False,
+    extra: list[str] | tuple[str, ...] = (),
+    distribute: bool = False,
+) -> list[str]:
+    """ReFrame's command line for one suite. One test at a time (``--exec-policy serial``): ReFrame's default
+    policy builds the next benchmarks while one runs, and a compiler on the cores slowed the host GEMM by a third
+    (docs/evidence/2026-11-22-h100-integrated); a distributed run keeps ReFrame's asynchronous policy (one job
+    per node at once)."""
+    run_dir = Path(run_dir)
+    argv = [str(reframe), "-C", str(config), "-c", str(checks_dir), "-R", "--tag", suite,
+            "--prefix", str(run_dir / "reframe"), "--report-file", str(run_dir / "reframe-report.json"),
+            "--save-log-files", "--nocolor"]  # fmt: skip
+    argv += ["--distribute=avail"] if distribute else ["--exec-policy", "serial"]
+    if repeat > 1:
+        argv += ["--repeat", str(repeat)]
+    if suite_options:
+        argv += SUITE_OPTIONS.get(suite, [])
+    if quick and "mode=quick" not in argv:
+        argv += ["-S", "mode=quick"]
+    return [*argv, *extra, "-r"]
+
+
+@dataclass
+class NodeType:
+    """The node type the run is judged against: ``name`` ('' when unknown) and why it is unknown."""
+
+    name: str
+    error: str | None = None
+
+
+def _known_types(reference_dir: Path) -> str:
+    try:
+        types = references.load_all(reference_dir)
+    except references.ReferenceError as err:
+        return f"the reference files cannot be read ({err})"
+    if not types:
+        return f"no node type has a reference file in {reference_dir}"
+    expects = [f"{t.name} ({', '.join(f'{k} {v!r}' for k, v in t.match.items())})" for t in types]
+    return "known node types and what each expects: " + "; ".join(expects)
+
+
+def resolve_node_type(requested: str, reference_dir: Path, facts: dict[str, Any]) -> NodeType:
+    """``auto``: the node type whose match rules fit the facts; a name: that node type's reference file. Never
+    raises for a node that fits none: the error goes to the verdict, and the run goes on with what can run."""
+    node = facts.get("hostname") or "this node"
+    try:
+        if requested in ("auto", ""):
+            return NodeType(references.detect(reference_dir, facts).name)
+        loaded = references.load_node_type(reference_dir, requested)
+    except references.ReferenceError as err:
+        why = str(err)
+        if requested in ("auto", ""):
+            why = f"no reference file for this node: {why}"
+        return NodeType("", f"{why}. {_known_types(reference_dir)} (the node type row says how to make one)")
+    mismatch = references.mismatches(loaded, facts)
+    if mismatch:
+        print(f"gpuaccept run: warning: {node} does not match node type {loaded.name} as {loaded.path} describes "
+              f"it: {'; '.join(mismatch)} (judged as {loaded.name} all the same)", file=sys.stderr)  # fmt: skip
+    return NodeType(loaded.name)
+
+
+@dataclass
+class ReframeOutcome:
+    """How the ReFrame run ended: its exit status (None: it did not start), whether the time limit stopped it,
+    and why there is no report when it left none."""
+
+    returncode: int | None
+    timed_out: bool = False
+    report_error: str | None = None
+    nothing_selected: bool = False
+
+
+def run_reframe(argv: list[str], run_dir: Path, timeout_s: float, log: Path) -> ReframeOutcome:
+    """Run ReFrame in ``run_dir`` (its reframe.log goes there) with its output in ``log``; SIGTERM at the
+    time limit (ReFrame cancels its jobs), SIGKILL ``KILL_AFTER_S`` later."""
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "RFM_REPORT_JUNIT": ""}
+    with open(log, "w", encoding="utf-8") as out:
+        out.write("$ " + shlex.join(argv) + "\n")
+        out.flush()
+        try:
+            proc = subprocess.Popen(argv, cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, env=env)
+        except OSError as err:
+            out.write(f"cannot start ReFrame: {err}\n")
+            return ReframeOutcome(None, report_error=f"ReFrame did not start ({argv[0]}: {err.strerror})")
+        timed_out = False
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.send_signal(signal.SIGTERM)
+            try:
+                rc = proc.wait(timeout=KILL_AFTER_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = proc.wait()
+        out.write(f"reframe exit {rc}{' (stopped at the time limit)' if timed_out else ''}\n")
+    outcome = ReframeOutcome(rc, timed_out)
+    if timed_out:
+        outcome.report_error = (
+            f"the suite did not finish within its time limit ({timeout_s:g} s) and was stopped: look for the hung "
+            f"check in {run_dir / 'reframe.log'}, or raise --timeout-s"
+        )
+    elif not (run_dir / "reframe-report.json").exists():
+        text = log.read_text(encoding="utf-8", errors="replace")
+        if rc == 0 or re.search(r"Running 0 check\(s\)", text):
+            # ReFrame ran and selected nothing for this node: each check's own reason says why (no GPU...).
+            outcome.nothing_selected = True
+        else:
+            tail = " | ".join(line.strip() for line in text.strip().splitlines()[-3:])
+            outcome.report_error = f"ReFrame exited {rc} without a report (see {log}): {tail}"
+    return outcome
+
+
+def _load_facts(path: str | None) -> dict[str, Any]:
+    if not path:
+        return node_facts.gather()
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise RunError(f"{path}: cannot read the node facts: {err}") from None
+
+
+def run_dir_for(args: argparse.Namespace, node: str) -> Path:
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+        check_run_id(run_dir.name)
+    else:
+        run_id = check_run_id(args.run_id or new_run_id(args.suite))
+        run_dir = Path(args.results or PROJECT_ROOT / "results") / node / run_id
+    if run_dir.exists() and any(run_dir.iterdir()) and not (run_dir.is_dir() and _only_facts(run_dir)):
+        raise RunError(f"{run_dir}: the run directory exists and is not empty: every run gets a new one")
+    return run_dir
+
+
+def _only_facts(run_dir: Path) -> bool:
+    """A run directory that holds only the node's facts (gathered before, e.g. by srun on the node)."""
+    return {p.name for p in run_dir.iterdir()} <= {"node-facts.json"}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.expected_gpus is not None and args.expected_gpus < 0:
+        raise RunError(f"--expected-gpus {args.expected_gpus}: a GPU count is 0 or more")
+    if args.repeat < 1:
+        raise RunError(f"--repeat {args.repeat}: run the suite at least once")
+    reference_dir = Path(args.reference_dir)
+    if not reference_dir.is_dir():
+        raise RunError(f"--reference-dir {reference_dir}: not a directory")
+    if args.reframe_config and not Path(args.reframe_config).is_file():
+        raise RunError(f"--reframe-config {args.reframe_config}: no such file")
+    extra = list(args.reframe_options)
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+
+    if args.slurm_inventory:
+        return run_slurm(args, extra)
+    if args.distribute or args.drain:
+        raise RunError("--distribute and --drain belong to a Slurm run: give --slurm-inventory")
+
+    facts = _load_facts(args.facts)
+    node = args.node or (facts.get("hostname") or "localhost").split(".")[0]
+    run_dir = run_dir_for(args, node)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    facts_file = run_dir / "node-facts.json"
+    if facts_file.exists() and not args.facts:
+        facts = _load_facts(str(facts_file))  # gathered on the node before the run (e.g. through srun)
+    else:
+        write_text_atomic(facts_file, json.dumps(facts, indent=2, sort_keys=True) + "\n")
+    print(f"== {args.suite} suite on {node}, run {run_dir}")
+    if not facts.get("gpus"):
+        print(f"   no NVIDIA GPU: {facts.get('gpu_error') or 'none found'} (the GPU checks will not run)")
+
+    node_type = resolve_node_type(args.node_type, reference_dir, facts)
+    print(f"   node type: {node_type.name or 'unknown (the checks that can run still run, unjudged)'}")
+
+    config = Path(args.reframe_config) if args.reframe_config else run_dir / "reframe_settings.py"
+    outcome: ReframeOutcome
+    try:
+        if not args.reframe_config:
+            rfmconfig.write(config, facts, node_type.name, reference_dir, facts_file, args.bench_dir,
+                            source="gpuaccept run")  # fmt: skip
+        reframe = args.reframe or default_reframe()
+        argv = reframe_argv(reframe, config, args.suite, run_dir, args.checks_dir, args.repeat,
+                            not args.no_suite_options, args.quick, extra)  # fmt: skip
+        timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
+        print(f"   reframe (time limit {timeout_s:g} s), output in {run_dir / 'reframe.out'}")
+        outcome = run_reframe(argv, run_dir, timeout_s, run_dir / "reframe.out")
+    except rfmconfig.ConfigError as err:
+        outcome = ReframeOutcome(None, report_error=f"no ReFrame configuration: {err}")
+    print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
+    print()
+
+    result, written = summarize.judge_run_dir(
+        run_dir,
+        facts,
+        reference_dir,
+        node_type.name,
+        args.suite,
+        expected_gpus=args.expected_gpus,
+        textfile_dir=args.textfile_dir,
+        node_type_error=node_type.error,
+        report_error=outcome.report_error,
+        nothing_selected=outcome.nothing_selected,
+    )
+    print(verdict.table(result))
+    print(f"\nreport:  {run_dir / summarize.VERDICT_FILE}")
+    report = run_dir / summarize.REPORT_FILE
+    print(f"reframe: {report}" + ("" if report.exists() else " (none)"))
+    for path in written[1:]:
+        print(f"prom:    {path}")
+    if args.pushgateway:  # after the table: a failed push (an error) leaves the verdict shown and written
+        from gpuaccept.judge import pushgateway  # noqa: PLC0415
+
+        grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance or node)
+        print(f"pushed:  {args.pushgateway} (job {pushgateway.JOB}, {grouping})")
+    return exit_status(result, outcome)
+
+
+def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
+    """A Slurm run from a login node (scripts/slurm-accept.sh): ReFrame with the fleet's configuration
+    (``gpuaccept slurm-config``), one job per node with ``--distribute``, in the work directory
+    ``<results>/_slurm/<run id>``; then one verdict per inventory node in ``<results>/<node>/<run id>/``, whose
+    ``node-facts.json`` was gathered on the node before (srun)."""
+    from gpuaccept.results import slurm  # noqa: PLC0415
+
+    if not args.run_dir or not args.reframe_config:
+        raise RunError("a Slurm run needs --run-dir <results>/_slurm/<run id> and --reframe-config (slurm-config's)")
+    work = Path(args.run_dir)
+    run_id = check_run_id(work.name)
+    if work.parent.name != "_slurm":
+        raise RunError(f"--run-dir {work}: a Slurm run's work directory is <results>/_slurm/<run id>")
+    results = work.parent.parent
+    try:
+        parts = slurm.partitions(slurm.load_inventory(args.slurm_inventory))
+    except slurm.SlurmError as err:
+        raise RunError(str(err)) from None
+    work.mkdir(parents=True, exist_ok=True)
+    reframe = args.reframe or default_reframe()
+    argv = reframe_argv(reframe, args.reframe_config, args.suite, work, args.checks_dir, args.repeat,
+                        not args.no_suite_options, args.quick, extra, distribute=args.distribute)  # fmt: skip
+    timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
+    print(f"== {args.suite} suite through Slurm{', one job per node' if args.distribute else ''}, run {run_id}")
+    outcome = run_reframe(argv, work, timeout_s, work / "reframe.out")
+    print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
+    try:
+        report = verdict.load_report(work / "reframe-report.json")
+    except verdict.ReportError as err:
+        print(f"gpuaccept run: no verdicts: {outcome.report_error or err}", file=sys.stderr)
+        return EXIT_NOT_RUN
+    try:
+        judged = slurm.judge(report, parts, results, run_id, args.suite, args.reference_dir)
+    except slurm.SlurmError as err:
+        raise RunError(str(err)) from None
+    for r in judged:
+        status = "ACCEPTED" if r.accepted else "REJECTED"
+        print(f"{r.node} ({r.node_type}, suite {r.suite}): {status}"
+              + (f": {', '.join(r.failed_checks())}" if not r.accepted else "")
+              + f"  -> {Path(r.run_dir) / 'verdict.json'}")  # fmt: skip
+        if args.pushgateway:
+            from gpuaccept.judge import pushgateway  # noqa: PLC0415
+
+            pushgateway.push(r, args.pushgateway, r.node)
+            print(f"  pushed to {args.pushgateway}")
+        if args.drain and not r.accepted:
+            print(f"  drained: {' '.join(slurm.drain(r.node, slurm.drain_reason(r, run_id)))}")
+    if judged and all(r.accepted for r in judged):
+        return EXIT_ACCEPTED
+    return EXIT_NOT_RUN if outcome.timed_out else EXIT_REJECTED
+
+
+def exit_status(result: verdict.Verdict, outcome: ReframeOutcome) -> int:
+    if result.accepted:
+        return EXIT_ACCEPTED
+    if outcome.returncode is None or outcome.timed_out:
+        return EXIT_NOT_RUN
+    return EXIT_REJECTED
+
+
+def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
+    sp = sub.add_parser(
+        "run",
+        help="run a suite on this node: run directory, node facts, node type, ReFrame (time-limited), verdict; "
+        "exit 0 accepted, 1 rejected, 3 could not run, 4 bad input",
+        description=__doc__.split("\n\n")[0],
+    )
+    sp.add_argument("--suite", required=True, choices=SUITES, help="the suite to run (its checks, tags and options)")
+    where = sp.add_mutually_exclusive_group()
+    where.add_argument("--run-dir", help="the run directory to make (its name is the run id)")
+    where.add_argument("--results", help="make the run in RESULTS/<node>/<run id> (default: results/ of the project)")
+    sp.add_argument("--run-id", help=f"the run's id with --results (default: <UTC time>-<suite>; {RUN_ID_RE.pattern})")
+    sp.add_argument("--node", help="the node's name in the results tree (default: its short hostname)")
+    sp.add_argument("--node-type", default="auto", help="the node type to judge against, or auto (default)")
+    sp.add_argument("--reference-dir", default=reference_dir, help="directory of <node_type>.yaml (%(default)s)")
+    sp.add_argument("--facts", help="the node's facts JSON (default: gather them now)")
+    sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
+    sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
+    sp.add_argument("--pushgateway", help="also push the metrics to this Pushgateway URL")
+    sp.add_argument("--pushgateway-instance", help="the push's instance label (default: the node's name)")
+    sp.add_argument(
+        "--reframe-config",
+        help="the ReFrame configuration (the gpuaccept_reframe role's); default: written into the run directory "
+        "from the role's template (gpuaccept reframe-config)",
+    )
+    sp.add_argument("--bench-dir", help=f"prebuilt benchmarks, for a generated configuration ({rfmconfig.BENCH_DIR})")
+    sp.add_argument("--checks-dir", default=CHECKS_DIR, help="the ReFrame checks (%(default)s)")
+    sp.add_argument("--reframe", help="the reframe command (default: the one beside this Python, else on PATH)")
+    sp.add_argument("--timeout-s", type=float, help=f"time limit of ReFrame's run (nightly {TIMEOUT_S['nightly']}, "
+                    f"else {DEFAULT_TIMEOUT_S})")  # fmt: skip
+    sp.add_argument("--repeat", type=int, default=1, help="run the suite this many times (ReFrame --repeat)")
+    sp.add_argument("--quick", action="store_true", help="the checks' quick mode (-S mode=quick; nightly's default)")
+    sp.add_argument("--no-suite-options", action="store_true", help="leave out the suite's own ReFrame options "
+                    f"({', '.join(f'{k}: {shlex.join(v)}' for k, v in SUITE_OPTIONS.items())})")  # fmt: skip
+    slurm = sp.add_argument_group("a Slurm run from a login node (scripts/slurm-accept.sh, docs/fleet.md)")
+    slurm.add_argument("--slurm-inventory", help="judge each node of this inventory (ansible-inventory --list JSON)")
+    slurm.add_argument("--distribute", action="store_true", help="one job per node (reframe --distribute=avail)")
+    slurm.add_argument("--drain", action="store_true", help="drain the nodes that failed, with the reason")
+    sp.add_argument(
+        "reframe_options",
+        nargs=argparse.REMAINDER,
+        metavar="-- REFRAME OPTIONS",
+        help="more ReFrame options after --, added to the suite's (e.g. -- -n '^GpuGemm$')",
+    )
+    sp.set_defaults(func=cmd_run)
+
+    sp = sub.add_parser(
+        "reframe-config",
+        help="write this node's ReFrame configuration from the gpuaccept_reframe role's template (no Ansible)",
+    )
+    sp.add_argument("--output", required=True, help="the ReFrame configuration file to write (atomically)")
+    sp.add_argument("--node-type", default="auto", help="the node type, or auto (default: detect it)")
+    sp.add_argument("--reference-dir", default=reference_dir, help="directory of <node_type>.yaml (%(default)s)")
+    sp.add_argument("--facts", help="the node's facts JSON (default: gather them now, and write them beside)")
+    sp.add_argument("--bench-dir", default=rfmconfig.BENCH_DIR, help="prebuilt benchmarks (%(default)s)")
+    sp.add_argument("--nvcc", help=f"the CUDA compiler (default: {rfmconfig.CUDA_NVCC} if present, else nvcc)")
+    sp.set_defaults(func=cmd_reframe_config)
+
+
+def cmd_reframe_config(args: argparse.Namespace) -> int:
+    facts = _load_facts(args.facts)
+    out = Path(args.output)
+    facts_file = Path(args.facts) if args.facts else out.with_name("node-facts.json")
+    if not args.facts:
+        write_text_atomic(facts_file, json.dumps(facts, indent=2, sort_keys=True) + "\n")
+    node_type = resolve_node_type(args.node_type, Path(args.reference_dir), facts)
+    if node_type.error:
+        print(f"gpuaccept reframe-config: warning: {node_type.error}", file=sys.stderr)
+    try:
+        rfmconfig.write(out, facts, node_type.name, args.reference_dir, facts_file, args.bench_dir, args.nvcc)
+    except rfmconfig.ConfigError as err:
+        raise RunError(str(err)) from None
+    print(f"wrote {out} (node type {node_type.name or 'unknown'}, {len(facts.get('gpus') or [])} GPUs)")
+    return 0
