@@ -1,14 +1,17 @@
-"""GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw) and cuBLAS GEMM (gpuaccept-gemm).
+"""GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw), cuBLASLt GEMM (gpuaccept-gemm), NCCL collectives
+(gpuaccept-nccl).
 
-Both run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
-compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md.
+They run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
+compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md,
+docs/checks/nccl.md.
 """
 
 import os
+import shlex
 import sys
 
 import reframe as rfm
-from reframe.core.builtins import fixture, run_after, variable
+from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
@@ -32,6 +35,21 @@ class GpuBenchCheck(BenchCheck):
         self.executable = os.path.join(self.build.stagedir, self.binary)
 
 
+class NcclBuild(BenchBuild):
+    """gpuaccept-nccl: prebuilt in ``extras.bench_dir`` (the gpuaccept_bench role), or built with nvcc against
+    NCCL: the partition's ``extras.nccl_home`` when set, else the Makefile's default (the CUDA installation's
+    NCCL, else /usr)."""
+
+    make_targets = ["nccl"]
+    binaries = ["gpuaccept-nccl"]
+
+    @run_before("compile")
+    def set_nccl_home(self):
+        nccl_home = (self.current_partition.extras or {}).get("nccl_home")
+        if nccl_home and not self.prebuilt():  # prebuilt: linked from bench_dir, nothing compiled
+            self.build_system.options = [f"NCCL_HOME={shlex.quote(str(nccl_home))}", *self.build_system.options]
+
+
 @rfm.simple_test
 class GpuBandwidth(GpuBenchCheck):
     """Host<->GPU bandwidth: NetPIPE-style size sweep, NUMA node x GPU matrix, GPU x GPU peers, PCIe model.
@@ -50,11 +68,13 @@ class GpuBandwidth(GpuBenchCheck):
 
 @rfm.simple_test
 class GpuGemm(GpuBenchCheck):
-    """cuBLAS/cuBLASLt GEMM in FP64, FP32, TF32, BF16, FP16 and FP8 (waived below compute capability 8.9).
+    """cuBLASLt GEMM in FP64, FP32, TF32, BF16, FP16 and FP8 (waived below compute capability 8.9), each with the
+    fastest of the heuristic's algorithms.
 
     Metrics: <precision>_tflops_min (solo, median of a sustained window, min over GPUs),
     <precision>_concurrent_tflops_min (all GPUs at once; waived with one GPU),
-    <precision>_xfer_tflops_min (including host<->device transfers).
+    <precision>_xfer_tflops_min (including host<->device transfers), and <rate>_peak_fraction for the first
+    two (the rate over the datasheet peak of its precision; informational).
     """
 
     check_key = "gemm"
@@ -62,6 +82,32 @@ class GpuGemm(GpuBenchCheck):
     descr = CHECKS["gemm"].title
     tags = tags_for("gemm")
     time_limit = "20m"
+    peak_fractions = True
+
+
+@rfm.simple_test
+class GpuNccl(BenchCheck):
+    """NCCL all-reduce, all-gather, reduce-scatter and broadcast between the node's GPUs, one thread per GPU,
+    every result verified; NVLink SHARP (NVLS) off (docs/checks/nccl.md).
+
+    Metrics: allreduce_busbw_gbps_max, allgather_busbw_gbps_max, reducescatter_busbw_gbps_max,
+    broadcast_busbw_gbps_max (largest bus bandwidth over the size sweep, nccl-tests' definition, all GPUs in
+    one communicator), allreduce_latency_us (median time at the smallest size). With one GPU all are waived
+    ("one GPU: no peers") and a one-rank self-test runs every collective instead.
+    """
+
+    check_key = "nccl"
+    binary = "gpuaccept-nccl"
+    descr = CHECKS["nccl"].title
+    tags = tags_for("nccl")
+    valid_systems = ["+gpu"]
+    time_limit = "10m"
+    build = fixture(NcclBuild, scope="environment")
+    env_vars = {"NCCL_NVLS_ENABLE": "0"}
+
+    @run_after("setup")
+    def set_executable(self):
+        self.executable = os.path.join(self.build.stagedir, self.binary)
 
 
 @rfm.simple_test

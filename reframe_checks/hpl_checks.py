@@ -80,8 +80,9 @@ class GpuHplStyle(BenchCheck):
     judged by HPL's scaled residual (threshold 16).
 
     Variables: ``n`` (matrix order; 0: from 85% of GPU memory), plus BenchCheck's.
-    Metrics: ``tflops_min`` (slowest GPU), ``tflops_sum`` (node), ``residual_max``; with the power sampler,
-    energy_j, power_avg_w, power_peak_w and gflops_per_watt (of tflops_sum).
+    Metrics: ``tflops_min`` (slowest GPU), ``tflops_sum`` (node), ``residual_max``, ``tflops_min_peak_fraction``
+    and ``tflops_sum_peak_fraction`` (of the GPUs' FP64 tensor core datasheet peak; informational); with the power
+    sampler, energy_j, power_avg_w, power_peak_w and gflops_per_watt (of tflops_sum).
     """
 
     #: Matrix order; 0 sizes it from the GPUs' memory (``--mem-fraction`` 0.85, 0.25 in quick mode).
@@ -99,6 +100,7 @@ class GpuHplStyle(BenchCheck):
     # The power sampler's contract (gpuaccept.rfm.BenchCheck): sampled during the run, efficiency of the sum.
     sample_power = True
     efficiency_metric = "tflops_sum"
+    peak_fractions = True
 
     @run_after("setup")
     def set_executable(self):

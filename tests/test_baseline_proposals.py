@@ -114,7 +114,10 @@ def test_the_proposal_is_a_valid_reference_file(tmp_path, capsys):
     printed = capsys.readouterr().out
     changed = [line.strip() for line in printed.splitlines() if line.startswith("  ") and ": " in line]
     assert changed, printed  # HPL, health and power from 2 runs differ from their own references
-    assert not [line for line in changed if line.split(".")[0] in baselined], printed
+    # The *_peak_fraction entries cite the datasheet (gpu_peaks.yaml), not these runs, whose documents predate them.
+    assert not [line for line in changed if line.split(".")[0] in baselined and "_peak_fraction:" not in line], (
+        printed
+    )
 
 
 def test_informational_needs_a_reason(tmp_path):

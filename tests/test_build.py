@@ -1,4 +1,4 @@
-"""Every benchmark source compiles (nvcc and the CUDA libraries are here; no GPU), the host GEMM runs with
+"""Every benchmark source compiles (nvcc, the CUDA libraries and NCCL are here; no GPU), the host GEMM runs with
 both BLAS libraries, and each benchmark fails clearly where it cannot run."""
 
 import json
@@ -29,19 +29,20 @@ def gpu_build(tmp_path_factory):
         pytest.fail("nvcc not found: CI's machine has the CUDA toolkit; install it to run these tests")
     build = tmp_path_factory.mktemp("gpu")
     env_path = f"/usr/local/cuda/bin:{os.environ['PATH']}"
-    res = subprocess.run(["make", "-C", str(SRC), f"BUILD_DIR={build}", "GIT_REV=test", "-j2", "gpu"],
+    res = subprocess.run(["make", "-C", str(SRC), f"BUILD_DIR={build}", "GIT_REV=test", "-j2", "gpu", "nccl"],
                          capture_output=True, text=True, check=False, timeout=900, env={**os.environ, "PATH": env_path})
     assert res.returncode == 0, res.stderr[-3000:]
     return build
 
 
 def test_cuda_sources_compile(gpu_build):
-    # The Makefile's default CUDA_ARCH: sm_80, sm_89, sm_90, sm_100 and PTX for newer GPUs.
-    for name in ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle"):
+    # The Makefile's default CUDA_ARCH: sm_80, sm_89, sm_90, sm_100 and PTX for newer GPUs; NCCL from the CUDA
+    # installation (its include/nccl.h and libnccl.so.2).
+    for name in ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl"):
         assert (gpu_build / name).stat().st_size > 0
 
 
-@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle"])
+@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl"])
 def test_no_gpu_is_reported_not_passed(gpu_build, tmp_path, tool):
     out = tmp_path / "doc.json"
     res = subprocess.run([str(gpu_build / tool), "--output", str(out)], capture_output=True, text=True, check=False)
@@ -51,10 +52,35 @@ def test_no_gpu_is_reported_not_passed(gpu_build, tmp_path, tool):
     assert doc["errors"] and doc["devices"] == [] and doc["metrics"] == {}
 
 
-@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle"])
+@pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl"])
 def test_bad_option_names_it(gpu_build, tool):
     res = subprocess.run([str(gpu_build / tool), "--no-such-option"], capture_output=True, text=True, check=False)
     assert res.returncode == 3 and "--no-such-option" in res.stderr
+
+
+def test_nccl_build_names_a_missing_nccl(tmp_path):
+    res = subprocess.run(["make", "-C", str(SRC), f"BUILD_DIR={tmp_path}", f"NCCL_HOME={tmp_path / 'none'}",
+                          f"{tmp_path}/gpuaccept-nccl"], capture_output=True, text=True, check=False, timeout=60)
+    assert res.returncode != 0 and f"nccl.h not found in {tmp_path / 'none'}/include" in res.stdout + res.stderr
+
+
+def test_nccl_refuses_nvls_without_asking(gpu_build):
+    # NVLink SHARP stays off unless --allow-nvls: an environment that turns it on is a usage error, before any GPU.
+    res = subprocess.run([str(gpu_build / "gpuaccept-nccl")], capture_output=True, text=True, check=False,
+                         env={**os.environ, "NCCL_NVLS_ENABLE": "1"})
+    assert res.returncode == 3 and "--allow-nvls" in res.stderr
+
+
+@pytest.mark.parametrize(("tool", "args", "message"), [
+    ("gpuaccept-gemm", ["--algos", "0"], "--algos"),
+    ("gpuaccept-gemm", ["--workspace-mib", "-1"], "--workspace-mib"),
+    ("gpuaccept-nccl", ["--max-bytes", "10", "--min-bytes", "64"], "--max-bytes"),
+    ("gpuaccept-nccl", ["--factor", "1"], "--factor"),
+    ("gpuaccept-nccl", ["--timeout-s", "0"], "--timeout-s"),
+])
+def test_new_options_are_checked(gpu_build, tool, args, message):
+    res = subprocess.run([str(gpu_build / tool), *args], capture_output=True, text=True, check=False)
+    assert res.returncode == 3 and message in res.stderr
 
 
 def blas_builds():

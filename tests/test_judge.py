@@ -354,7 +354,8 @@ def rejudged_today(run: Path) -> verdict.Verdict:
 
 def test_the_commission_run_through_gpuaccept_run_is_accepted_with_every_check(tmp_path):
     """Accepted with every check against the references of the day (its verdict); against today's, which expect
-    Intel MKL's host GEMM and the host HPL (issue 15), the same documents fail on exactly those two: the run's
+    Intel MKL's host GEMM, the host HPL (issue 15) and the NCCL check (issue 16), the same documents fail on exactly
+    those three (NCCL: not run, the check came later): the run's
     host GEMM tool predates the BLAS-core and peak-fraction metrics (not measured) and ran an OpenBLAS
     build below the MKL figure (514 GFLOP/s against 790), and no HPL 2.3 was installed."""
     (run,) = RUNS_2311.glob("*-commission")
@@ -365,7 +366,7 @@ def test_the_commission_run_through_gpuaccept_run_is_accepted_with_every_check(t
         ("bandwidth", "gemm", "cpu_gemm", "hplstyle", "health", "power"), "pass"
     ), verdict.table(then)
     today = rejudged_today(run)
-    assert not today.accepted and today.failed_checks() == ["cpu_gemm", "hpl_host"], verdict.table(today)
+    assert not today.accepted and today.failed_checks() == ["cpu_gemm", "hpl_host", "nccl"], verdict.table(today)
     rows = {r.metric: r for r in today.rows if r.check == "cpu_gemm" and r.metric}
     core = rows["blas_optimized_core"]
     assert core.status == "fail" and core.reason.startswith("not measured")

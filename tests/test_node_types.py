@@ -43,8 +43,10 @@ def test_shipped_node_types_name_their_sku_and_count():
     # measured; their 1-GPU figures ("waived: one GPU") are not carried over.
     one, eight = loaded["h100_sxm5_80gb"], loaded["h100_sxm5_80gb_x8"]
     assert one.metric("gemm", "fp64_tflops_min") == eight.metric("gemm", "fp64_tflops_min")
-    node_kinds = {r.source_kind for refs in eight.checks.values() for r in refs.values() if r.layer == "node"}
-    assert node_kinds == {"public"}
+    node_refs = [r for refs in eight.checks.values() for r in refs.values() if r.layer == "node"]
+    assert {r.source_kind for r in node_refs} == {"public", "datasheet"}
+    # The datasheet is cited only by the fractions of its peak, which are reported, not judged.
+    assert all(r.metric.endswith("_peak_fraction") and not r.judged for r in node_refs if r.source_kind == "datasheet")
     assert "not measured" in eight.description
     allreduce = eight.metric("nccl", "allreduce_busbw_gbps_max")
     assert allreduce.judged and allreduce.unit == "GB/s" and allreduce.lower <= references.MAX_TOLERANCE
@@ -137,9 +139,9 @@ def test_an_8_gpu_hgx_h100_is_judged_from_recorded_documents_replicated_per_gpu(
     # The node layer of this file is public, not measured: reported where no figure is published.
     p2p = next(r for r in v.rows if r.check == "bandwidth" and r.metric == "p2p_read_min")
     assert p2p.status == "waived", verdict.table(v)
-    # The recorded run predates the host BLAS rule (blas_optimized_core, the peak fractions): its host GEMM, the
-    # only node-level check judged on this file, fails for the metrics it could not report, and nothing else does.
-    assert v.failed_checks() == ["cpu_gemm"], verdict.table(v)
+    # The recorded run predates the host BLAS rule (blas_optimized_core, the peak fractions) and the NCCL check:
+    # its host GEMM fails for the metrics it could not report, the collectives did not run, and nothing else fails.
+    assert v.failed_checks() == ["cpu_gemm", "nccl"], verdict.table(v)
     unmeasured = {r.metric for r in v.rows if r.check == "cpu_gemm" and r.status == "fail" and r.metric}
     assert unmeasured == {"blas_optimized_core", "dgemm_peak_fraction", "sgemm_peak_fraction"}, verdict.table(v)
 

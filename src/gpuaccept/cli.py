@@ -20,7 +20,7 @@ from gpuaccept import __version__, cli_fleet, redact, run
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import health_rules, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
-from gpuaccept.probe import crosscheck, facts, health, power, powercheck
+from gpuaccept.probe import crosscheck, facts, health, peaks, power, powercheck
 from gpuaccept.results import baseline, compare
 
 EXIT_REJECTED = 1
@@ -382,6 +382,35 @@ def cmd_powercheck(args: argparse.Namespace) -> int:
     return powercheck.run(args, ["gpuaccept", *sys.argv[1:]])
 
 
+def cmd_peaks(args: argparse.Namespace) -> int:
+    path = Path(args.peaks) if args.peaks else Path(args.reference_dir) / peaks.DEFAULT_PATH
+    table = peaks.load(path)
+    doc_path = Path(args.document)
+    try:
+        doc = json.loads(doc_path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise InputError(f"{doc_path}: cannot read the benchmark document: {err.strerror}") from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"{doc_path}: not JSON: line {err.lineno}: {err.msg}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != "gpuaccept.bench/1":
+        raise InputError(f"{doc_path}: not a gpuaccept.bench/1 document")
+    power_doc = None
+    if args.power:
+        try:
+            power_doc = json.loads(Path(args.power).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise InputError(f"{args.power}: cannot read the power sampler's document: {err}") from None
+    peaks.annotate(doc, table, path, power_doc)
+    write_text_atomic(doc_path, json.dumps(doc, indent=1) + "\n")
+    block = doc["peak"]
+    for name, f in block["fractions"].items():
+        print(f"{name}: {f['fraction']:.3f} of {f['figure']} {f['peak_tflops']:g} TFLOP/s ({block['gpu_model']})")
+    for name, why in doc["waived"].items():
+        if name.endswith("_peak_fraction"):
+            print(f"{name}: waived: {why}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpuaccept", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"gpuaccept {__version__}")
@@ -565,6 +594,16 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
     sp.add_argument("--quick", action="store_true", help="nightly: shorter idle and load phases")
     sp.set_defaults(func=cmd_powercheck)
+
+    sp = sub.add_parser(
+        "peaks",
+        help="add each GEMM/HPL-style rate's fraction of the GPU's datasheet peak to a benchmark document (in place)",
+    )
+    sp.add_argument("document", help="a gpuaccept-gemm or gpuaccept-hplstyle JSON document")
+    refdir(sp)
+    sp.add_argument("--peaks", help="the peaks file (default: <reference-dir>/datasheets/gpu_peaks.yaml)")
+    sp.add_argument("--power", help="the power sampler's document of the same run: its clocks go with the fractions")
+    sp.set_defaults(func=cmd_peaks)
     return p
 
 
@@ -572,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (InputError, run.RunError, references.ReferenceError, OutputError, ValueError) as err:
+    except (InputError, run.RunError, references.ReferenceError, peaks.PeaksError, OutputError, ValueError) as err:
         print(f"gpuaccept {args.command}: {err}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as err:  # a path the modules did not check themselves: name it, no traceback

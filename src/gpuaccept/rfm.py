@@ -113,7 +113,7 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
 
     Variables: ``check_key`` (the key in reference files and gpuaccept.checks), ``mode`` (``full`` or
     ``quick``), ``bench_opts`` (extra options), ``sample_power`` (run under ``gpuaccept sample``),
-    ``power_interval``, ``efficiency_metric``.
+    ``power_interval``, ``peak_fractions`` (add ``*_peak_fraction`` metrics), ``efficiency_metric``.
     Metrics: every entry of the document's ``metrics``, each judged against the node type's reference; with
     ``sample_power``, also ``energy_j``, ``power_avg_w``, ``power_peak_w`` (all GPUs of the node, over the
     benchmark's run) and, with ``efficiency_metric``, ``gflops_per_watt``.
@@ -146,6 +146,12 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
     #:
     #: :type: :class:`float`
     power_interval = variable(float, value=0.1)
+
+    #: Add each rate's fraction of the GPU's datasheet peak to the document after the run (``gpuaccept peaks``,
+    #: the peaks file ``<reference_dir>/datasheets/gpu_peaks.yaml``): metrics ``<rate>_peak_fraction``.
+    #:
+    #: :type: :class:`bool`
+    peak_fractions = variable(bool, value=False)
 
     #: A TFLOP/s (or GFLOP/s) metric of this check: its rate over ``power_avg_w`` is reported as
     #: ``gflops_per_watt``. Empty: no efficiency metric. Needs ``sample_power``.
@@ -195,6 +201,25 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             self.result_file,
             *(["--quick"] if self.mode == "quick" else []),
             *self.bench_opts,
+        ]
+
+    @run_before("run")
+    def add_peak_fractions(self):
+        """With ``peak_fractions``: after the benchmark, ``gpuaccept peaks`` adds the ``*_peak_fraction`` metrics
+        to its document; the job still exits with the benchmark's status (or 4 when only the annotation failed)."""
+        if not self.peak_fractions:
+            return
+        refdir = str(_extras(self).get("reference_dir", "reference_values"))
+        args = [sys.executable, "-m", "gpuaccept", "peaks", self.result_file, "--reference-dir", refdir]
+        if self.sample_power:
+            args += ["--power", self.power_file]
+        peaks = " ".join(shlex.quote(a) for a in args)
+        self.postrun_cmds = [
+            *self.postrun_cmds,
+            "_gpuaccept_rc=$?",
+            f"if [ -f {shlex.quote(self.result_file)} ]; then {peaks} || "
+            "{ [ $_gpuaccept_rc -eq 0 ] && _gpuaccept_rc=4; }; fi",
+            "exit $_gpuaccept_rc",
         ]
 
     @run_before("run")

@@ -1,5 +1,7 @@
-// gpuaccept-gemm: dense GEMM throughput of every GPU with cuBLAS (FP64, FP32, TF32, BF16, FP16) and cuBLASLt
-// (FP8 E4M3 in, BF16 out), each result checked with Freivalds' test in double precision on the GPU.
+// gpuaccept-gemm: dense GEMM throughput of every GPU through cuBLASLt (FP64, FP32, TF32, BF16, FP16, and FP8
+// E4M3 in, BF16 out), each precision with a workspace and the fastest of the algorithms cuBLASLt's heuristic
+// offers (timed briefly on the problem itself), each result checked with Freivalds' test in double precision
+// on the GPU. The SM clock, power and clocks event reasons during every measured phase are read through NVML.
 //
 // Per GPU, one after another (mode "solo"), and per precision:
 //   series  the step-8 size series of the NetPIPE/cuBLAS paper's table III (default 8128..8192), briefly:
@@ -29,6 +31,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +39,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "nvml_sampler.h"
 
 using namespace gpuaccept;
 
@@ -49,7 +53,7 @@ constexpr int kWarmupMinCalls = 5;           // ... and at least this many calls
 constexpr int kWindowMinCalls = 5;           // window: at least this many samples
 constexpr int kWindowMaxCalls = 50000;       // ... and at most this many (tiny sizes only)
 constexpr int kTransferTrials = 5;           // with-transfer: timed trials after one untimed
-constexpr size_t kLtWorkspaceBytes = 32ull << 20;  // cuBLASLt workspace (FP8)
+constexpr int kTuneCalls = 3;                // algorithm choice: timed calls per candidate (after one untimed)
 constexpr size_t kMemoryMargin = 512ull << 20;     // kept free besides A, B, C (cuBLAS, context)
 
 // ---------------------------------------------------------------------------------------------
@@ -66,14 +70,20 @@ struct PrecInfo {
 };
 
 const PrecInfo kPrecs[] = {
-    {Prec::fp64, "fp64", 8, 8, 1e-12, "cublasGemmEx A,B,C CUDA_R_64F, CUBLAS_COMPUTE_64F, OP_N/OP_N"},
-    {Prec::fp32, "fp32", 4, 4, 1e-4, "cublasGemmEx A,B,C CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no emulation), OP_N/OP_N"},
-    {Prec::tf32, "tf32", 4, 4, 1e-2, "cublasGemmEx A,B,C CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, OP_N/OP_N"},
-    {Prec::bf16, "bf16", 2, 2, 3e-2, "cublasGemmEx A,B,C CUDA_R_16BF, CUBLAS_COMPUTE_32F, OP_N/OP_N"},
-    {Prec::fp16, "fp16", 2, 2, 1e-2, "cublasGemmEx A,B,C CUDA_R_16F, CUBLAS_COMPUTE_32F, OP_N/OP_N"},
+    {Prec::fp64, "fp64", 8, 8, 1e-12,
+     "cublasLtMatmul A,B,C,D CUDA_R_64F, CUBLAS_COMPUTE_64F, scale CUDA_R_64F, TRANSA=N TRANSB=N"},
+    {Prec::fp32, "fp32", 4, 4, 1e-4,
+     "cublasLtMatmul A,B,C,D CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC (no TF32, no emulation; CUBLAS_COMPUTE_32F where "
+     "the heuristic offers no pedantic algorithm, see compute_type), scale CUDA_R_32F, TRANSA=N TRANSB=N"},
+    {Prec::tf32, "tf32", 4, 4, 1e-2,
+     "cublasLtMatmul A,B,C,D CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, scale CUDA_R_32F, TRANSA=N TRANSB=N"},
+    {Prec::bf16, "bf16", 2, 2, 3e-2,
+     "cublasLtMatmul A,B,C,D CUDA_R_16BF, CUBLAS_COMPUTE_32F, scale CUDA_R_32F, TRANSA=N TRANSB=N"},
+    {Prec::fp16, "fp16", 2, 2, 1e-2,
+     "cublasLtMatmul A,B,C,D CUDA_R_16F, CUBLAS_COMPUTE_32F, scale CUDA_R_32F, TRANSA=N TRANSB=N"},
     {Prec::fp8, "fp8", 1, 2, 3e-2,
      "cublasLtMatmul A,B CUDA_R_8F_E4M3, C,D CUDA_R_16BF, CUBLAS_COMPUTE_32F, scale CUDA_R_32F, TRANSA=T TRANSB=N, "
-     "unit scales, no fast accumulation, algorithm from cublasLtMatmulAlgoGetHeuristic, 32 MiB workspace"},
+     "unit scales, no fast accumulation"},
 };
 
 const PrecInfo& info(Prec p) {
@@ -187,26 +197,34 @@ __global__ void inject_kernel(T* C, size_t idx) {
 // ---------------------------------------------------------------------------------------------
 // Per-GPU context.
 
+// The algorithm chosen for one (precision, size) on one GPU, kept so that every phase at that size uses it.
+struct AlgoChoice {
+  cublasLtMatmulAlgo_t algo = {};
+  size_t workspace_bytes = 0;   // what the chosen algorithm asked for
+  int heuristic_rank = 0;       // its place in the heuristic's list (0: the heuristic's first choice)
+  int candidates = 0;           // algorithms the heuristic returned (at most --algos)
+  int candidates_timed = 0;     // ... that ran (others refused the problem)
+  double tune_tflops_first = NAN;   // brief rate of the heuristic's first choice
+  double tune_tflops_chosen = NAN;  // brief rate of the chosen one
+  std::string compute_type;
+};
+
 struct Gpu {
   int dev = -1;
   DeviceInfo info;
-  cublasHandle_t blas = nullptr;
   cublasLtHandle_t lt = nullptr;
   cudaStream_t stream = nullptr;
   void* lt_workspace = nullptr;
+  size_t lt_workspace_bytes = 0;
   std::vector<cudaEvent_t> events;
+  std::map<std::pair<int, int>, AlgoChoice> chosen;  // (precision, n)
 
-  explicit Gpu(int d) : dev(d) {
+  Gpu(int d, size_t workspace_bytes) : dev(d), lt_workspace_bytes(workspace_bytes) {
     CUDA_CHECK(cudaSetDevice(dev));
     info = device_info(dev);
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CUBLAS_CHECK(cublasCreate(&blas));
-    CUBLAS_CHECK(cublasSetStream(blas, stream));
-    CUBLAS_CHECK(cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_HOST));
-    // No TF32, no emulation unless a compute type asks for it (tf32 does, through its compute type).
-    CUBLAS_CHECK(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH));
     CUBLAS_CHECK(cublasLtCreate(&lt));
-    CUDA_CHECK(cudaMalloc(&lt_workspace, kLtWorkspaceBytes));
+    if (lt_workspace_bytes) CUDA_CHECK(cudaMalloc(&lt_workspace, lt_workspace_bytes));
   }
   Gpu(const Gpu&) = delete;
   Gpu& operator=(const Gpu&) = delete;
@@ -215,7 +233,6 @@ struct Gpu {
     for (auto e : events) cudaEventDestroy(e);
     if (lt_workspace) cudaFree(lt_workspace);
     if (lt) cublasLtDestroy(lt);
-    if (blas) cublasDestroy(blas);
     if (stream) cudaStreamDestroy(stream);
   }
   void ensure_events(size_t n) {
@@ -228,12 +245,24 @@ struct Gpu {
   std::string label() const { return "GPU " + std::to_string(dev) + " (" + info.name + ", " + info.pci_bus_id + ")"; }
 };
 
+double tflops(int n, double seconds) { return 2.0 * n * static_cast<double>(n) * n / seconds / 1e12; }
+
+const char* compute_name(cublasComputeType_t c) {
+  switch (c) {
+    case CUBLAS_COMPUTE_64F: return "CUBLAS_COMPUTE_64F";
+    case CUBLAS_COMPUTE_32F: return "CUBLAS_COMPUTE_32F";
+    case CUBLAS_COMPUTE_32F_PEDANTIC: return "CUBLAS_COMPUTE_32F_PEDANTIC";
+    case CUBLAS_COMPUTE_32F_FAST_TF32: return "CUBLAS_COMPUTE_32F_FAST_TF32";
+    default: return "other";
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
-// One GEMM problem on one GPU: C = A B, square n, column-major, alpha 1, beta 0. For FP8, A is stored
-// transposed (k x m, TRANSA = T) as cuBLASLt's FP8 kernels require.
+// One GEMM problem on one GPU through cuBLASLt: D = C = A B, square n, column-major, alpha 1, beta 0. For
+// FP8, A is stored transposed (k x m, TRANSA = T) as cuBLASLt's FP8 kernels require.
 class Gemm {
  public:
-  Gemm(Gpu& g, Prec p, int n, uint64_t seed) : g_(g), p_(p), n_(n) {
+  Gemm(Gpu& g, Prec p, int n, uint64_t seed, int algos) : g_(g), p_(p), n_(n), algos_(algos) {
     const PrecInfo& pi = info(p);
     size_t elems = static_cast<size_t>(n) * n;
     bytes_a_ = elems * pi.ab_bytes;
@@ -245,18 +274,13 @@ class Gemm {
     fill(A_, elems, mix64(seed ^ 0xA));
     fill(B_, elems, mix64(seed ^ 0xB));
     CUDA_CHECK(cudaMemsetAsync(C_, 0xFF, bytes_c_, g_.stream));
-    if (p_ == Prec::fp8) setup_lt();
+    setup_lt();
   }
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
   ~Gemm() {
     cudaSetDevice(g_.dev);
-    if (pref_) cublasLtMatmulPreferenceDestroy(pref_);
-    if (ddesc_) cublasLtMatrixLayoutDestroy(ddesc_);
-    if (cdesc_) cublasLtMatrixLayoutDestroy(cdesc_);
-    if (bdesc_) cublasLtMatrixLayoutDestroy(bdesc_);
-    if (adesc_) cublasLtMatrixLayoutDestroy(adesc_);
-    if (op_) cublasLtMatmulDescDestroy(op_);
+    destroy_lt();
     // Buffers are freed after the stream is idle (work may still be queued after an exception).
     cudaStreamSynchronize(g_.stream);
     if (vec_) cudaFree(vec_);
@@ -272,46 +296,85 @@ class Gemm {
   void* A() { return A_; }
   void* B() { return B_; }
   void* C() { return C_; }
+  const AlgoChoice& choice() const { return choice_; }
 
-  // Enqueues one GEMM on the GPU's stream.
-  cublasStatus_t launch() {
+  // Enqueues one GEMM on the GPU's stream with `algo`.
+  cublasStatus_t launch(const cublasLtMatmulAlgo_t& algo) {
     const double d1 = 1.0, d0 = 0.0;
     const float f1 = 1.0f, f0 = 0.0f;
-    const cublasOperation_t N = CUBLAS_OP_N;
-    switch (p_) {
-      case Prec::fp64:
-        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &d1, A_, CUDA_R_64F, n_, B_, CUDA_R_64F, n_, &d0, C_,
-                            CUDA_R_64F, n_, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT);
-      case Prec::fp32:
-        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &f1, A_, CUDA_R_32F, n_, B_, CUDA_R_32F, n_, &f0, C_,
-                            CUDA_R_32F, n_, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT);
-      case Prec::tf32:
-        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &f1, A_, CUDA_R_32F, n_, B_, CUDA_R_32F, n_, &f0, C_,
-                            CUDA_R_32F, n_, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
-      case Prec::bf16:
-        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &f1, A_, CUDA_R_16BF, n_, B_, CUDA_R_16BF, n_, &f0, C_,
-                            CUDA_R_16BF, n_, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-      case Prec::fp16:
-        return cublasGemmEx(g_.blas, N, N, n_, n_, n_, &f1, A_, CUDA_R_16F, n_, B_, CUDA_R_16F, n_, &f0, C_,
-                            CUDA_R_16F, n_, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-      case Prec::fp8:
-        return cublasLtMatmul(g_.lt, op_, &f1, A_, adesc_, B_, bdesc_, &f0, C_, cdesc_, C_, ddesc_, &algo_,
-                              g_.lt_workspace, kLtWorkspaceBytes, g_.stream);
-    }
-    return CUBLAS_STATUS_INVALID_VALUE;
+    const void* alpha = p_ == Prec::fp64 ? static_cast<const void*>(&d1) : static_cast<const void*>(&f1);
+    const void* beta = p_ == Prec::fp64 ? static_cast<const void*>(&d0) : static_cast<const void*>(&f0);
+    return cublasLtMatmul(g_.lt, op_, alpha, A_, adesc_, B_, bdesc_, beta, C_, cdesc_, C_, ddesc_, &algo,
+                          g_.lt_workspace, g_.lt_workspace_bytes, g_.stream);
   }
-  void run() { CUBLAS_CHECK(launch()); }
+  void run() { CUBLAS_CHECK(launch(choice_.algo)); }
 
-  // The first call of a problem: an FP8 problem the heuristic offered an algorithm for can still be refused
-  // (CUBLAS_STATUS_NOT_SUPPORTED or _INVALID_VALUE, e.g. sizes that are not multiples of 16); that marks the
-  // problem unsupported (a skipped row, a waived metric) instead of failing the run.
+  // The first call of a problem: chooses the algorithm (the fastest of the heuristic's candidates over
+  // kTuneCalls timed calls each, or the choice already made for this size on this GPU), then runs it once.
+  // A candidate that refuses the problem (CUBLAS_STATUS_NOT_SUPPORTED or _INVALID_VALUE) is passed over; when
+  // every candidate refuses, the problem is unsupported (a skipped row, a waived metric), not a failed run.
   bool first_run() {
-    cublasStatus_t st = launch();
-    if (p_ == Prec::fp8 && (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE)) {
-      skip_ = std::string("cublasLtMatmul returned ") + cublasGetStatusName(st) + " for FP8 m=n=k=" + std::to_string(n_);
+    auto key = std::make_pair(static_cast<int>(p_), n_);
+    auto it = g_.chosen.find(key);
+    if (it != g_.chosen.end()) {
+      choice_ = it->second;
+      run();
+      return true;
+    }
+    std::vector<cudaEvent_t> ev(2 * kTuneCalls);
+    for (auto& e : ev) CUDA_CHECK(cudaEventCreate(&e));
+    struct Freer {
+      std::vector<cudaEvent_t>& ev;
+      ~Freer() { for (auto e : ev) cudaEventDestroy(e); }
+    } freer{ev};
+    double best = INFINITY;
+    int best_rank = -1, timed = 0;
+    std::string refusals;
+    for (size_t c = 0; c < heur_.size(); ++c) {
+      cublasStatus_t st = launch(heur_[c].algo);
+      if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
+        refusals += (refusals.empty() ? "" : ", ") + std::string(cublasGetStatusName(st));
+        continue;
+      }
+      CUBLAS_CHECK(st);
+      ++timed;
+      if (heur_.size() == 1) {
+        best_rank = 0;
+        break;
+      }
+      for (int i = 0; i < kTuneCalls; ++i) {
+        CUDA_CHECK(cudaEventRecord(ev[2 * i], g_.stream));
+        CUBLAS_CHECK(launch(heur_[c].algo));
+        CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], g_.stream));
+      }
+      CUDA_CHECK(cudaStreamSynchronize(g_.stream));
+      std::vector<double> sec;
+      for (int i = 0; i < kTuneCalls; ++i) {
+        float ms = 0.0f;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+        sec.push_back(ms * 1e-3);
+      }
+      double t = median(sec);
+      if (c == 0) choice_.tune_tflops_first = tflops(n_, t);
+      if (t < best) {
+        best = t;
+        best_rank = static_cast<int>(c);
+      }
+    }
+    if (best_rank < 0) {
+      skip_ = "cublasLtMatmul refused every one of the heuristic's " + std::to_string(heur_.size()) + " " +
+              info(p_).key + " algorithms for m=n=k=" + std::to_string(n_) + " (" + refusals + ")";
       return false;
     }
-    CUBLAS_CHECK(st);
+    choice_.algo = heur_[best_rank].algo;
+    choice_.workspace_bytes = heur_[best_rank].workspaceSize;
+    choice_.heuristic_rank = best_rank;
+    choice_.candidates = static_cast<int>(heur_.size());
+    choice_.candidates_timed = timed;
+    if (std::isfinite(best)) choice_.tune_tflops_chosen = tflops(n_, best);
+    choice_.compute_type = compute_name(compute_);
+    g_.chosen[key] = choice_;
+    run();
     return true;
   }
 
@@ -423,46 +486,82 @@ class Gemm {
     CUDA_CHECK_LAST();
   }
 
+  void destroy_lt() {
+    if (pref_) cublasLtMatmulPreferenceDestroy(pref_);
+    if (ddesc_) cublasLtMatrixLayoutDestroy(ddesc_);
+    if (cdesc_) cublasLtMatrixLayoutDestroy(cdesc_);
+    if (bdesc_) cublasLtMatrixLayoutDestroy(bdesc_);
+    if (adesc_) cublasLtMatrixLayoutDestroy(adesc_);
+    if (op_) cublasLtMatmulDescDestroy(op_);
+    pref_ = nullptr;
+    ddesc_ = cdesc_ = bdesc_ = adesc_ = nullptr;
+    op_ = nullptr;
+  }
+
+  // Descriptors and the heuristic's candidates (up to algos_, each fitting the workspace). Returns the
+  // heuristic's status; heur_ is empty when it offered nothing.
+  cublasStatus_t describe(cublasComputeType_t compute) {
+    destroy_lt();
+    heur_.clear();
+    compute_ = compute;
+    cudaDataType_t ab = CUDA_R_32F, cd = CUDA_R_32F, scale = CUDA_R_32F;
+    int32_t ta = CUBLAS_OP_N;
+    switch (p_) {
+      case Prec::fp64: ab = cd = scale = CUDA_R_64F; break;
+      case Prec::fp32:
+      case Prec::tf32: ab = cd = CUDA_R_32F; break;
+      case Prec::bf16: ab = cd = CUDA_R_16BF; break;
+      case Prec::fp16: ab = cd = CUDA_R_16F; break;
+      case Prec::fp8: ab = CUDA_R_8F_E4M3; cd = CUDA_R_16BF; ta = CUBLAS_OP_T; break;
+    }
+    const uint64_t n = static_cast<uint64_t>(n_);
+    const int32_t tb = CUBLAS_OP_N;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, compute, scale));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    // All square here, leading dimension n (FP8: A stored k x m, transposed).
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&adesc_, ab, n, n, static_cast<int64_t>(n)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&bdesc_, ab, n, n, static_cast<int64_t>(n)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&cdesc_, cd, n, n, static_cast<int64_t>(n)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ddesc_, cd, n, n, static_cast<int64_t>(n)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_));
+    const uint64_t ws = g_.lt_workspace_bytes;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(algos_));
+    int count = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_.lt, op_, adesc_, bdesc_, cdesc_, ddesc_, pref_, algos_,
+                                                       results.data(), &count);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+    for (int i = 0; i < count; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= ws) heur_.push_back(results[i]);
+    return st;
+  }
+
   void setup_lt() {
-    if (g_.info.cc_major * 10 + g_.info.cc_minor < 89) {
+    if (p_ == Prec::fp8 && g_.info.cc_major * 10 + g_.info.cc_minor < 89) {
       skip_ = kFp8CcReason;
       return;
     }
-    const uint64_t n = static_cast<uint64_t>(n_);
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const int32_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    // A stored k x m (transposed), B k x n, C and D m x n; all square here, leading dimension n.
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&adesc_, CUDA_R_8F_E4M3, n, n, static_cast<int64_t>(n)));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&bdesc_, CUDA_R_8F_E4M3, n, n, static_cast<int64_t>(n)));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&cdesc_, CUDA_R_16BF, n, n, static_cast<int64_t>(n)));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ddesc_, CUDA_R_16BF, n, n, static_cast<int64_t>(n)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_));
-    const uint64_t ws = kLtWorkspaceBytes;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    cublasLtMatmulHeuristicResult_t result = {};
-    int count = 0;
-    cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(g_.lt, op_, adesc_, bdesc_, cdesc_, ddesc_, pref_, 1, &result, &count);
-    // No algorithm (FP8 kernels want m, n, k and the leading dimensions in multiples of 16): the size is
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    if (p_ == Prec::fp64) compute = CUBLAS_COMPUTE_64F;
+    if (p_ == Prec::fp32) compute = CUBLAS_COMPUTE_32F_PEDANTIC;
+    if (p_ == Prec::tf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+    cublasStatus_t st = describe(compute);
+    // FP32 without TF32: CUBLAS_COMPUTE_32F does not use TF32 in cuBLASLt either (that takes _FAST_TF32), and
+    // the verification's 1e-4 tolerance would catch TF32's 1e-3 errors.
+    if (heur_.empty() && p_ == Prec::fp32) st = describe(CUBLAS_COMPUTE_32F);
+    // No algorithm (e.g. FP8 kernels want m, n, k and the leading dimensions in multiples of 16): the size is
     // skipped with the status in the reason, not failed.
-    if (st != CUBLAS_STATUS_SUCCESS || count == 0) {
-      skip_ = std::string("cublasLtMatmulAlgoGetHeuristic returned no FP8 algorithm for m=n=k=") + std::to_string(n_) +
-              " (" + cublasGetStatusName(st) + ")";
-      return;
-    }
-    if (result.state != CUBLAS_STATUS_SUCCESS) {
-      skip_ = "cublasLtMatmulAlgoGetHeuristic: FP8 algorithm for m=n=k=" + std::to_string(n_) + " not usable: " +
-              cublasGetStatusString(result.state);
-      return;
-    }
-    algo_ = result.algo;
+    if (heur_.empty())
+      skip_ = std::string("cublasLtMatmulAlgoGetHeuristic returned no ") + info(p_).key + " algorithm for m=n=k=" +
+              std::to_string(n_) + " within a " + std::to_string(g_.lt_workspace_bytes >> 20) + " MiB workspace (" +
+              cublasGetStatusName(st) + ")";
   }
 
   Gpu& g_;
   Prec p_;
   int n_;
+  int algos_;
   size_t bytes_a_ = 0, bytes_c_ = 0;
   void* A_ = nullptr;
   void* B_ = nullptr;
@@ -472,7 +571,9 @@ class Gemm {
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t adesc_ = nullptr, bdesc_ = nullptr, cdesc_ = nullptr, ddesc_ = nullptr;
   cublasLtMatmulPreference_t pref_ = nullptr;
-  cublasLtMatmulAlgo_t algo_ = {};
+  cublasComputeType_t compute_ = CUBLAS_COMPUTE_32F;
+  std::vector<cublasLtMatmulHeuristicResult_t> heur_;
+  AlgoChoice choice_;
 };
 
 // Bytes one problem needs on the GPU (A, B, C, the verification vectors).
@@ -568,6 +669,10 @@ struct Options {
   std::string gpus = "all";
   bool quick = false;
   bool inject_error = false;
+  int algos = 8;                 // heuristic candidates timed per (precision, size)
+  long workspace_mib = 64;       // cuBLASLt workspace per GPU
+  double sample_interval_s = 0.05;  // NVML readings of clocks and power
+  double cooldown_s = 0.25;      // idle before each brief (burst) measurement
   std::string output;
 };
 
@@ -583,9 +688,12 @@ struct Row {
   double tf_xfer = NAN, xfer_sec_median = NAN;
   double rel_error = NAN, tolerance = NAN;
   bool verified = false;
+  AlgoChoice algo;               // the cuBLASLt algorithm used
+  double t0 = NAN, t1 = NAN;     // the timed calls' start and end (now_s), for the clocks summary
 };
 
 struct State {
+  nvml::Sampler* sampler = nullptr;
   std::mutex m;
   std::vector<Row> rows;
   std::vector<std::string> failures, errors, notes;
@@ -605,8 +713,6 @@ struct State {
     std::cerr << kTool << ": note: " << e << "\n";
   }
 };
-
-double tflops(int n, double seconds) { return 2.0 * n * static_cast<double>(n) * n / seconds / 1e12; }
 
 void fill_stats(Row& r, const std::vector<double>& sec) {
   std::vector<double> tf;
@@ -660,7 +766,7 @@ void progress(const Gpu& g, const Row& r) {
   std::fprintf(stderr, "%s\n", buf);
 }
 
-// Series / large sizes: 2 untimed calls, poison C, 10 timed calls, verify.
+// Series / large sizes: choose the algorithm, idle --cooldown-s, 2 untimed calls, poison C, 10 timed calls, verify.
 void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std::string& phase) {
   Row r;
   r.gpu = g.dev;
@@ -669,12 +775,19 @@ void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std
   r.phase = phase;
   r.skipped = memory_shortfall(g, p, n);
   if (r.skipped.empty()) {
-    Gemm gm(g, p, n, seed_for(g.dev, p, n, 1));
+    Gemm gm(g, p, n, seed_for(g.dev, p, n, 1), o.algos);
     if (gm.supported() && gm.first_run()) {
-      for (int i = 1; i < kBriefWarmups; ++i) gm.run();
+      // The algorithm choice loads the GPU for up to ~0.1 s at full power; a burst measured right after it would
+      // start power-capped. Idle first, so that every burst starts from the same rested state.
+      CUDA_CHECK(cudaStreamSynchronize(g.stream));
+      if (o.cooldown_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.cooldown_s));
+      for (int i = 0; i < kBriefWarmups; ++i) gm.run();
       r.warmup_calls = kBriefWarmups;
+      r.algo = gm.choice();
       gm.poison();
+      r.t0 = st.sampler->mark();
       fill_stats(r, timed_calls(g, gm, kBriefCalls));
+      r.t1 = st.sampler->mark();
       verify(st, o, g, gm, r);
     } else {
       r.skipped = gm.skip_reason();
@@ -709,8 +822,11 @@ bool measure_window(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r, Barri
   calls = std::min(std::max(calls, kWindowMinCalls), kWindowMaxCalls);
   g.ensure_events(2 * static_cast<size_t>(calls));
   if (bar && !bar->wait()) return false;
+  r.algo = gm.choice();
   gm.poison();
+  r.t0 = st.sampler->mark();
   fill_stats(r, timed_calls(g, gm, calls));
+  r.t1 = st.sampler->mark();
   verify(st, o, g, gm, r);
   return true;
 }
@@ -788,7 +904,7 @@ void run_solo(State& st, const Options& o, Gpu& g, PinnedHost& host) {
     r.phase = "window";
     r.skipped = memory_shortfall(g, p, o.metric_size);
     if (r.skipped.empty()) {
-      Gemm gm(g, p, o.metric_size, seed_for(g.dev, p, o.metric_size, 2));
+      Gemm gm(g, p, o.metric_size, seed_for(g.dev, p, o.metric_size, 2), o.algos);
       if (measure_window(st, o, g, gm, r, nullptr)) measure_transfer(g, gm, r, host);
     }
     progress(g, r);
@@ -819,7 +935,7 @@ void run_concurrent(State& st, const Options& o, std::vector<std::unique_ptr<Gpu
         if (!r.skipped.empty()) {
           bar.drop();
         } else {
-          Gemm gm(*g, p, o.metric_size, seed_for(g->dev, p, o.metric_size, 3));
+          Gemm gm(*g, p, o.metric_size, seed_for(g->dev, p, o.metric_size, 3), o.algos);
           if (!bar.wait()) return;
           if (!measure_window(st, o, *g, gm, r, &bar)) {
             if (r.skipped.empty()) return;  // barrier broken by another thread's error
@@ -844,7 +960,7 @@ void run_concurrent(State& st, const Options& o, std::vector<std::unique_ptr<Gpu
 // Command line.
 const char* kUsage =
     "usage: gpuaccept-gemm [options]\n"
-    "Dense GEMM throughput per GPU with cuBLAS/cuBLASLt, every result verified (Freivalds, in double).\n"
+    "Dense GEMM throughput per GPU through cuBLASLt, every result verified (Freivalds, in double).\n"
     "  --precisions LIST  comma list of fp64,fp32,tf32,bf16,fp16,fp8 or 'all' (default all)\n"
     "  --series LIST      sizes measured briefly (median of 10 calls after 2 warm-ups), or 'none'\n"
     "                     (default 8128,8136,...,8192: the step-8 series; multiples of 64 run fastest)\n"
@@ -853,6 +969,11 @@ const char* kUsage =
     "  --metric-size N    square size of the sustained window and the metrics (default 8192)\n"
     "  --window-s S       length of the sustained window in seconds (default 3.0; --quick 1.0)\n"
     "  --gpus all|LIST    CUDA device indices (default all visible)\n"
+    "  --algos N          cuBLASLt heuristic candidates timed per precision and size, the fastest kept\n"
+    "                     (default 8; 1 = the heuristic's first choice)\n"
+    "  --workspace-mib N  cuBLASLt workspace per GPU in MiB (default 64)\n"
+    "  --sample-interval S  seconds between NVML clock/power readings (default 0.05)\n"
+    "  --cooldown-s S     idle seconds before each series/large (burst) measurement (default 0.25)\n"
     "  --quick            nightly: window 1.0 s, no series, no large sizes\n"
     "  --output FILE      write the JSON document (docs/benchmark-json.md) to FILE\n"
     "  --inject-error     self-test: corrupt one element of C before every verification (expect exit 2)\n"
@@ -927,6 +1048,18 @@ Options parse_options(int argc, char** argv, bool& help) {
       if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 4)
         throw std::invalid_argument("option --gpus: '" + s + "' is not a device index (use 'all' or e.g. 0,1)");
   }
+  long algos = a.get_long("algos", 8);
+  if (algos < 1 || algos > 64) throw std::invalid_argument("option --algos: " + std::to_string(algos) + " out of range 1..64");
+  o.algos = static_cast<int>(algos);
+  o.workspace_mib = a.get_long("workspace-mib", 64);
+  if (o.workspace_mib < 0 || o.workspace_mib > 4096)
+    throw std::invalid_argument("option --workspace-mib: " + std::to_string(o.workspace_mib) + " out of range 0..4096");
+  o.sample_interval_s = a.get_double("sample-interval", 0.05);
+  if (!(o.sample_interval_s >= 0.01 && o.sample_interval_s <= 10.0))
+    throw std::invalid_argument("option --sample-interval: must be in [0.01, 10] seconds");
+  o.cooldown_s = a.get_double("cooldown-s", 0.25);
+  if (!(o.cooldown_s >= 0.0 && o.cooldown_s <= 60.0))
+    throw std::invalid_argument("option --cooldown-s: must be in [0, 60] seconds");
   o.output = a.get("output", "");
   a.reject_unknown();
   // The metric size is measured by the window; the large list keeps what the series does not cover.
@@ -990,13 +1123,20 @@ void compute_metrics(State& st, const Options& o, const std::vector<int>& gpu_id
 }
 
 const char* kTiming =
-    "one cudaEvent pair per GEMM call on the GPU's stream, all elapsed times read after one sync; metrics: "
+    "algorithm: the fastest of cuBLASLt's heuristic candidates (--algos) over 3 timed calls each, chosen once per "
+    "precision and size; one cudaEvent pair per GEMM call on the GPU's stream, all elapsed times read after one "
+    "sync; metrics: "
     "median over a sustained window of back-to-back calls (--window-s) at --metric-size after >= 0.5 s and >= 5 "
-    "warm-up calls; series/large sizes: median of 10 calls after 2 warm-ups; with transfer: median of 5 "
+    "warm-up calls; series/large sizes (burst): --cooldown-s idle, then the median of 10 calls after 2 warm-ups; with transfer: median of 5 "
     "(H2D A,B pinned + GEMM + D2H C between one event pair); TFLOP/s = 2*m*n*k/s/1e12";
 
 std::string document(State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
                      const std::vector<DeviceInfo>& devices, const std::vector<int>& gpu_ids) {
+  auto slot_of = [&](int gpu) {
+    for (size_t i = 0; i < gpu_ids.size(); ++i)
+      if (gpu_ids[i] == gpu) return i;
+    return gpu_ids.size();
+  };
   std::vector<Metric> metrics;
   Waived waived;
   if (st.errors.empty() || !st.rows.empty()) compute_metrics(st, o, gpu_ids, metrics, waived);
@@ -1021,6 +1161,8 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
   j.end_object();
 
   write_devices(j, devices);
+  if (st.sampler) nvml::write_facts(j, *st.sampler);
+  else j.kv_null("nvml");
 
   j.key("parameters").begin_object();
   j.key("precisions").begin_array();
@@ -1041,7 +1183,9 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
   j.kv("window_warmup_s", kWarmupSeconds).kv("window_warmup_min_calls", kWarmupMinCalls);
   j.kv("window_min_calls", kWindowMinCalls).kv("window_max_calls", kWindowMaxCalls);
   j.kv("transfer_trials", kTransferTrials);
-  j.kv("cublaslt_workspace_bytes", static_cast<unsigned long long>(kLtWorkspaceBytes));
+  j.kv("cublaslt_workspace_bytes", static_cast<unsigned long long>(o.workspace_mib) << 20);
+  j.kv("algorithm_candidates", o.algos).kv("algorithm_tune_calls", kTuneCalls);
+  j.kv("clock_sample_interval_s", o.sample_interval_s).kv("brief_cooldown_s", o.cooldown_s);
   j.key("precision_setup").begin_object();
   for (Prec p : o.precisions) {
     j.key(info(p).key).begin_object().kv("call", info(p).setup).kv("tolerance", info(p).tolerance).end_object();
@@ -1066,6 +1210,18 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
       j.kv("tflops_with_transfer", r.tf_xfer);  // null except solo windows
       j.kv("seconds_with_transfer_median", r.xfer_sec_median);
       j.kv("rel_error", r.rel_error).kv("tolerance", r.tolerance).kv("verified", r.verified);
+      j.key("algorithm").begin_object();
+      j.kv("compute_type", r.algo.compute_type).kv("heuristic_rank", r.algo.heuristic_rank);
+      j.kv("candidates", r.algo.candidates).kv("candidates_timed", r.algo.candidates_timed);
+      j.kv("workspace_bytes", static_cast<unsigned long long>(r.algo.workspace_bytes));
+      j.kv("tune_tflops_heuristic_first", r.algo.tune_tflops_first).kv("tune_tflops_chosen", r.algo.tune_tflops_chosen);
+      j.end_object();
+      j.key("clocks");
+      size_t slot = slot_of(r.gpu);
+      if (st.sampler && st.sampler->ok() && slot < gpu_ids.size() && std::isfinite(r.t0))
+        nvml::write_summary(j, st.sampler->summary(slot, r.t0, r.t1));
+      else
+        j.null();
     }
     j.end_object();
   }
@@ -1080,9 +1236,10 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
   return j.str() + "\n";
 }
 
-void print_table(const State& st) {
-  std::printf("%-4s %-5s %-10s %-7s %6s %8s %10s %10s %10s %10s %9s %s\n", "gpu", "prec", "mode", "phase", "n",
-              "samples", "TF median", "TF min", "TF max", "TF xfer", "rel_err", "verified");
+void print_table(State& st, const std::vector<int>& gpu_ids) {
+  std::printf("%-4s %-5s %-10s %-7s %6s %8s %10s %10s %10s %10s %9s %8s %7s %5s %s\n", "gpu", "prec", "mode", "phase",
+              "n", "samples", "TF median", "TF min", "TF max", "TF xfer", "rel_err", "verified", "SM MHz", "W",
+              "algo");
   for (const auto& r : st.rows) {
     if (!r.skipped.empty()) {
       std::printf("%-4d %-5s %-10s %-7s %6d skipped: %s\n", r.gpu, info(r.p).key, r.mode.c_str(), r.phase.c_str(),
@@ -1091,9 +1248,13 @@ void print_table(const State& st) {
     }
     char xfer[32] = "-";
     if (std::isfinite(r.tf_xfer)) std::snprintf(xfer, sizeof xfer, "%.2f", r.tf_xfer);
-    std::printf("%-4d %-5s %-10s %-7s %6d %8d %10.2f %10.2f %10.2f %10s %9.2g %s\n", r.gpu, info(r.p).key,
-                r.mode.c_str(), r.phase.c_str(), r.n, r.samples, r.tf_median, r.tf_min, r.tf_max, xfer, r.rel_error,
-                r.verified ? "yes" : "NO");
+    nvml::Summary c;
+    size_t slot = std::find(gpu_ids.begin(), gpu_ids.end(), r.gpu) - gpu_ids.begin();
+    if (st.sampler && st.sampler->ok() && slot < gpu_ids.size()) c = st.sampler->summary(slot, r.t0, r.t1);
+    std::printf("%-4d %-5s %-10s %-7s %6d %8d %10.2f %10.2f %10.2f %10s %9.2g %8s %7.0f %5.0f %d/%d\n", r.gpu,
+                info(r.p).key, r.mode.c_str(), r.phase.c_str(), r.n, r.samples, r.tf_median, r.tf_min, r.tf_max, xfer,
+                r.rel_error, r.verified ? "yes" : "NO", c.sm_mhz_median, c.power_w_median, r.algo.heuristic_rank,
+                r.algo.candidates);
   }
 }
 
@@ -1127,16 +1288,22 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  std::unique_ptr<nvml::Sampler> sampler;  // outlives the GPUs: the document summarises its readings
   {
     std::vector<std::unique_ptr<Gpu>> gpus;
     PinnedHost host;
     try {
+      std::vector<std::string> bus_ids;
       for (int id : gpu_ids) {
-        gpus.push_back(std::make_unique<Gpu>(id));
+        gpus.push_back(std::make_unique<Gpu>(id, static_cast<size_t>(o.workspace_mib) << 20));
         devices.push_back(gpus.back()->info);
         std::cerr << "[gpu " << id << "] " << gpus.back()->info.name << ", " << gpus.back()->info.pci_bus_id
                   << ", compute capability " << gpus.back()->info.cc << "\n";
+        bus_ids.push_back(gpus.back()->info.pci_bus_id);
       }
+      sampler = std::make_unique<nvml::Sampler>(bus_ids, o.sample_interval_s);
+      st.sampler = sampler.get();
+      if (!sampler->ok()) st.note("no clock/power readings: " + sampler->why_not());
       for (auto& g : gpus) run_solo(st, o, *g, host);
       if (gpus.size() > 1) {
         for (Prec p : o.precisions) {
@@ -1151,7 +1318,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  print_table(st);
+  if (sampler) sampler->stop();
+  print_table(st, gpu_ids);
   bool written = write_doc();
   if (!st.errors.empty() || !written) return kExitCallFailed;
   if (!st.failures.empty()) return kExitVerifyFailed;

@@ -49,6 +49,13 @@ CHECKS: dict[str, Check] = {
             "mpi.json",
         ),
         Check(
+            "nccl",
+            "NCCL all-reduce, all-gather, reduce-scatter, broadcast between the node's GPUs (gpuaccept-nccl)",
+            ("commission", "evaluation"),
+            True,
+            "nccl.json",
+        ),
+        Check(
             "hplstyle",
             "HPL-style LU through cuSOLVER, every GPU at once (gpuaccept-hplstyle)",
             ("commission", "evaluation"),

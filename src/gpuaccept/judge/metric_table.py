@@ -37,6 +37,9 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("affinity_far_near_min", "ratio", NODE),
     ),
     "gemm": (
+        # The rate over the datasheet peak of its precision (gpuaccept peaks, reference_values/datasheets).
+        ("*_concurrent_tflops_min_peak_fraction", "ratio", NODE),
+        ("*_tflops_min_peak_fraction", "ratio", GPU),
         ("*_concurrent_tflops_min", "TFLOP/s", NODE),  # every GPU at once: the node's power and cooling
         ("*_xfer_tflops_min", "TFLOP/s", GPU),
         ("*_tflops_min", "TFLOP/s", GPU),
@@ -56,6 +59,8 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("gpu_bw_min", "GB/s", NODE),
     ),
     "hplstyle": (
+        ("tflops_min_peak_fraction", "ratio", GPU),
+        ("tflops_sum_peak_fraction", "ratio", NODE),
         ("tflops_min", "TFLOP/s", GPU),
         ("residual_max", "ratio", GPU),
         ("tflops_sum", "TFLOP/s", NODE),
@@ -134,7 +139,11 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
         for check in ("namd_apoa1", "namd_stmv")
     },
     # NCCL collectives over every GPU of the node (nccl-tests' bus bandwidth, the best message size).
-    "nccl": (("*_busbw_gbps_*", "GB/s", NODE), ("*_algbw_gbps_*", "GB/s", NODE)),
+    "nccl": (
+        ("*_busbw_gbps_*", "GB/s", NODE),
+        ("*_algbw_gbps_*", "GB/s", NODE),
+        ("allreduce_latency_us", "us", NODE),  # the median all-reduce time at the smallest size
+    ),
 }
 
 # The power sampler's metrics (gpuaccept sample, docs/checks/power.md), added to any check run under it: all GPUs
