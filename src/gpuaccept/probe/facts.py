@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from gpuaccept.probe.nvml import Nvml
+
 SMI_FIELDS = (
     "index",
     "name",
@@ -79,18 +81,8 @@ def pci_numa_node(bus_id: str, root: Path = Path("/sys/bus/pci/devices")) -> int
 
 
 def _nvml_facts() -> dict[str, Any]:
-    import pynvml  # noqa: PLC0415 - nvidia-ml-py; imported late so nodes without a driver still get facts
-
-    pynvml.nvmlInit()
-    try:
-
-        def optional(fn, *args):
-            try:
-                value = fn(*args)
-            except pynvml.NVMLError:
-                return None
-            return value.decode() if isinstance(value, bytes) else value
-
+    with Nvml() as nv:
+        pynvml, optional = nv.lib, nv.optional
         cuda = optional(pynvml.nvmlSystemGetCudaDriverVersion_v2)
         facts: dict[str, Any] = {
             "gpu_source": "nvml",
@@ -125,8 +117,6 @@ def _nvml_facts() -> dict[str, Any]:
                 }
             )
         return facts
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def _int_or_none(text: str) -> int | None:

@@ -31,6 +31,7 @@ from typing import Any
 
 from gpuaccept import __version__
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe.nvml import Nvml
 from gpuaccept.probe.power import git_revision, host_block
 
 # ------------------------------------------------------------------------------------------------
@@ -233,19 +234,9 @@ class CudaLoad:
 
 def observe_nvml(load_s: float = 1.0, exempt_pids: set[int] | None = None) -> dict[str, Any]:
     """Every GPU's health readings through NVML; the PCIe link is read during a copy load of ``load_s``."""
-    import pynvml as n  # noqa: PLC0415 - nvidia-ml-py; imported late so nodes without a driver can fall back
-
     exempt = {os.getpid(), *(exempt_pids or set())}
-    n.nvmlInit()
-    try:
-
-        def opt(fn, *args):
-            try:
-                value = fn(*args)
-            except n.NVMLError:
-                return None
-            return value.decode() if isinstance(value, bytes) else value
-
+    with Nvml() as nv:
+        n, opt = nv.lib, nv.optional
         cuda = opt(n.nvmlSystemGetCudaDriverVersion_v2)
         obs: dict[str, Any] = {
             "source": "nvml",
@@ -317,8 +308,6 @@ def observe_nvml(load_s: float = 1.0, exempt_pids: set[int] | None = None) -> di
             obs["gpus"],
         )
         return obs
-    finally:
-        n.nvmlShutdown()
 
 
 def _loaded_links(load_s: float, read, gpus: list[dict[str, Any]]) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from gpuaccept import __version__
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.probe import facts as node_facts
 from gpuaccept.probe import xplor_charmm
+from gpuaccept.probe.nvml import Nvml
 
 TOOL = "gpuaccept-md-apoa1"
 SCHEMA = "gpuaccept.bench/1"
@@ -850,13 +851,11 @@ def _finish(results, metrics, waived, failures, checked) -> dict[str, Any]:
 def gpu_memory(index: int) -> dict[str, Any] | None:
     """NVML's memory figures of one GPU (whole GPU), or None without NVML."""
     try:
-        import pynvml  # noqa: PLC0415
-
-        pynvml.nvmlInit()
-        info = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index))
-        return {"used_bytes": int(info.used), "total_bytes": int(info.total)}
+        with Nvml() as nv:
+            info = nv.lib.nvmlDeviceGetMemoryInfo(nv.lib.nvmlDeviceGetHandleByIndex(index))
     except Exception:
         return None
+    return {"used_bytes": int(info.used), "total_bytes": int(info.total)}
 
 
 # ------------------------------------------------------------------------------------------------

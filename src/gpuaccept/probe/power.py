@@ -31,6 +31,7 @@ from typing import Any
 from gpuaccept import __version__
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.probe import facts
+from gpuaccept.probe.nvml import Nvml
 
 SCHEMA = "gpuaccept.bench/1"
 TOOL = "gpuaccept-sample"
@@ -105,13 +106,11 @@ class NvmlBackend:
     name = "nvml"
 
     def __init__(self) -> None:
-        import pynvml  # noqa: PLC0415 - nvidia-ml-py; imported late so nodes without a driver can fall back
-
-        self.nvml = pynvml
-        pynvml.nvmlInit()
-        self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        self.session = Nvml()
+        self.nvml = pynvml = self.session.lib
+        self.handles = self.session.handles()
         if not self.handles:
-            pynvml.nvmlShutdown()
+            self.session.close()
             raise SamplerError("NVML sees no GPU")
         self._reasons_fn = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
             pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
@@ -123,11 +122,7 @@ class NvmlBackend:
         self._thread: threading.Thread | None = None
 
     def _optional(self, fn, *args):
-        try:
-            value = fn(*args)
-        except self.nvml.NVMLError:
-            return None
-        return value.decode() if isinstance(value, bytes) else value
+        return self.session.optional(fn, *args)
 
     def _device(self, index: int, h) -> Device:
         n = self.nvml
@@ -187,10 +182,7 @@ class NvmlBackend:
         return self.readings
 
     def close(self) -> None:
-        try:
-            self.nvml.nvmlShutdown()
-        except self.nvml.NVMLError:
-            pass
+        self.session.close()
 
 
 def _smi_number(text: str) -> float | None:
