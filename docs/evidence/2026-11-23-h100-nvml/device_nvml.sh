@@ -6,7 +6,7 @@ set -u
 O=${O:?output directory}; mkdir -p "$O"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nvml-site "$C"/wheels/*.whl > /dev/null 2>&1
 export PYTHONPATH=/tmp/nvml-site:$PWD/src LC_ALL=C.UTF-8
-git rev-parse --short HEAD 2>/dev/null > "$O/revision.txt" || cat "$C/gitrev" > "$O/revision.txt"
+cat "$C/gitrev" > "$O/revision.txt" 2>/dev/null || git rev-parse --short HEAD > "$O/revision.txt"
 nvidia-smi --query-gpu=name,pci.device_id,driver_version --format=csv > "$O/machine.txt" 2>&1
 python3 -m gpuaccept facts --output "$O/facts.json"; echo "facts exit $?"
 python3 -m gpuaccept health --node-type h100_sxm5_80gb --output "$O/health.json" --xid-since boot; echo "health exit $?"
