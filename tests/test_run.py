@@ -252,6 +252,8 @@ def test_a_slurm_node_without_a_job_or_facts_is_judged_through_the_same_function
     doc = json.loads((tmp_path / "results" / "n1" / "20261123T101500Z-commission-slurm" / "verdict.json").read_text())
     assert doc["node"] == "n1" and doc["verdict"] == "fail" and result.node == "n1"
     rows = {(r["check"], r["metric"]): r for r in doc["rows"]}
-    assert "`gpuaccept facts` did not run there" in rows[("node", "facts")]["reason"]
+    facts = rows[("inputs", None)]["reason"]
+    assert "node-facts.json: the node facts is missing" in facts
+    assert "`gpuaccept facts` did not run on the node" in facts
     assert rows[("cpu_gemm", None)]["reason"].startswith("no job of this run ran on n1")
     assert (tmp_path / "results" / "n1" / "20261123T101500Z-commission-slurm" / "gpuaccept.prom").exists()

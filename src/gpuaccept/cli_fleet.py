@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from gpuaccept import redact
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge.checks import SUITES
+from gpuaccept.probe import document
 from gpuaccept.results import fleet, slurm
 
 EXIT_REJECTED = 1
@@ -36,16 +36,6 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     return 0 if fleet.all_accepted(entries) else EXIT_REJECTED
 
 
-def _git_revision(root: Path) -> str:
-    res = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    )
-    if res.returncode == 0:
-        return res.stdout.strip()
-    rev = root / ".gitrev"
-    return rev.read_text().strip() if rev.exists() else "unknown"
-
-
 def _partitions(args: argparse.Namespace) -> list[slurm.Partition]:
     try:
         return slurm.partitions(slurm.load_inventory(args.inventory), args.limit.split(",") if args.limit else None)
@@ -67,7 +57,7 @@ def cmd_slurm_config(args: argparse.Namespace) -> int:
         "mklroot": str(venv),
         "openblas_inc": args.openblas_inc,
         "openblas_lib": args.openblas_lib,
-        "git_revision": _git_revision(slurm.TEMPLATE.parents[3]),
+        "git_revision": document.git_revision(slurm.TEMPLATE.parents[3]),
     }
     config = slurm.site_config(
         parts, Path(args.reference_dir).resolve(), build, args.scheduler, args.launcher, args.nvcc, mpi=args.mpi

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import document
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT_ROOT / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
@@ -30,21 +30,6 @@ CUDA_NVCC = "/usr/local/cuda/bin/nvcc"
 
 class ConfigError(Exception):
     """The configuration cannot be written (template missing, does not render)."""
-
-
-def _git_revision(root: Path) -> str:
-    try:
-        res = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-        )
-    except OSError:
-        res = None
-    if res is not None and res.returncode == 0 and res.stdout.strip():
-        return res.stdout.strip()
-    try:
-        return (root / ".gitrev").read_text(encoding="utf-8").strip() or "unknown"
-    except OSError:
-        return "unknown"
 
 
 def blas(venv: Path) -> str:
@@ -84,7 +69,7 @@ def extras(
         "mklroot": str(venv),
         "openblas_inc": OPENBLAS_INC,
         "openblas_lib": OPENBLAS_LIB,
-        "git_revision": _git_revision(PROJECT_ROOT),
+        "git_revision": document.git_revision(PROJECT_ROOT),
         "namd_home": os.environ.get("GPUACCEPT_NAMD_HOME") or str(PROJECT_ROOT / "namd"),
         "bench_dir": str(Path(bench_dir or BENCH_DIR).resolve()),
     }

@@ -28,7 +28,8 @@ def read_facts(path: Path) -> tuple[dict[str, Any], list[str]]:
     try:
         return rules.load_json_input(path, "the node facts"), []
     except rules.DocumentError as err:
-        return {}, [str(err)]
+        hint = "; `gpuaccept facts` did not run on the node, or its output was lost" if not path.exists() else ""
+        return {}, [f"{err}{hint}"]
 
 
 def judge_run_dir(

@@ -29,10 +29,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import __version__
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import document
 from gpuaccept.probe.nvml import Nvml
-from gpuaccept.probe.power import git_revision, host_block
 
 # ------------------------------------------------------------------------------------------------
 # The kernel log: NVIDIA XID events.
@@ -562,17 +561,12 @@ def probe(
     kernel_log: dict[str, Any] = {"read_with": how or None, "xid_events": xids}
     if log is None:
         kernel_log.update(unreadable="; ".join(log_why) or "no reader found", fix=KERNEL_LOG_FIX)
+    timing = (
+        f"one reading of each GPU; the PCIe link read every 0.1 s during a {load_s:g} s host-to-device copy load, "
+        "the highest reading kept"
+    )
     doc = {
-        "schema": SCHEMA,
-        "tool": TOOL,
-        "tool_version": __version__,
-        "git_revision": git_revision(),
-        "command_line": argv,
-        "started_utc": started,
-        "elapsed_s": round(time.monotonic() - t0, 3),
-        "timing": f"one reading of each GPU; the PCIe link read every 0.1 s during a {load_s:g} s host-to-device "
-        "copy load, the highest reading kept",
-        "host": host_block(),
+        **document.header(TOOL, argv, started, timing, time.monotonic() - t0),
         "cuda": {
             "driver_version": None,
             "runtime_version": None,

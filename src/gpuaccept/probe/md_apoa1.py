@@ -53,10 +53,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import __version__
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import document, xplor_charmm
 from gpuaccept.probe import facts as node_facts
-from gpuaccept.probe import xplor_charmm
 from gpuaccept.probe.nvml import Nvml
 
 TOOL = "gpuaccept-md-apoa1"
@@ -924,22 +923,15 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     f = node_facts.gather()
     gpus = (f.get("gpus") or []) if args.platform != "CPU" else []
-    from gpuaccept.probe import power  # noqa: PLC0415
 
-    doc: dict[str, Any] = {
-        "schema": SCHEMA,
-        "tool": TOOL,
-        "tool_version": __version__,
-        "git_revision": os.environ.get("GPUACCEPT_GIT_REVISION") or power.git_revision(),
-        "command_line": [TOOL, *(sys.argv[1:] if argv is None else argv)],
-        "started_utc": started,
-        "timing": (
+    timing = (
             f"wall clock (time.perf_counter) of {args.repeats} segments of {args.steps} fs after {args.warmup_steps} "
             "fs of warm-up, each ended by a state read that waits for the GPU; median segment reported; ns/day = "
             "fs simulated / median segment seconds; all GPUs: one replica per GPU started together, ns/day summed; "
             f"CPU baseline: one segment of {args.cpu_steps} fs"
-        ),
-        "host": {k: f.get(k) for k in ("hostname", "cpu_model", "logical_cpus", "numa_nodes")},
+        )
+    doc: dict[str, Any] = {
+        **document.header(TOOL, [TOOL, *(sys.argv[1:] if argv is None else argv)], started, timing),
         "devices": [
             {
                 k: g.get(k)

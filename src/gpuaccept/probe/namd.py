@@ -37,8 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import __version__
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import document
 from gpuaccept.probe import facts as node_facts
 from gpuaccept.probe.power import SamplerError, open_backend
 
@@ -488,16 +488,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     modes = [m for m in args.modes.split(",") if m]
     if args.quick and args.steps == 500:
         args.steps = 200
+    timing = (
+        "NAMD's own figures: the last PERFORMANCE average (3.x) or Benchmark line (2.x), else the last TIMING wall "
+        "time per step; wall time from NAMD's WallClock; GPU energy from NVML's counter"
+    )
     doc: dict[str, Any] = {
-        "schema": "gpuaccept.bench/1",
-        "tool": TOOL,
-        "tool_version": __version__,
-        "git_revision": os.environ.get("GPUACCEPT_GIT_REVISION", "unknown"),
-        "command_line": [TOOL, *sys.argv[1:]],
-        "started_utc": started,
-        "timing": "NAMD's own figures: the last PERFORMANCE average (3.x) or Benchmark line (2.x), else the last "
-        "TIMING wall time per step; wall time from NAMD's WallClock; GPU energy from NVML's counter",
-        "host": {k: f.get(k) for k in ("hostname", "cpu_model", "logical_cpus", "numa_nodes")},
+        **document.header(TOOL, [TOOL, *sys.argv[1:]], started, timing),
         "devices": [
             {k: g.get(k) for k in ("index", "name", "pci_bus_id", "uuid") if k in g} for g in f.get("gpus") or []
         ],

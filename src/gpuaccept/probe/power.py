@@ -18,7 +18,6 @@ import math
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import __version__
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.probe import facts
+from gpuaccept.probe import document as bench_document
 from gpuaccept.probe.nvml import Nvml
 
 SCHEMA = "gpuaccept.bench/1"
@@ -484,22 +482,6 @@ def summarize(
 # The document.
 
 
-def git_revision() -> str:
-    rev = PROJECT_ROOT / ".gitrev"
-    try:
-        return rev.read_text(encoding="utf-8").strip() or "unknown"
-    except OSError:
-        pass
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=False, env={**os.environ, "LC_ALL": "C"},
-        )  # fmt: skip
-    except OSError:
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
-
-
 def _driver_release() -> str | None:
     try:
         text = Path("/proc/driver/nvidia/version").read_text(encoding="utf-8", errors="replace")
@@ -509,15 +491,6 @@ def _driver_release() -> str | None:
         if word.count(".") >= 1 and word.replace(".", "").isdigit():
             return word
     return None
-
-
-def host_block() -> dict[str, Any]:
-    return {
-        "hostname": socket.gethostname(),
-        "cpu_model": facts.cpu_model(),
-        "logical_cpus": os.cpu_count(),
-        "numa_nodes": facts.numa_nodes(),
-    }
 
 
 def document(
@@ -544,20 +517,13 @@ def document(
         for m in ("energy_j", "power_avg_w", "power_peak_w"):
             waived[m] = "no GPU could be read: " + ("; ".join(errors) or "none found")
         metrics = {}
+    timing = (
+        f"every GPU read every {interval:g} s ({backend or 'no back end'}) from the command's start to its end; "
+        "energy from NVML's total-energy counter read just before and just after the command (else the "
+        "time integral of the samples); average power = energy / duration; peak = largest per-round sum"
+    )
     return {
-        "schema": SCHEMA,
-        "tool": TOOL,
-        "tool_version": __version__,
-        "git_revision": git_revision(),
-        "command_line": command_line,
-        "started_utc": started_utc,
-        "elapsed_s": round(duration_s, 3),
-        "timing": (
-            f"every GPU read every {interval:g} s ({backend or 'no back end'}) from the command's start to its end; "
-            "energy from NVML's total-energy counter read just before and just after the command (else the "
-            "time integral of the samples); average power = energy / duration; peak = largest per-round sum"
-        ),
-        "host": host_block(),
+        **bench_document.header(TOOL, command_line, started_utc, timing, duration_s),
         "cuda": {
             "driver_version": None,
             "runtime_version": None,

@@ -1,0 +1,68 @@
+"""The header every gpuaccept.bench/1 document of the Python probes starts with (docs/benchmark-json.md): the
+schema, the tool and its version, the project revision, the command line, when it started and how it timed,
+and the host. One builder, so the health probe, the power sampler, the MD and NAMD runners write the same keys
+the CUDA tools write (bench_common.h), and one answer to "which revision ran"."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from gpuaccept import __version__
+from gpuaccept.probe import facts
+
+SCHEMA = "gpuaccept.bench/1"
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+
+
+def git_revision(root: Path = PROJECT_ROOT) -> str:
+    """The project's revision: GPUACCEPT_GIT_REVISION (set by the checks), else the ``.gitrev`` file the
+    gpuaccept_toolenv role writes into a copied project, else ``git rev-parse``, else "unknown". The file comes
+    before git: a copy of the tree may carry another commit's git directory."""
+    env = os.environ.get("GPUACCEPT_GIT_REVISION", "").strip()
+    if env:
+        return env
+    try:
+        return (root / ".gitrev").read_text(encoding="utf-8").strip() or "unknown"
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=False, env={**os.environ, "LC_ALL": "C"},
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def host_block() -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": facts.cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "numa_nodes": facts.numa_nodes(),
+    }
+
+
+def header(
+    tool: str, command_line: list[str], started_utc: str, timing: str, elapsed_s: float | None = None
+) -> dict[str, Any]:
+    """The common top of a document; the caller adds cuda, devices, parameters, results, metrics, waived,
+    verification and errors."""
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "tool": tool,
+        "tool_version": __version__,
+        "git_revision": git_revision(),
+        "command_line": command_line,
+        "started_utc": started_utc,
+    }
+    if elapsed_s is not None:
+        doc["elapsed_s"] = round(elapsed_s, 3)
+    doc["timing"] = timing
+    doc["host"] = host_block()
+    return doc
