@@ -59,18 +59,29 @@ H200X2 = EVIDENCE / "2026-11-22-h200x2"
 
 # The checks of the runs recorded for the foundation (H100 and H200 accept/evaluation, the degraded H100).
 RECORDED_CHECKS = ("bandwidth", "gemm", "cpu_gemm")
+# Checks whose references have since been derived from another setup than the recorded runs': the host GEMM's
+# from Intel MKL (issue 15), where those runs had Debian's OpenBLAS. Judging a recorded run as a whole reports
+# them unjudged (tests/test_recorded_outputs.py judges those runs' host GEMM against today's MKL figures on purpose).
+REDERIVED_CHECKS = ("cpu_gemm",)
 
 
 def references_as_recorded(tmp_path: Path, checks=RECORDED_CHECKS) -> Path:
     """A copy of reference_values with only the checks that existed when a recorded run was made (later checks,
     e.g. 'hplstyle', 'health', 'power', have their own evidence and tests), for tests that judge such a run as a
-    whole: judged against today's files, it would be rejected for the checks it could not have run. Both layers
-    are copied: the node type files and the GPU SKU files under gpus/."""
+    whole: judged against today's files, it would be rejected for the checks it could not have run. The metrics
+    of checks whose references were re-derived from another setup since (REDERIVED_CHECKS) are informational. Both
+    layers are copied: the node type files and the GPU SKU files under gpus/."""
     out = tmp_path / "references-as-recorded"
     (out / "gpus").mkdir(parents=True, exist_ok=True)
     for path in [*REFERENCE_DIR.glob("*.yaml"), *REFERENCE_DIR.glob("gpus/*.yaml")]:
         doc = yaml.safe_load(path.read_text())
         doc["checks"] = {k: v for k, v in doc.get("checks", {}).items() if k in checks}
+        for check in set(doc["checks"]) & set(REDERIVED_CHECKS):
+            doc["checks"][check] = {
+                name: {"informational": "re-derived since from another setup (tests/conftest.py)",
+                       "unit": entry["unit"], "source": entry["source"]}
+                for name, entry in doc["checks"][check].items()
+            }  # fmt: skip
         used = {m.get("source") for c in doc["checks"].values() for m in c.values()}
         used.add((doc.get("health") or {}).get("source"))
         doc["sources"] = {k: v for k, v in doc.get("sources", {}).items() if k in used}

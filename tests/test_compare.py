@@ -42,7 +42,8 @@ def test_a_good_fleet_passes_and_every_run_can_be_listed(tmp_path, capsys):
     refs = ["--reference-dir", str(references_as_recorded(tmp_path))]
     assert main(["compare", str(H100_RUNS), "--all", *refs]) == 0
     out = capsys.readouterr().out
-    assert "0 of 18 judged metrics outside their tolerance on 0 of 1 node(s) (1 run(s)" in out
+    # 16: bandwidth and GEMM (the host GEMM is reported unjudged: its references are MKL's now, conftest.py)
+    assert "0 of 16 judged metrics outside their tolerance on 0 of 1 node(s) (1 run(s)" in out
     assert main(["compare", "--every-run", str(H100_RUNS), *refs]) == 0
     assert "(3 run(s)" in capsys.readouterr().out
 
