@@ -391,3 +391,21 @@ def test_the_nightly_runs_through_gpuaccept_run():
     health = next(r for r in foreign.rows if r.check == "health" and r.metric is None)
     assert not foreign.accepted and health.status == "fail"
     assert "compute process pid 19192 of user root" in health.reason
+
+
+def test_the_probe_never_imports_the_judge():
+    """What runs on the node records; it never decides: no module of gpuaccept.probe imports gpuaccept.judge or
+    gpuaccept.results (read from the sources' import statements)."""
+    import ast  # noqa: PLC0415
+
+    probe = Path(__file__).resolve().parents[1] / "src" / "gpuaccept" / "probe"
+    offenders = []
+    for path in sorted(probe.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith(("gpuaccept.judge", "gpuaccept.results"))]
+    assert len(list(probe.glob("*.py"))) > 10 and offenders == []
