@@ -1,6 +1,7 @@
 """HPL: the one parser on real outputs (gpuaccept-hplstyle on the H100, hpcc's real HPL), HPL's residual rule,
 the HPL.dat generator (read back by a real hpcc), and HPL's generator and residual computed on the CPU."""
 
+import copy
 import json
 import math
 import os
@@ -359,3 +360,20 @@ def test_a_threshold_above_16_or_not_finite_fails(threshold, message):
     assert any(message in p for p in hpl.judge(out, expected_runs=1)), hpl.judge(out, expected_runs=1)
     with pytest.raises(ValueError, match="threshold must"):
         hpl_dat.HplDat(n=1000, nb=64, p=1, q=1, threshold=float(threshold))
+
+
+def test_recorded_hpl_cuda_run_passes_hpls_rule_and_the_judges():
+    """HPL 2.3 with NVBLAS on the H100 (docs/evidence/2026-11-23-hpl-host-gemm/hpl-cuda-pass): its own output,
+    parsed, turned into a document and judged by the residual rule."""
+    from gpuaccept.judge import rules  # noqa: PLC0415
+
+    path = EVIDENCE / "2026-11-23-hpl-host-gemm" / "hpl-cuda-pass" / "hpl" / "cuda-n16384.out"
+    out = hpl.parse_file(path)
+    (run,) = out.runs
+    assert (run.n, run.nb, run.p, run.q) == (16384, 1024, 1, 1) and run.residual_verdict == "PASSED"
+    assert run.gflops == pytest.approx(197.36) and run.residual == pytest.approx(3.634e-3, rel=1e-3)
+    doc = hpl.to_document(out, "xhpl (HPL 2.3 + NVBLAS)", ranks=1)
+    assert doc["verification"]["passed"] and rules.hpl_problems(doc, path) == []
+    worse = copy.deepcopy(doc)
+    worse["results"]["runs"][0]["scaled_residual"] = 16.0
+    assert "is not below 16" in rules.hpl_problems(worse, path)[0]
