@@ -525,7 +525,6 @@ def metrics_of(obs: dict[str, Any] | None, xids: list[dict[str, Any]] | None) ->
 # ------------------------------------------------------------------------------------------------
 # The document and the command.
 
-SCHEMA = "gpuaccept.bench/1"
 TOOL = "gpuaccept-health"
 EXIT_OK, EXIT_ERROR = 0, 1
 KERNEL_LOG_FIX = (

@@ -59,7 +59,6 @@ from gpuaccept.probe import facts as node_facts
 from gpuaccept.probe.nvml import Nvml
 
 TOOL = "gpuaccept-md-apoa1"
-SCHEMA = "gpuaccept.bench/1"
 KJ_PER_KCAL = 4.184
 TEMPERATURE_K = 300.0
 TIMESTEP_FS = 1.0

@@ -31,9 +31,7 @@ from gpuaccept.atomic import write_text_atomic
 from gpuaccept.probe import document as bench_document
 from gpuaccept.probe.nvml import Nvml
 
-SCHEMA = "gpuaccept.bench/1"
 TOOL = "gpuaccept-sample"
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 # NVML's clock-event ("throttle") reason bits (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*),
 # with the names nvidia-smi -q prints beside them.
