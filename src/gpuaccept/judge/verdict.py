@@ -1,5 +1,6 @@
-"""The node's verdict: ReFrame's JSON report, the node facts and the node type's references, turned into one
-row per check and metric (pass, fail, not run, waived, or informational) and a verdict for the node.
+"""The node's verdict: the benchmark documents (found through ReFrame's report, which only says what ran), the
+node facts and the node type's references, turned into one row per check and metric (pass, fail, not run,
+waived, or informational) and a verdict for the node (docs/judge.md).
 
 A check that did not run is 'not_run' with the reason, never 'pass'; a node passes only when every check its
 node type has references for passed, and the GPU count matches what the inventory and the node type say.
@@ -313,7 +314,7 @@ def _judge_case(
     efficiency = check.efficiency_metric or _variable(tc, "efficiency_metric")
     metrics, waived, power_problems = rules.combine(doc, power_doc, efficiency)
     problems += power_problems
-    not_run = ""
+    not_run: str | None = None  # why the check could not look (health: the kernel log)
     if "hpl" in check.rules:
         problems += rules.hpl_problems(doc, path)
     if "throttle" in check.rules:
@@ -325,7 +326,6 @@ def _judge_case(
             findings, not_run = [], f"cannot judge health: {err}"
         problems += [f"{f['message']} -> {f['fix']}" for f in findings]
         metrics["health_findings"] = {"value": len(findings), "unit": "count"}
-        not_run = not_run or ""
     rows = _metric_rows(check_key, metrics, waived, node_type, why_no_refs)
     failed_metrics = [r.metric for r in rows if r.status == FAIL]
     if problems:
