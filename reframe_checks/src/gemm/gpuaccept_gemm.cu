@@ -1,7 +1,7 @@
 // gpuaccept-gemm: dense GEMM throughput of every GPU through cuBLASLt (FP64, FP32, TF32, BF16, FP16, and FP8
 // E4M3 in, BF16 out), each precision with a workspace and the fastest of the algorithms cuBLASLt's heuristic
-// offers (timed briefly on the problem itself), each result checked with Freivalds' test in double precision
-// on the GPU. The SM clock, power and clocks event reasons during every measured phase are read through NVML.
+// offers and cublasGemmEx's own choice (timed briefly on the problem itself), each result checked with
+// Freivalds' test in double precision on the GPU. The SM clock, power and clocks event reasons during every measured phase are read through NVML.
 //
 // Per GPU, one after another (mode "solo"), and per precision:
 //   series  the step-8 size series of the NetPIPE/cuBLAS paper's table III (default 8128..8192), briefly:
@@ -200,12 +200,17 @@ __global__ void inject_kernel(T* C, size_t idx) {
 // The algorithm chosen for one (precision, size) on one GPU, kept so that every phase at that size uses it.
 struct AlgoChoice {
   cublasLtMatmulAlgo_t algo = {};
+  // cuBLAS's own choice (cublasGemmEx, CUBLAS_GEMM_DEFAULT_TENSOR_OP: what PyTorch's matmul calls) won over every
+  // cuBLASLt candidate; then algo is unused and heuristic_rank is -1.
+  bool gemmex = false;
   size_t workspace_bytes = 0;   // what the chosen algorithm asked for
   int heuristic_rank = 0;       // its place in the heuristic's list (0: the heuristic's first choice)
   int candidates = 0;           // algorithms the heuristic returned (at most --algos)
-  int candidates_timed = 0;     // ... that ran (others refused the problem)
+  int candidates_timed = 0;     // ... that ran (others refused the problem), cublasGemmEx included
+  bool gemmex_candidate = false;  // cublasGemmEx was timed beside them
   double tune_tflops_first = NAN;   // brief rate of the heuristic's first choice
   double tune_tflops_chosen = NAN;  // brief rate of the chosen one
+  double tune_tflops_gemmex = NAN;  // brief rate of cublasGemmEx's own choice
   std::string compute_type;
 };
 
@@ -213,6 +218,7 @@ struct Gpu {
   int dev = -1;
   DeviceInfo info;
   cublasLtHandle_t lt = nullptr;
+  cublasHandle_t blas = nullptr;  // cublasGemmEx, the one candidate beside cuBLASLt's heuristic
   cudaStream_t stream = nullptr;
   void* lt_workspace = nullptr;
   size_t lt_workspace_bytes = 0;
@@ -225,6 +231,10 @@ struct Gpu {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasLtCreate(&lt));
     if (lt_workspace_bytes) CUDA_CHECK(cudaMalloc(&lt_workspace, lt_workspace_bytes));
+    // Same stream, same workspace (calls on one stream never overlap), so both APIs get the same memory.
+    CUBLAS_CHECK(cublasCreate(&blas));
+    CUBLAS_CHECK(cublasSetStream(blas, stream));
+    if (lt_workspace_bytes) CUBLAS_CHECK(cublasSetWorkspace(blas, lt_workspace, lt_workspace_bytes));
   }
   Gpu(const Gpu&) = delete;
   Gpu& operator=(const Gpu&) = delete;
@@ -232,6 +242,7 @@ struct Gpu {
     cudaSetDevice(dev);
     for (auto e : events) cudaEventDestroy(e);
     if (lt_workspace) cudaFree(lt_workspace);
+    if (blas) cublasDestroy(blas);
     if (lt) cublasLtDestroy(lt);
     if (stream) cudaStreamDestroy(stream);
   }
@@ -290,6 +301,8 @@ class Gemm {
   }
 
   bool supported() const { return skip_.empty(); }
+  // cublasGemmEx takes every precision here but FP8 (cuBLASLt only), with the same compute type.
+  bool gemmex_candidate() const { return p_ != Prec::fp8; }
   const std::string& skip_reason() const { return skip_; }
   size_t bytes_a() const { return bytes_a_; }
   size_t bytes_c() const { return bytes_c_; }
@@ -298,16 +311,19 @@ class Gemm {
   void* C() { return C_; }
   const AlgoChoice& choice() const { return choice_; }
 
-  // Enqueues one GEMM on the GPU's stream with `algo`.
-  cublasStatus_t launch(const cublasLtMatmulAlgo_t& algo) {
+  // Enqueues one GEMM on the GPU's stream with `algo`, or through cublasGemmEx with cuBLAS's own choice.
+  cublasStatus_t launch(const cublasLtMatmulAlgo_t& algo, bool gemmex = false) {
     const double d1 = 1.0, d0 = 0.0;
     const float f1 = 1.0f, f0 = 0.0f;
     const void* alpha = p_ == Prec::fp64 ? static_cast<const void*>(&d1) : static_cast<const void*>(&f1);
     const void* beta = p_ == Prec::fp64 ? static_cast<const void*>(&d0) : static_cast<const void*>(&f0);
+    if (gemmex)
+      return cublasGemmEx(g_.blas, CUBLAS_OP_N, CUBLAS_OP_N, n_, n_, n_, alpha, A_, ab_type_, n_, B_, ab_type_, n_,
+                          beta, C_, cd_type_, n_, compute_, CUBLAS_GEMM_DEFAULT_TENSOR_OP);
     return cublasLtMatmul(g_.lt, op_, alpha, A_, adesc_, B_, bdesc_, beta, C_, cdesc_, C_, ddesc_, &algo,
                           g_.lt_workspace, g_.lt_workspace_bytes, g_.stream);
   }
-  void run() { CUBLAS_CHECK(launch(choice_.algo)); }
+  void run() { CUBLAS_CHECK(launch(choice_.algo, choice_.gemmex)); }
 
   // The first call of a problem: chooses the algorithm (the fastest of the heuristic's candidates over
   // kTuneCalls timed calls each, or the choice already made for this size on this GPU), then runs it once.
@@ -330,21 +346,26 @@ class Gemm {
     double best = INFINITY;
     int best_rank = -1, timed = 0;
     std::string refusals;
-    for (size_t c = 0; c < heur_.size(); ++c) {
-      cublasStatus_t st = launch(heur_[c].algo);
+    // Candidates: cuBLASLt's heuristic list, then cublasGemmEx with cuBLAS's own choice (not for FP8, which only
+    // cuBLASLt runs), the call PyTorch's matmul makes: the fastest of all is kept.
+    const size_t total = heur_.size() + (gemmex_candidate() ? 1 : 0);
+    for (size_t c = 0; c < total; ++c) {
+      const bool ex = c == heur_.size();
+      const cublasLtMatmulAlgo_t& algo = ex ? heur_[0].algo : heur_[c].algo;
+      cublasStatus_t st = launch(algo, ex);
       if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
         refusals += (refusals.empty() ? "" : ", ") + std::string(cublasGetStatusName(st));
         continue;
       }
       CUBLAS_CHECK(st);
       ++timed;
-      if (heur_.size() == 1) {
+      if (total == 1) {
         best_rank = 0;
         break;
       }
       for (int i = 0; i < kTuneCalls; ++i) {
         CUDA_CHECK(cudaEventRecord(ev[2 * i], g_.stream));
-        CUBLAS_CHECK(launch(heur_[c].algo));
+        CUBLAS_CHECK(launch(algo, ex));
         CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], g_.stream));
       }
       CUDA_CHECK(cudaStreamSynchronize(g_.stream));
@@ -356,6 +377,7 @@ class Gemm {
       }
       double t = median(sec);
       if (c == 0) choice_.tune_tflops_first = tflops(n_, t);
+      if (ex) choice_.tune_tflops_gemmex = tflops(n_, t);
       if (t < best) {
         best = t;
         best_rank = static_cast<int>(c);
@@ -363,12 +385,15 @@ class Gemm {
     }
     if (best_rank < 0) {
       skip_ = "cublasLtMatmul refused every one of the heuristic's " + std::to_string(heur_.size()) + " " +
-              info(p_).key + " algorithms for m=n=k=" + std::to_string(n_) + " (" + refusals + ")";
+              info(p_).key + " algorithms for m=n=k=" + std::to_string(n_) + (gemmex_candidate() ? ", and cublasGemmEx too" : "") +
+              " (" + refusals + ")";
       return false;
     }
-    choice_.algo = heur_[best_rank].algo;
-    choice_.workspace_bytes = heur_[best_rank].workspaceSize;
-    choice_.heuristic_rank = best_rank;
+    choice_.gemmex = best_rank == static_cast<int>(heur_.size());
+    choice_.algo = heur_[choice_.gemmex ? 0 : best_rank].algo;
+    choice_.workspace_bytes = choice_.gemmex ? g_.lt_workspace_bytes : heur_[best_rank].workspaceSize;
+    choice_.heuristic_rank = choice_.gemmex ? -1 : best_rank;
+    choice_.gemmex_candidate = gemmex_candidate();
     choice_.candidates = static_cast<int>(heur_.size());
     choice_.candidates_timed = timed;
     if (std::isfinite(best)) choice_.tune_tflops_chosen = tflops(n_, best);
@@ -514,6 +539,8 @@ class Gemm {
       case Prec::fp16: ab = cd = CUDA_R_16F; break;
       case Prec::fp8: ab = CUDA_R_8F_E4M3; cd = CUDA_R_16BF; ta = CUBLAS_OP_T; break;
     }
+    ab_type_ = ab;
+    cd_type_ = cd;
     const uint64_t n = static_cast<uint64_t>(n_);
     const int32_t tb = CUBLAS_OP_N;
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, compute, scale));
@@ -572,6 +599,7 @@ class Gemm {
   cublasLtMatrixLayout_t adesc_ = nullptr, bdesc_ = nullptr, cdesc_ = nullptr, ddesc_ = nullptr;
   cublasLtMatmulPreference_t pref_ = nullptr;
   cublasComputeType_t compute_ = CUBLAS_COMPUTE_32F;
+  cudaDataType_t ab_type_ = CUDA_R_32F, cd_type_ = CUDA_R_32F;
   std::vector<cublasLtMatmulHeuristicResult_t> heur_;
   AlgoChoice choice_;
 };
@@ -766,7 +794,17 @@ void progress(const Gpu& g, const Row& r) {
   std::fprintf(stderr, "%s\n", buf);
 }
 
-// Series / large sizes: choose the algorithm, idle --cooldown-s, 2 untimed calls, poison C, 10 timed calls, verify.
+// Chooses the algorithm of one brief size ahead of its burst (kept in the GPU's choices); nothing is recorded
+// here: a size that does not fit or that no algorithm runs is reported by its burst.
+void choose_brief(Gpu& g, Prec p, int n, int algos) {
+  if (!memory_shortfall(g, p, n).empty()) return;
+  Gemm gm(g, p, n, seed_for(g.dev, p, n, 1), algos);
+  if (gm.supported()) gm.first_run();
+  CUDA_CHECK(cudaStreamSynchronize(g.stream));
+}
+
+// Series / large sizes: the algorithm chosen ahead (choose_brief), idle --cooldown-s, 2 untimed calls, poison C,
+// 10 timed calls, verify.
 void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std::string& phase) {
   Row r;
   r.gpu = g.dev;
@@ -777,8 +815,7 @@ void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std
   if (r.skipped.empty()) {
     Gemm gm(g, p, n, seed_for(g.dev, p, n, 1), o.algos);
     if (gm.supported() && gm.first_run()) {
-      // The algorithm choice loads the GPU for up to ~0.1 s at full power; a burst measured right after it would
-      // start power-capped. Idle first, so that every burst starts from the same rested state.
+      // Idle first, so that every burst starts from the same state: after the previous burst and this idle.
       CUDA_CHECK(cudaStreamSynchronize(g.stream));
       if (o.cooldown_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.cooldown_s));
       for (int i = 0; i < kBriefWarmups; ++i) gm.run();
@@ -895,6 +932,11 @@ void run_solo(State& st, const Options& o, Gpu& g, PinnedHost& host) {
       st.add_row(r);
       continue;
     }
+    // Every brief size's algorithm is chosen first, so that no burst follows the choice's own load (up to about
+    // 0.4 s at full power at 16384): each burst then follows the previous one and the cool-down, as an outside
+    // measurement of the same calls would (docs/evidence/crosscheck_gemm_torch.py).
+    for (int n : o.series) choose_brief(g, p, n, o.algos);
+    for (int n : o.large) choose_brief(g, p, n, o.algos);
     for (int n : o.series) measure_brief(st, o, g, p, n, "series");
     for (int n : o.large) measure_brief(st, o, g, p, n, "large");
     Row r;
@@ -969,8 +1011,8 @@ const char* kUsage =
     "  --metric-size N    square size of the sustained window and the metrics (default 8192)\n"
     "  --window-s S       length of the sustained window in seconds (default 3.0; --quick 1.0)\n"
     "  --gpus all|LIST    CUDA device indices (default all visible)\n"
-    "  --algos N          cuBLASLt heuristic candidates timed per precision and size, the fastest kept\n"
-    "                     (default 8; 1 = the heuristic's first choice)\n"
+    "  --algos N          cuBLASLt heuristic candidates timed per precision and size, beside cublasGemmEx's\n"
+    "                     own choice (not FP8), the fastest kept (default 8)\n"
     "  --workspace-mib N  cuBLASLt workspace per GPU in MiB (default 64)\n"
     "  --sample-interval S  seconds between NVML clock/power readings (default 0.05)\n"
     "  --cooldown-s S     idle seconds before each series/large (burst) measurement (default 0.25)\n"
@@ -1123,8 +1165,8 @@ void compute_metrics(State& st, const Options& o, const std::vector<int>& gpu_id
 }
 
 const char* kTiming =
-    "algorithm: the fastest of cuBLASLt's heuristic candidates (--algos) over 3 timed calls each, chosen once per "
-    "precision and size; one cudaEvent pair per GEMM call on the GPU's stream, all elapsed times read after one "
+    "algorithm: the fastest of cuBLASLt's heuristic candidates (--algos) and cublasGemmEx's own choice (not FP8) "
+    "over 3 timed calls each, chosen once per precision and size, every burst size's before the bursts; one cudaEvent pair per GEMM call on the GPU's stream, all elapsed times read after one "
     "sync; metrics: "
     "median over a sustained window of back-to-back calls (--window-s) at --metric-size after >= 0.5 s and >= 5 "
     "warm-up calls; series/large sizes (burst): --cooldown-s idle, then the median of 10 calls after 2 warm-ups; with transfer: median of 5 "
@@ -1211,10 +1253,13 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
       j.kv("seconds_with_transfer_median", r.xfer_sec_median);
       j.kv("rel_error", r.rel_error).kv("tolerance", r.tolerance).kv("verified", r.verified);
       j.key("algorithm").begin_object();
+      j.kv("api", r.algo.gemmex ? "cublasGemmEx" : "cublasLtMatmul");
       j.kv("compute_type", r.algo.compute_type).kv("heuristic_rank", r.algo.heuristic_rank);
-      j.kv("candidates", r.algo.candidates).kv("candidates_timed", r.algo.candidates_timed);
+      j.kv("candidates", r.algo.candidates).kv("gemmex_candidate", r.algo.gemmex_candidate);
+      j.kv("candidates_timed", r.algo.candidates_timed);
       j.kv("workspace_bytes", static_cast<unsigned long long>(r.algo.workspace_bytes));
       j.kv("tune_tflops_heuristic_first", r.algo.tune_tflops_first).kv("tune_tflops_chosen", r.algo.tune_tflops_chosen);
+      j.kv("tune_tflops_gemmex", r.algo.tune_tflops_gemmex);
       j.end_object();
       j.key("clocks");
       size_t slot = slot_of(r.gpu);
