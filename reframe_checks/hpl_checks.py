@@ -266,7 +266,7 @@ class GpuHplCuda(HplOutputCheck):
     #: Target run time in seconds when N is derived.
     #:
     #: :type: :class:`float`
-    run_seconds = variable(float, value=60.0)
+    run_seconds = variable(float, value=30.0)
 
     #: Expected HPL-CUDA rate per GPU (GFLOP/s) for sizing N: 193 on the H100 machine (docs/checks/hpl.md).
     #:
@@ -369,7 +369,7 @@ class HostHpl(HplOutputCheck):
     #: Target run time in seconds when N is derived.
     #:
     #: :type: :class:`float`
-    run_seconds = variable(float, value=60.0)
+    run_seconds = variable(float, value=30.0)
 
     #: Expected HPL rate per core (GFLOP/s, MKL on AVX-512) for sizing N.
     #:
