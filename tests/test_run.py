@@ -162,6 +162,15 @@ def test_the_nightly_suite_runs_quick_mode_and_the_comparable_bandwidth_pass():
     assert "--distribute=avail" in distributed and "--exec-policy" not in distributed
 
 
+def test_a_relative_configuration_and_checks_directory_are_made_absolute(tmp_path, monkeypatch):
+    """ReFrame runs in the run directory: `--reframe-config build/reframe_settings.py`, typed in the project, must
+    not be looked for under the run directory (it was, on the H100: docs/evidence/2026-11-23-h100-evaluation)."""
+    monkeypatch.chdir(tmp_path)
+    argv = run.reframe_argv("reframe", "build/c.py", "commission", tmp_path / "run", checks_dir="checks")
+    assert argv[argv.index("-C") + 1] == str(tmp_path / "build" / "c.py")
+    assert argv[argv.index("-c") + 1] == str(tmp_path / "checks")
+
+
 def test_the_checks_use_the_prebuilt_benchmarks_and_compile_nothing(tmp_path):
     """The gpuaccept_bench role builds the benchmarks into a fixed directory (the extras' bench_dir); the build
     fixture then links them instead of running make."""

@@ -94,6 +94,9 @@ def reframe_argv(
     (docs/evidence/2026-11-22-h100-integrated); a distributed run keeps ReFrame's asynchronous policy (one job
     per node at once)."""
     run_dir = Path(run_dir)
+    # ReFrame runs in the run directory: a path given relative to where the operator typed it is made absolute
+    # here, or ReFrame would look for it under the run directory.
+    config, checks_dir = Path(config).resolve(), Path(checks_dir).resolve()
     argv = [str(reframe), "-C", str(config), "-c", str(checks_dir), "-R", "--tag", suite,
             "--prefix", str(run_dir / "reframe"), "--report-file", str(run_dir / "reframe-report.json"),
             "--save-log-files", "--nocolor"]  # fmt: skip
