@@ -28,6 +28,7 @@ from reframe.core.exceptions import SanityError
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.probe import hpl, hpl_dat
+from gpuaccept.probe.document import utc_iso
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 #: Where the gpuaccept_hpl role describes the xhpl it installed: gpuaccept_hpl_prefix/gpuaccept-hpl.json, by
@@ -174,6 +175,8 @@ class HplOutputCheck(BenchCheck):
         except OSError as err:
             out = hpl.HplOutput(source=self.hpl_output_path())
             errors.append(f"no HPL output {self.hpl_output_path()}: {err.strerror}")
+        command = [str(self.executable), *map(str, self.executable_opts)]
+        started, ended = self.job.submit_time, self.job.completion_time
         doc = hpl.to_document(
             out,
             self.check_key,
@@ -181,7 +184,10 @@ class HplOutputCheck(BenchCheck):
             unit=self.metric_unit,
             per_gpu=self.per_gpu,
             errors=errors,
-            backend={**self.backend, "command": [str(self.executable), *map(str, self.executable_opts)]},
+            backend={**self.backend, "command": command},
+            started_utc=utc_iso(started) if started else "",
+            elapsed_s=(ended - started) if started and ended else None,
+            command_line=command,
         )
         write_text_atomic(os.path.join(self.stagedir, self.result_file), json.dumps(doc, indent=1) + "\n")
 

@@ -5,6 +5,7 @@ the CUDA tools write (bench_common.h), and one answer to "which revision ran".""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import socket
 import subprocess
@@ -37,6 +38,12 @@ def git_revision(root: Path = PROJECT_ROOT) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def utc_iso(epoch_s: float | None = None) -> str:
+    """A document's time stamp (``started_utc``): the given Unix time, else now, in UTC to the second."""
+    when = dt.datetime.now(dt.UTC) if epoch_s is None else dt.datetime.fromtimestamp(epoch_s, dt.UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def host_block() -> dict[str, Any]:

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuaccept.probe import document
+
 __all__ = [
     "HplOutput",
     "HplRun",
@@ -233,6 +235,9 @@ def to_document(
     expected_runs: int | None = 1,
     errors: list[str] | None = None,
     backend: dict | None = None,
+    started_utc: str = "",
+    elapsed_s: float | None = None,
+    command_line: list[str] | None = None,
 ) -> dict:
     """A gpuaccept.bench/1 document (docs/benchmark-json.md) for an HPL output that gpuaccept did not write
     (NVIDIA's xhpl, hpcc), so that the same ReFrame check machinery judges it.
@@ -240,7 +245,9 @@ def to_document(
     Metrics (when every run passed and nothing is missing): ``<prefix>tflops`` (best run, node total; GFLOP/s
     with ``unit="GFLOP/s"``), ``<prefix>tflops_per_gpu`` (the per-GPU column of NVIDIA's xhpl, else the total
     over ``ranks``; only with ``per_gpu``) and ``residual_max``. ``backend`` (which HPL, which BLAS, how it
-    was started) goes into the document's parameters as it is.
+    was started) goes into the document's parameters as it is. The header is every document's
+    (:func:`gpuaccept.probe.document.header`): ``started_utc``, ``elapsed_s`` and ``command_line`` are the run's,
+    as the check that started HPL knows them; they tell one run's document from another's.
     """
     problems = judge(out, expected_runs)
     scale = 1e3 if unit == "TFLOP/s" else 1.0
@@ -268,10 +275,9 @@ def to_document(
             "better": "lower",
             "description": "largest HPL scaled residual over the runs",
         }
+    timing = "HPL's own: wall time of HPL_pdgesv (factorisation and solve), rate from 2/3 N^3 + 3/2 N^2"
     return {
-        "schema": "gpuaccept.bench/1",
-        "tool": tool,
-        "timing": "HPL's own: wall time of HPL_pdgesv (factorisation and solve), rate from 2/3 N^3 + 3/2 N^2",
+        **document.header(tool, command_line or [], started_utc, timing, elapsed_s),
         "devices": [{"index": i} for i in range(ranks)] if per_gpu else [],
         "parameters": {"source": out.source, "threshold": out.threshold, "eps": out.eps, "backend": backend or {}},
         "results": {

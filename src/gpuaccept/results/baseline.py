@@ -55,6 +55,10 @@ def find_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
                 (doc.get("host") or {}).get("hostname"),
                 doc.get("elapsed_s"),
             )
+            if not doc.get("started_utc"):
+                # A document without its run's time (the HPL checks' before 2026-11-23) cannot be matched with a
+                # copy of itself: each file counts, rather than every such run collapsing into one.
+                key = (*key, str(path))
             docs.setdefault(key, doc)
     return list(docs.values())
 
