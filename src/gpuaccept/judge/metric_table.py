@@ -78,9 +78,11 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("gflops", "GFLOP/s", NODE),
         ("residual_max", "ratio", NODE),
     ),
-    # HPL 2.3 with NVBLAS in front of the host BLAS, one rank per GPU (the seeds' GPU Linpack).
+    # HPL 2.3 with NVBLAS in front of the host BLAS, one rank per GPU (the seeds' GPU Linpack). Even its rate per
+    # GPU is the node's: the host's cores per GPU factorise the panels and PCIe carries every tile, so a GPU SKU's
+    # file cannot hold it (measured on a 1-GPU, 16-vCPU machine, it says nothing of an 8-GPU node).
     "hpl_cuda": (
-        ("tflops_per_gpu", "TFLOP/s", GPU),
+        ("tflops_per_gpu", "TFLOP/s", NODE),
         ("tflops", "TFLOP/s", NODE),
         ("residual_max", "ratio", NODE),
     ),

@@ -1,0 +1,1 @@
+WHEELHOUSE=/work/main/.devq/a/whl make accept SUITE=evaluation ANSIBLE_ARGS=-e @/tmp/w/extra-vars.yml
