@@ -102,6 +102,27 @@ def test_hpcc_passed_run_parses():
     assert doc["metrics"]["gflops"]["value"] == run.gflops
 
 
+def test_an_hpl_document_carries_its_runs_time_and_host_and_baseline_counts_each_run(tmp_path):
+    """Every document starts with the common header (gpuaccept.probe.document), so that baseline tells one HPL run
+    from another: before, HPL's documents had no time or host, and four HPL-CUDA runs counted as one. Documents
+    recorded that way still count once per file."""
+    out = hpl.parse_file(HPCC / "passed" / "hpccoutf.txt", hpcc=True)
+    doc = hpl.to_document(out, "hpl_host", 1, unit="GFLOP/s", per_gpu=False, started_utc="2026-11-23T17:30:21Z",
+                          elapsed_s=36.4, command_line=["mpirun", "xhpl"])  # fmt: skip
+    assert doc["schema"] == "gpuaccept.bench/1" and doc["started_utc"] == "2026-11-23T17:30:21Z"
+    assert doc["elapsed_s"] == 36.4 and doc["command_line"] == ["mpirun", "xhpl"] and doc["host"]["hostname"]
+    old = sorted((EVIDENCE / "2026-11-23-h100-evaluation" / "runs" / "results").iterdir())
+    assert len(old) == 4 and not any(d.get("started_utc") for d in baseline.collect(old, "hpl_cuda"))
+    assert len(baseline.collect(old, "hpl_cuda")) == 4
+    for i, t in enumerate(("2026-11-23T17:30:21Z", "2026-11-23T17:30:21Z", "2026-11-23T17:32:25Z")):
+        run = tmp_path / f"run{i}" / "reframe" / "output"
+        run.mkdir(parents=True)
+        again = dict(doc, started_utc=t)
+        (run / "hpl_host.json").write_text(json.dumps(again))
+    # The first two are one run (the same time, host and length: a copy in stage and output), the third another.
+    assert len(baseline.collect(sorted(tmp_path.iterdir()), "hpl_host")) == 2
+
+
 def test_hpcc_residual_is_hpls_formula():
     """Our residual formula against HPL's own: hpcc's summary gives the norms and HPL printed the residual."""
     text = (HPCC / "passed" / "hpccoutf.txt").read_text()
