@@ -258,6 +258,11 @@ def test_an_unknown_node_type_is_not_run_with_the_baseline_command(nightly):
     assert gemm.status == "not_run" and gemm.reason.startswith("ran, not judged: no reference file for this node")
     shown = [r for r in v.rows if r.check == "gemm" and r.metric == "fp64_tflops_min"]
     assert shown[0].status == "info" and shown[0].value > 50  # the figure is shown, not judged
+    assert verdict.headline(v).startswith(f"{v.node} (hgx_b300, suite nightly): REJECTED")
+    # No type detected at all: the one-line verdict says so (it printed "(, suite nightly)").
+    none = verdict.build(report, facts, REFERENCE_DIR, "", "nightly", run_dir=nightly)
+    assert verdict.headline(none).startswith(f"{none.node} (node type unknown, suite nightly): REJECTED")
+    assert verdict.table(none).endswith(verdict.headline(none))
 
 
 def test_a_rejected_node_always_names_a_check(nightly):

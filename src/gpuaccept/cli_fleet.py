@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gpuaccept import redact
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.judge import verdict
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.probe import document
 from gpuaccept.results import fleet, slurm
@@ -82,12 +83,7 @@ def cmd_slurm_judge(args: argparse.Namespace) -> int:
         raise slurm.SlurmError(str(err)) from None
     results = slurm.judge(report, parts, args.results, args.run_id, args.suite, args.reference_dir)
     for r in results:
-        status = "ACCEPTED" if r.accepted else "REJECTED"
-        print(
-            f"{r.node} ({r.node_type}, suite {r.suite}): {status}"
-            + (f": {', '.join(r.failed_checks())}" if not r.accepted else "")
-            + f"  -> {Path(r.run_dir) / 'verdict.json'}"
-        )
+        print(f"{verdict.headline(r)}  -> {Path(r.run_dir) / 'verdict.json'}")
         if args.pushgateway:
             from gpuaccept.judge import pushgateway  # noqa: PLC0415
 

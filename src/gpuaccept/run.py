@@ -341,10 +341,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
     except slurm.SlurmError as err:
         raise RunError(str(err)) from None
     for r in judged:
-        status = "ACCEPTED" if r.accepted else "REJECTED"
-        print(f"{r.node} ({r.node_type}, suite {r.suite}): {status}"
-              + (f": {', '.join(r.failed_checks())}" if not r.accepted else "")
-              + f"  -> {Path(r.run_dir) / 'verdict.json'}")  # fmt: skip
+        print(f"{verdict.headline(r)}  -> {Path(r.run_dir) / 'verdict.json'}")
         if args.pushgateway:
             from gpuaccept.judge import pushgateway  # noqa: PLC0415
 

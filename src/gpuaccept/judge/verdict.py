@@ -497,9 +497,13 @@ def table(verdict: Verdict) -> str:
     ]
     head = ("check", "metric", "value", "reference", "tolerance", "verdict", "reason")
     text = tabulate.tabulate(body, headers=head, tablefmt="simple", disable_numparse=True)
+    return "\n".join([*(line.rstrip() for line in text.splitlines()), "", headline(verdict)])
+
+
+def headline(verdict: Verdict) -> str:
+    """The verdict in one line, as every command prints it: node, node type, suite, ACCEPTED or REJECTED and the
+    checks that failed or did not run."""
     status = "ACCEPTED" if verdict.accepted else "REJECTED"
+    line = f"{verdict.node} ({verdict.node_type or 'node type unknown'}, suite {verdict.suite}): {status}"
     failed = verdict.failed_checks()
-    summary = f"{verdict.node} ({verdict.node_type}, suite {verdict.suite}): {status}"
-    if failed:
-        summary += f"; failed or not run: {', '.join(failed)}"
-    return "\n".join([*(line.rstrip() for line in text.splitlines()), "", summary])
+    return line + (f"; failed or not run: {', '.join(failed)}" if failed else "")
