@@ -14,6 +14,7 @@ from conftest import (
 
 from gpuaccept.cli import main
 from gpuaccept.judge import references
+from gpuaccept.probe import peaks
 from gpuaccept.results import baseline
 
 
@@ -118,6 +119,21 @@ def test_the_proposal_is_a_valid_reference_file(tmp_path, capsys):
     assert not [line for line in changed if line.split(".")[0] in baselined and "_peak_fraction:" not in line], (
         printed
     )
+
+
+def test_datasheet_fractions_are_proposed_informational_and_the_host_blas_fraction_judged():
+    """`gpuaccept peaks` adds gemm's and hplstyle's *_peak_fraction (reported, never judged): the proposal says so,
+    as the shipped files do, instead of proposing a value a reviewer might copy; cpu_gemm's own fraction (the host
+    BLAS plausibility rule) is judged."""
+    def doc(metric, value):
+        return {"metrics": {metric: {"value": value, "unit": "ratio"}}}
+
+    gemm_docs = [doc("fp64_tflops_min_peak_fraction", v) for v in (0.80, 0.81, 0.82)]
+    cpu_docs = [doc("dgemm_peak_fraction", v) for v in (0.73, 0.74, 0.75)]
+    checks, _ = baseline.derive({"gemm": gemm_docs, "cpu_gemm": cpu_docs}, "s")
+    entry = checks["gemm"]["fp64_tflops_min_peak_fraction"]
+    assert "value" not in entry and entry["informational"].startswith(peaks.NOT_JUDGED)
+    assert checks["cpu_gemm"]["dgemm_peak_fraction"]["value"] == pytest.approx(0.74)
 
 
 def test_informational_needs_a_reason(tmp_path):

@@ -29,6 +29,7 @@ import yaml
 from gpuaccept.judge import metric_table
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.references import GPU_DIR, GPU_SCHEMA, SCHEMA, SCHEMA_V1
+from gpuaccept.probe import peaks
 
 FLOORS = {"GB/s": 0.05, "TFLOP/s": 0.05, "GFLOP/s": 0.10, "us": 0.25, "ratio": 0.10}
 CAP = 0.30
@@ -248,6 +249,8 @@ def derive(
             tol = tolerance(values, unit)
             name = f"{check}.{metric}"
             reason = next((why for pat, why in (informational or {}).items() if fnmatch.fnmatchcase(name, pat)), None)
+            if reason is None and check in peaks.CHECKS_ANNOTATED and metric.endswith("_peak_fraction"):
+                reason = peaks.NOT_JUDGED  # a datasheet fraction (gpuaccept peaks): reported, never judged
             if reason is None and med == 0:
                 # A count that stayed 0 (XID events, health findings): a relative tolerance cannot judge it; the
                 # check's own rules do.
