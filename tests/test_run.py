@@ -233,7 +233,12 @@ def test_the_nightly_timer_runner_runs_the_suite_through_gpuaccept_run(tmp_path)
     assert run_dir.name.endswith("-nightly")
     doc = json.loads((run_dir / "verdict.json").read_text())
     assert doc["node_type"] == "ci_cpu" and doc["failed_checks"] == ["suite"]
-    assert "-S mode=quick" in (run_dir / "reframe.out").read_text().splitlines()[0]
+    # The nightly suite's options come from gpuaccept run (run.SUITE_OPTIONS), once: the role repeats none.
+    first = (run_dir / "reframe.out").read_text().splitlines()[0]
+    assert first.count("-S mode=quick") == 1 and first.count("GpuBandwidth.bench_opts=") == 1, first
+    assert "--no-suite-options" not in runner.read_text()
+    # The command ends on its own line: no continuation swallows the next one (`rc=$?`).
+    assert "\nrc=$?" in runner.read_text() and " \\\nrc=$?" not in runner.read_text()
     prom = (tmp_path / "textfile" / "gpuaccept_nightly.prom").read_text()
     assert 'gpuaccept_node_accepted{node_type="ci_cpu",suite="nightly"} 0' in prom
 
