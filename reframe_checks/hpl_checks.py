@@ -10,9 +10,10 @@
 - ``HostHpl`` (key ``hpl_host``): netlib's HPL 2.3 against MKL on the host (gpuaccept_hpl role), one rank per
   core; Debian's ``hpcc`` (OpenBLAS) where it is not built; not run where neither is there.
 
-Every output goes through HPL's own rule (gpuaccept.hpl.judge): a residual at or above the threshold, a
-threshold of 0 or below, a missing residual line, or a crashed, killed or timed-out run fails the check with
-the reason. What they measure: docs/checks/hpl.md.
+Every output becomes a document (gpuaccept.probe.hpl.to_document), and the judge's HPL rule
+(gpuaccept.judge.rules.hpl_problems) decides: a residual at or above the threshold, a threshold of 0 or below or
+above 16, a missing residual line, or a crashed, killed or timed-out run fails the check with the reason. What
+they measure: docs/checks/hpl.md.
 """
 
 import json
@@ -21,8 +22,7 @@ import shutil
 import socket
 
 import reframe as rfm
-import reframe.utility.sanity as sn
-from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import fixture, run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 
 from gpuaccept.atomic import write_text_atomic
@@ -67,14 +67,6 @@ class HplStyleBuild(BenchBuild):
     binaries = ["gpuaccept-hplstyle"]
 
 
-def _hpl_problems(stagedir: str, name: str, expected_runs: int | None) -> list[str]:
-    path = os.path.join(stagedir, name)
-    try:
-        return hpl.judge(hpl.parse_file(path), expected_runs)
-    except OSError as err:
-        return [f"cannot read HPL output {path}: {err.strerror}"]
-
-
 @rfm.simple_test
 class GpuHplStyle(BenchCheck):
     """HPL-style LU (cuSOLVER getrf + getrs, FP64, partial pivoting) on every GPU at once, one process each,
@@ -108,18 +100,6 @@ class GpuHplStyle(BenchCheck):
         self.executable = os.path.join(self.build.stagedir, self.binary)
         if self.n > 0:
             self.executable_opts += ["--n", str(self.n)]
-
-    @sanity_function
-    def validate(self):
-        # The document first (errors, verification, references), then HPL's own lines on stdout: one result row
-        # and one PASSED residual line per GPU.
-        doc = self._document()
-        gpus = len(doc.get("devices") or [])
-        runs = int((doc.get("parameters") or {}).get("runs") or 1)
-        problems = _hpl_problems(self.stagedir, str(self.stdout), gpus * runs or None)
-        if problems:
-            raise SanityError(f"{socket.gethostname()}: " + "; ".join(problems))
-        return sn.evaluate(super().validate())
 
 
 class HplOutputCheck(BenchCheck):

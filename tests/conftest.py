@@ -100,3 +100,14 @@ def shipped(node_type: str) -> dict:
     for check, metrics in (doc.get("checks") or {}).items():
         checks.setdefault(check, {}).update(metrics)
     return {**doc, "checks": checks, "sources": {**gpu["sources"], **doc["sources"]}}
+
+
+def hpl_judged(out, expected_runs: int | None = None) -> list[str]:
+    """What the judge says of an HPL output: the probe's document of it (gpuaccept.probe.hpl.to_document) through
+    the judge's document and HPL rules, the one place that decides."""
+    from gpuaccept.judge import rules  # noqa: PLC0415
+    from gpuaccept.probe import hpl  # noqa: PLC0415
+
+    doc = hpl.to_document(out, "hpl", 1, expected_runs=expected_runs)
+    path = Path(out.source or "hpl.out")
+    return rules.document_problems(doc, path, None) + rules.hpl_problems(doc, path)

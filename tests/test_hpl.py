@@ -11,7 +11,7 @@ import sys
 
 import conftest
 import pytest
-from conftest import EVIDENCE, REFERENCE_DIR
+from conftest import EVIDENCE, REFERENCE_DIR, hpl_judged
 
 from gpuaccept.judge import verdict
 from gpuaccept.probe import hpl, hpl_dat
@@ -24,7 +24,7 @@ HPCC = EVIDENCE / "2026-11-22-hpcc-debian12"
 # --- gpuaccept-hplstyle, recorded on the H100 ---------------------------------------------------------------
 def test_hplstyle_passed_run_parses_and_passes():
     out = hpl.parse_file(H100_HPL / "default1.out")
-    assert hpl.judge(out, expected_runs=1) == []
+    assert hpl_judged(out, expected_runs=1) == []
     (run,) = out.runs
     assert (run.tv, run.n, run.p, run.q) == ("CUSOLVER", 94208, 1, 1)
     assert run.residual_verdict == "PASSED" and 0 < run.residual < 16
@@ -36,8 +36,10 @@ def test_hplstyle_passed_run_parses_and_passes():
 
 def test_hplstyle_injected_error_fails_with_reason():
     out = hpl.parse_file(H100_HPL / "inject.out")
-    problems = hpl.judge(out)
-    assert len(problems) == 1 and "FAILED" in problems[0] and "inject.out:" in problems[0]
+    problems = hpl_judged(out)
+    assert problems and all(p.startswith("inject.out:") for p in problems), problems
+    assert any("HPL's own residual check FAILED" in p for p in problems)
+    assert any("is not below 16" in p for p in problems)
     doc = json.loads((H100_HPL / "inject.json").read_text())
     assert doc["verification"]["passed"] is False and "not below 16.0" in doc["verification"]["failures"][0]
     assert "exit 2" in (H100_HPL / "inject.out").read_text()
@@ -78,7 +80,7 @@ def test_truncated_output_fails(cut):
     text = (H100_HPL / "default1.out").read_text()
     marker = {"before_residual": "||Ax-b||", "before_row": "CUSOLVER ", "before_end": "End of Tests."}[cut]
     out = hpl.parse(text[: text.index(marker)], "cut.out")
-    problems = " | ".join(hpl.judge(out, expected_runs=1))
+    problems = " | ".join(hpl_judged(out, expected_runs=1))
     assert "cut short" in problems
     if cut == "before_residual":
         assert "no residual line follows" in problems
@@ -87,14 +89,14 @@ def test_truncated_output_fails(cut):
 
 
 def test_empty_output_fails():
-    problems = hpl.judge(hpl.parse("", "empty.out"))
+    problems = hpl_judged(hpl.parse("", "empty.out"))
     assert any("no result row" in p for p in problems) and any("threshold" in p for p in problems)
 
 
 # --- hpcc (HPL 2.0 inside), recorded -------------------------------------------------------------------------
 def test_hpcc_passed_run_parses():
     out = hpl.parse_file(HPCC / "passed" / "hpccoutf.txt", hpcc=True)
-    assert hpl.judge(out, expected_runs=1) == []
+    assert hpl_judged(out, expected_runs=1) == []
     (run,) = out.runs
     assert (run.tv, run.n, run.nb, run.p, run.q) == ("WR11C2R4", 400, 80, 1, 1)
     doc = hpl.to_document(out, "hpl_host", 1, unit="GFLOP/s", per_gpu=False)
@@ -144,8 +146,9 @@ def test_hpcc_with_threshold_zero_or_below_fails(case):
     """HPL skips its check at a threshold <= 0 and prints no residual line: that is a failure, not a pass."""
     out = hpl.parse_file(HPCC / case / "hpccoutf.txt", hpcc=True)
     assert len(out.runs) == 1 and out.threshold is None
-    problems = " | ".join(hpl.judge(out))
-    assert "threshold is 0 or below" in problems and "no residual line follows" in problems
+    problems = " | ".join(hpl_judged(out))
+    assert "no finite residual threshold (None): nothing was checked" in problems, problems
+    assert "no residual line follows" in problems
     assert hpl.to_document(out, "hpl_host", 1)["metrics"] == {}
 
 
@@ -166,7 +169,7 @@ def test_nvidia_style_row_with_per_gpu_column():
     )
     text = text.replace("2.920e+01\n", "2.920e+01 ( 2.920e+01)\n")
     out = hpl.parse(hpl.hpcc_hpl_section(text), "xhpl-like")
-    assert out.runs[0].gflops_per_gpu == pytest.approx(29.2) and hpl.judge(out) == []
+    assert out.runs[0].gflops_per_gpu == pytest.approx(29.2) and hpl_judged(out) == []
 
 
 def test_real_hpcc_reads_our_hpccinf_and_passes(tmp_path):
@@ -179,7 +182,7 @@ def test_real_hpcc_reads_our_hpccinf_and_passes(tmp_path):
     res = subprocess.run(["hpcc"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
     out = hpl.parse_file(tmp_path / "hpccoutf.txt", hpcc=True)
-    assert hpl.judge(out, expected_runs=1) == []
+    assert hpl_judged(out, expected_runs=1) == []
     assert (out.runs[0].n, out.runs[0].nb) == (256, 32)
 
 
@@ -369,16 +372,17 @@ def test_verdict_reports_the_gpu_cpu_hpl_ratio():
     assert ratio.status == verdict.INFO and ratio.value == pytest.approx(83.34)
 
 
-@pytest.mark.parametrize(("threshold", "message"), [("inf", "residual threshold is inf: above HPL's 16"),
-                                                    ("17.0", "residual threshold is 17: above HPL's 16"),
-                                                    ("nan", "residual threshold is nan")])
+@pytest.mark.parametrize(("threshold", "message"), [("inf", "no finite residual threshold (inf)"),
+                                                    ("17.0", "residual threshold 17 is outside (0, 16]"),
+                                                    ("nan", "no finite residual threshold (nan)")])
 def test_a_threshold_above_16_or_not_finite_fails(threshold, message):
     """Issue 12: with a threshold of inf any residual passes; HPL's own is 16 (the recorded H100 run, edited)."""
     text = (H100_HPL / "default1.out").read_text()
     line = "Computational tests pass if scaled residuals are less than               16.0"
     assert line in text
     out = hpl.parse(text.replace(line, line.replace("16.0", threshold)), "edited")
-    assert any(message in p for p in hpl.judge(out, expected_runs=1)), hpl.judge(out, expected_runs=1)
+    problems = hpl_judged(out, expected_runs=1)
+    assert any(message in p for p in problems), problems
     with pytest.raises(ValueError, match="threshold must"):
         hpl_dat.HplDat(n=1000, nb=64, p=1, q=1, threshold=float(threshold))
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, hpl_judged
 from rfm_support import render_config, run_reframe
 from test_provision_roles import failed_with, play, recap
 
@@ -96,7 +96,7 @@ def test_hpl_23_builds_runs_and_passes_its_residual_check(xhpl, tmp_path):
     p, q = hpl_dat.grid(2)
     dat = hpl_dat.render(hpl_dat.HplDat(n=1536, nb=128, p=p, q=q))
     out = run_hpl(xhpl, tmp_path / "pass", dat)
-    assert hpl.judge(out, 1) == []
+    assert hpl_judged(out, 1) == []
     (run,) = out.runs
     assert (run.n, run.nb, run.p, run.q) == (1536, 128, 1, 2)
     assert run.gflops > 0 and run.residual is not None and run.residual < 16.0
@@ -112,7 +112,7 @@ def test_a_residual_over_the_threshold_fails(xhpl, tmp_path):
     dat = "\n".join("1e-30        threshold" if line.split()[1:2] == ["threshold"] else line
                     for line in dat.splitlines()) + "\n"
     out = run_hpl(xhpl, tmp_path / "fail", dat)
-    problems = hpl.judge(out, 1)
+    problems = hpl_judged(out, 1)
     assert out.runs and out.runs[0].residual_verdict == "FAILED"
     assert any("residual" in p for p in problems), problems
     assert not hpl.to_document(out, "hpl_host", 2, unit="GFLOP/s", per_gpu=False)["verification"]["passed"]

@@ -25,9 +25,9 @@ __all__ = [
     "HplRun",
     "hpcc_hpl_section",
     "hpl_flops",
-    "judge",
     "parse",
     "parse_file",
+    "record_problems",
     "scaled_residual",
     "scaled_residual_from_norms",
     "to_document",
@@ -148,52 +148,24 @@ def hpcc_hpl_section(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-MAX_THRESHOLD = 16.0  # HPL's own default: a run is checked against at most this
-
-
-def judge(out: HplOutput, expected_runs: int | None = None) -> list[str]:
-    """The reasons this output fails HPL's correctness rule; empty when every run passed."""
+def record_problems(out: HplOutput, expected_runs: int | None = None) -> list[str]:
+    """What makes this output an incomplete record: no result row, a run without its residual line (HPL was cut
+    short, or skipped its check at a threshold of 0 or below), a rate that is not a number, or another count of
+    runs than started. Whether the residuals pass is the judge's rule (gpuaccept.judge.rules.hpl_problems), read
+    from the document (:func:`to_document`), and decided there alone."""
     src = out.source
     problems: list[str] = []
-    if out.threshold is None:
-        problems.append(
-            f"{src}: no residual threshold line ('Computational tests pass if scaled residuals are less than'): "
-            "HPL prints none when HPL.dat's threshold is 0 or below (it then skips its residual check), "
-            "or this is not HPL's output"
-        )
-    elif not out.threshold > 0:
-        problems.append(
-            f"{src}: residual threshold is {out.threshold:g}: HPL skips its residual check at 0 or below, "
-            "so nothing was checked (set the threshold in HPL.dat to 16.0)"
-        )
-    elif not out.threshold <= MAX_THRESHOLD:  # also NaN and inf: any residual would pass
-        problems.append(
-            f"{src}: residual threshold is {out.threshold:g}: above HPL's {MAX_THRESHOLD:g} a wrong solution "
-            "can pass (set the threshold in HPL.dat to 16.0)"
-        )
     if not out.runs:
         problems.append(f"{src}: no result row (T/V N NB P Q Time Gflops): the run crashed or did not start")
     for run in out.runs:
         what = f"{src}:{run.line}: run {run.tv} N={run.n}"
         if run.residual is None:
-            problems.append(f"{what}: no residual line follows (crashed, killed or cut short)")
-            continue
-        threshold = out.threshold if out.threshold is not None and out.threshold > 0 else None
-        if math.isnan(run.residual):
-            problems.append(f"{what}: scaled residual is NaN (line {run.residual_line})")
-        elif run.residual_verdict != "PASSED":
-            problems.append(f"{what}: scaled residual {run.residual:g} FAILED (line {run.residual_line})")
-        elif threshold is not None and not run.residual < threshold:
-            problems.append(
-                f"{what}: scaled residual {run.residual:g} is not below {threshold:g} (line {run.residual_line})"
-            )
+            problems.append(f"{what}: no residual line follows (crashed, killed or cut short, or no check made)")
         # HPL prints the time with 2 decimals: a tiny run shows 0.00 s, but never a rate of 0 or NaN.
         if not (math.isfinite(run.gflops) and run.gflops > 0 and math.isfinite(run.seconds) and run.seconds >= 0):
             problems.append(f"{what}: no usable time/rate ({run.seconds:g} s, {run.gflops:g} Gflops)")
     if expected_runs is not None and len(out.runs) != expected_runs:
         problems.append(f"{src}: {len(out.runs)} result rows, expected {expected_runs}")
-    if not out.ended:
-        problems.append(f"{src}: no 'End of Tests.' line: the output is cut short (crash, kill or time limit)")
     return problems
 
 
@@ -240,16 +212,22 @@ def to_document(
     command_line: list[str] | None = None,
 ) -> dict:
     """A gpuaccept.bench/1 document (docs/benchmark-json.md) for an HPL output that gpuaccept did not write
-    (NVIDIA's xhpl, hpcc), so that the same ReFrame check machinery judges it.
+    (NVIDIA's xhpl, hpcc), so that the judge reads it like every other document: its HPL rule
+    (gpuaccept.judge.rules.hpl_problems) decides from ``parameters.threshold`` and ``results.runs``.
 
-    Metrics (when every run passed and nothing is missing): ``<prefix>tflops`` (best run, node total; GFLOP/s
+    Metrics (when the record is complete, :func:`record_problems`): ``<prefix>tflops`` (best run, node total; GFLOP/s
     with ``unit="GFLOP/s"``), ``<prefix>tflops_per_gpu`` (the per-GPU column of NVIDIA's xhpl, else the total
     over ``ranks``; only with ``per_gpu``) and ``residual_max``. ``backend`` (which HPL, which BLAS, how it
     was started) goes into the document's parameters as it is. The header is every document's
     (:func:`gpuaccept.probe.document.header`): ``started_utc``, ``elapsed_s`` and ``command_line`` are the run's,
     as the check that started HPL knows them; they tell one run's document from another's.
     """
-    problems = judge(out, expected_runs)
+    # The tool's own verification: a complete record, and HPL's own PASSED on every residual line it printed.
+    problems = record_problems(out, expected_runs) + [
+        f"{out.source}:{r.residual_line}: run {r.tv} N={r.n}: HPL's own residual check printed {r.residual_verdict}"
+        for r in out.runs
+        if r.residual is not None and r.residual_verdict != "PASSED"
+    ]
     scale = 1e3 if unit == "TFLOP/s" else 1.0
     rate = "tflops" if unit == "TFLOP/s" else "gflops"
     metrics: dict[str, dict] = {}
