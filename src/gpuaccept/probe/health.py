@@ -543,7 +543,7 @@ def probe(
 ) -> tuple[dict[str, Any], int]:
     """Observe and build the document; returns it and the exit status (0 read, 1 the GPUs could not be read).
     Nothing here judges: the observations go to the judge (gpuaccept.judge.health_rules)."""
-    t0, started = time.monotonic(), dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    t0, started = time.monotonic(), document.utc_iso()
     since = parse_since(xid_since)
     errors: list[str] = []
     obs, why = observe(load_s, exempt_pids)

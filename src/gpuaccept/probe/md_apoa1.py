@@ -37,7 +37,6 @@ Writes one gpuaccept.bench/1 document with ``--output``. Exit status: 0 ran and 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import hashlib
 import json
 import math
@@ -918,7 +917,7 @@ def main(argv: list[str] | None = None) -> int:
         args = _parse(argv)
     except SystemExit as e:
         return 3 if e.code else 0
-    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = document.utc_iso()
     t0 = time.perf_counter()
     f = node_facts.gather()
     gpus = (f.get("gpus") or []) if args.platform != "CPU" else []

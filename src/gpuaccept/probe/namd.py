@@ -23,7 +23,6 @@ Usage: ``python -m gpuaccept.probe.namd parse LOG...`` (prints what was read), `
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import os
@@ -481,7 +480,7 @@ def judge(system: str, steps: int, runs: list[dict[str, Any]]) -> tuple[dict, di
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = document.utc_iso()
     t0 = time.perf_counter()
     f = node_facts.gather()
     gpus = [int(g.get("index", i)) for i, g in enumerate(f.get("gpus") or [])]

@@ -10,7 +10,6 @@ Read-only: nothing here changes a GPU setting.
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 import itertools
 import json
@@ -576,7 +575,7 @@ def measure(
     except SamplerError as err:
         backend = None
         errors.append(str(err))
-    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = bench_document.utc_iso()
     env = {**os.environ, "LC_ALL": "C"}
     energy_before = backend.energy_mj() if backend else []
     t0 = time.monotonic()

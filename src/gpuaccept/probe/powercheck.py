@@ -9,7 +9,6 @@ no power limit or clock is set.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.probe import power
+from gpuaccept.probe import document, power
 
 TOOL = "gpuaccept-powercheck"
 EXIT_OK, EXIT_ERROR, EXIT_FAILED = 0, 1, 2
@@ -204,7 +203,7 @@ def run(args: Any, argv: list[str]) -> int:
         raise ValueError(f"--idle-s {idle_s} / --load-s {load_s}: idle 0.5..600 s, load 1..600 s")
     if not (os.path.isfile(args.gemm) and os.access(args.gemm, os.X_OK)):
         raise ValueError(f"--gemm {args.gemm}: not an executable file (build gpuaccept-gemm first)")
-    t0, started = time.monotonic(), dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    t0, started = time.monotonic(), document.utc_iso()
     out_dir = Path(args.output).resolve().parent
     settled = settle(15.0 if args.quick else 30.0)
     idle, _ = power.measure(["sleep", f"{idle_s:g}"], args.interval, [*argv, "(idle phase)"])
