@@ -9,9 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import redact
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.judge import verdict
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.probe import document
 from gpuaccept.results import fleet, slurm
@@ -82,16 +80,7 @@ def cmd_slurm_judge(args: argparse.Namespace) -> int:
     except ReportError as err:
         raise slurm.SlurmError(str(err)) from None
     results = slurm.judge(report, parts, args.results, args.run_id, args.suite, args.reference_dir)
-    for r in results:
-        print(f"{verdict.headline(r)}  -> {Path(r.run_dir) / 'verdict.json'}")
-        if args.pushgateway:
-            from gpuaccept.judge import pushgateway  # noqa: PLC0415
-
-            pushgateway.push(r, args.pushgateway, r.node)
-            print(f"  pushed to {redact.url(args.pushgateway)}")
-        if args.drain and not r.accepted:
-            argv = slurm.drain(r.node, slurm.drain_reason(r, args.run_id))
-            print(f"  drained: {' '.join(argv)}")
+    slurm.announce(results, args.run_id, args.pushgateway, args.drain)
     return 0 if results and all(r.accepted for r in results) else EXIT_REJECTED
 
 

@@ -340,15 +340,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
         judged = slurm.judge(report, parts, results, run_id, args.suite, args.reference_dir)
     except slurm.SlurmError as err:
         raise RunError(str(err)) from None
-    for r in judged:
-        print(f"{verdict.headline(r)}  -> {Path(r.run_dir) / 'verdict.json'}")
-        if args.pushgateway:
-            from gpuaccept.judge import pushgateway  # noqa: PLC0415
-
-            pushgateway.push(r, args.pushgateway, r.node)
-            print(f"  pushed to {redact.url(args.pushgateway)}")
-        if args.drain and not r.accepted:
-            print(f"  drained: {' '.join(slurm.drain(r.node, slurm.drain_reason(r, run_id)))}")
+    slurm.announce(judged, run_id, args.pushgateway, args.drain)
     if judged and all(r.accepted for r in judged):
         return EXIT_ACCEPTED
     return EXIT_NOT_RUN if outcome.timed_out else EXIT_REJECTED

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuaccept import redact
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import summarize, verdict
 from gpuaccept.judge.references import check_name
@@ -273,6 +274,20 @@ def judge(
 
 def drain_reason(result: verdict.Verdict, run_id: str) -> str:
     return f"gpuaccept {result.suite} failed: {','.join(result.failed_checks()) or 'node'} ({run_id})"
+
+
+def announce(judged: list[verdict.Verdict], run_id: str, pushgateway_url: str | None, drain_rejected: bool) -> None:
+    """After a Slurm run is judged (``gpuaccept run --slurm-inventory``, ``gpuaccept slurm-judge``): each node's
+    verdict line and file, its push to the Pushgateway, and the drain of a rejected node, as asked."""
+    for r in judged:
+        print(f"{verdict.headline(r)}  -> {Path(r.run_dir) / 'verdict.json'}")
+        if pushgateway_url:
+            from gpuaccept.judge import pushgateway  # noqa: PLC0415
+
+            pushgateway.push(r, pushgateway_url, r.node)
+            print(f"  pushed to {redact.url(pushgateway_url)}")
+        if drain_rejected and not r.accepted:
+            print(f"  drained: {' '.join(drain(r.node, drain_reason(r, run_id)))}")
 
 
 def load_inventory(path: str | Path) -> dict[str, Any]:
