@@ -22,8 +22,6 @@ SCHEMA = "gpuaccept.gpu_peaks/1"
 PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8")
 DEFAULT_PATH = Path("datasheets") / "gpu_peaks.yaml"  # under the reference directory
 
-# gpuaccept-gemm's precisions -> the datasheet figure they run on (cuBLAS's DGEMM uses the FP64 tensor cores
-# on GPUs that have them; FP32 is pedantic, no TF32).
 #: Why a datasheet fraction is reported and not judged: the reference files' reason, and what `gpuaccept baseline`
 #: proposes for every ``*_peak_fraction`` this module adds.
 NOT_JUDGED = (
@@ -32,6 +30,9 @@ NOT_JUDGED = (
 )
 #: The checks whose ``*_peak_fraction`` metrics this module adds (cpu_gemm's are its own tool's, and judged).
 CHECKS_ANNOTATED = ("gemm", "hplstyle")
+
+# gpuaccept-gemm's precisions -> the datasheet figure they run on (cuBLAS's DGEMM uses the FP64 tensor cores
+# on GPUs that have them; FP32 is pedantic, no TF32).
 GEMM_PRECISION = {"fp64": "fp64_tensor", "fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
 
 
