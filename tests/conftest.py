@@ -111,3 +111,39 @@ def hpl_judged(out, expected_runs: int | None = None) -> list[str]:
     doc = hpl.to_document(out, "hpl", 1, expected_runs=expected_runs)
     path = Path(out.source or "hpl.out")
     return rules.document_problems(doc, path, None) + rules.hpl_problems(doc, path)
+
+
+def agrees(derived: dict, shipped_entry: dict, rel: float = 0.0) -> list[str]:
+    """How a proposal's entry (gpuaccept baseline) disagrees with a shipped one: owner, unit, source, whether it is
+    judged and how (a value with a tolerance, a link fraction, informational), and a judged value within ``rel``
+    (the shipped GPU bands rest on more runs than one proposal, docs/evidence/2026-11-25-bands). Empty: agrees."""
+    problems = []
+    for key in ("owner", "unit", "source", "link_fraction"):
+        if derived.get(key) != shipped_entry.get(key):
+            problems.append(f"{key}: {derived.get(key)!r} != {shipped_entry.get(key)!r}")
+    if ("informational" in derived) != ("informational" in shipped_entry):
+        problems.append("judged in one, informational in the other")
+    if "value" in shipped_entry and "informational" not in shipped_entry:
+        v, s = derived.get("value"), shipped_entry["value"]
+        if v is None or abs(v - s) > rel * abs(s) + 1e-12:
+            problems.append(f"value {v} != {s} (within {rel:.1%})")
+    return problems
+
+
+def band_holds(entry: dict, values: list[float], loss: float = 0.10) -> list[str]:
+    """Whether a judged shipped entry passes each healthy run and, where its band says it catches a loss, fails
+    each run made ``loss`` worse. Empty: it holds."""
+    value, problems = entry["value"], []
+    if "lower" in entry:
+        floor = value * (1 - entry["lower"])
+        problems += [f"healthy {x:.6g} below the floor {floor:.6g}" for x in values if x < floor]
+        if "fails each" in entry.get("band", ""):
+            problems += [f"{x:.6g} x {1 - loss:g} passes the floor {floor:.6g}" for x in values
+                         if x * (1 - loss) >= floor]  # fmt: skip
+    else:
+        ceil = value * (1 + entry["upper"])
+        problems += [f"healthy {x:.6g} above the ceiling {ceil:.6g}" for x in values if x > ceil]
+        if "fails each" in entry.get("band", ""):
+            problems += [f"{x:.6g} x {1 + loss:g} passes the ceiling {ceil:.6g}" for x in values
+                         if x * (1 + loss) <= ceil]  # fmt: skip
+    return problems

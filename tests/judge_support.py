@@ -42,6 +42,10 @@ def references_of_verdict(recorded: dict, out_dir: Path) -> Path:
     doc = {"schema": SCHEMA_V1, "node_type": name, "description": today.description, "match": today.match,
            "sources": today.sources, **today.extra}  # fmt: skip
     source = next(iter(doc["sources"]))
+    # The day's judged values as they were, host and link figures among them (judged against one machine's
+    # figures before issue 24): a synthetic source, which the loader allows to judge them.
+    doc["sources"] = {**doc["sources"], "as-recorded": {
+        "kind": "synthetic", "date": "2026-11-25", "reference": "the references the recorded verdict shows"}}
     checks: dict = {}
     def unit(r: dict) -> str:  # the metric's declared unit (a row without a value may carry another)
         try:
@@ -61,7 +65,7 @@ def references_of_verdict(recorded: dict, out_dir: Path) -> Path:
             continue
         else:
             ref = r["reference"]
-            entry = {"value": ref, "unit": unit(r), "source": source}
+            entry = {"value": ref, "unit": unit(r), "source": "as-recorded"}
             if r["lower_bound"] is not None:
                 entry["lower"] = round(1 - r["lower_bound"] / ref, 9)
             if r["upper_bound"] is not None:
@@ -97,7 +101,7 @@ def ref_entry(ref: MetricReference) -> dict:
         entry["value"] = ref.value
     if ref.informational is not None:
         entry["informational"] = ref.informational
-    for key in ("lower", "upper"):
+    for key in ("lower", "upper", "link_fraction"):
         if getattr(ref, key) is not None:
             entry[key] = getattr(ref, key)
     return entry

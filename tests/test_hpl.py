@@ -354,13 +354,17 @@ def test_recorded_reframe_run_with_a_wrong_solution_fails():
     ],
 )
 def test_hpl_references_are_reproducible_from_the_evidence(node_type, runs, source):
-    """tflops_min/tflops_sum in the reference files are gpuaccept baseline's output on the recorded ReFrame runs."""
+    """tflops_min/tflops_sum in the reference files agree with gpuaccept baseline's output on the recorded ReFrame
+    runs (their bands rest on every recorded healthy run since issue 24), and pass each run and fail each 10 %
+    slower."""
     shipped = conftest.shipped(node_type)["checks"]["hplstyle"]
     docs = baseline.find_documents([runs], "hplstyle")
     assert len(docs) == 5 and all(d["verification"]["passed"] for d in docs)
     derived, _ = baseline.derive({"hplstyle": docs}, source)
     for metric in ("tflops_min", "tflops_sum"):
-        assert derived["hplstyle"][metric] == shipped[metric]
+        assert not conftest.agrees(derived["hplstyle"][metric], shipped[metric], rel=0.02), metric
+        values = [d["metrics"][metric]["value"] for d in docs]
+        assert not conftest.band_holds(shipped[metric], values), (metric, conftest.band_holds(shipped[metric], values))
 
 
 def test_verdict_reports_the_gpu_cpu_hpl_ratio():

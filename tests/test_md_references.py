@@ -27,10 +27,16 @@ def test_md_apoa1_references_are_reproducible_from_the_evidence():
     docs = baseline.collect(runs, "md_apoa1")
     assert len(docs) == shipped["sources"][SOURCE]["runs"] == 5
     checks, _ = baseline.derive({"md_apoa1": docs}, SOURCE, informational=INFORMATIONAL)
-    assert checks == {"md_apoa1": shipped["checks"]["md_apoa1"]}
-    judged = {m for m, e in checks["md_apoa1"].items() if "value" in e}
-    assert judged == {"ns_per_day", "s_per_step", "wall_s", "gpu_power_avg_w", "gpu_energy_kj", "ns_per_day_per_kw",
-                      "cpu_ns_per_day"}  # fmt: skip
+    assert set(checks["md_apoa1"]) == set(shipped["checks"]["md_apoa1"])
+    for metric, entry in checks["md_apoa1"].items():
+        mine = shipped["checks"]["md_apoa1"][metric]
+        assert not conftest.agrees(entry, mine), (metric, conftest.agrees(entry, mine))
+        if "informational" not in mine:
+            values = [d["metrics"][metric]["value"] for d in docs]
+            assert not conftest.band_holds(mine, values), metric
+    judged = {m for m, e in checks["md_apoa1"].items() if "informational" not in e}
+    # The CPU platform's rate is the host's (issue 24): reported, no longer judged against this machine's.
+    assert judged == {"ns_per_day", "s_per_step", "wall_s", "gpu_power_avg_w", "gpu_energy_kj", "ns_per_day_per_kw"}
 
 
 EVALUATION = EVIDENCE / "2026-11-23-h100-evaluation"
@@ -52,7 +58,9 @@ def test_replica_references_are_what_baseline_derives_from_its_five_runs():
     assert len(docs) == shipped["sources"]["h100-evaluation-2026-11-23"]["runs_per_check"]["md_apoa1_x12"] == 5
     checks, _ = baseline.derive({"md_apoa1_x12": docs}, "h100-evaluation-2026-11-23")
     for metric in REPLICA_JUDGED:
-        assert checks["md_apoa1_x12"][metric] == shipped["checks"]["md_apoa1_x12"][metric], metric
+        mine = shipped["checks"]["md_apoa1_x12"][metric]
+        assert not conftest.agrees(checks["md_apoa1_x12"][metric], mine), metric
+        assert not conftest.band_holds(mine, [d["metrics"][metric]["value"] for d in docs]), metric
     entries = shipped["checks"]["md_apoa1_x12"]
     assert {m for m, e in entries.items() if "value" in e} == REPLICA_JUDGED
     assert all(entries[m]["informational"].startswith("judged by the tool's own verification")
@@ -65,12 +73,12 @@ def test_hpl_cuda_references_are_the_four_runs_of_the_same_conditions():
     docs = baseline.collect(runs, "hpl_cuda")
     assert len(docs) == shipped["sources"]["h100-evaluation-2026-11-23"]["runs_per_check"]["hpl_cuda"] == 4
     checks, _ = baseline.derive({"hpl_cuda": docs}, "h100-evaluation-2026-11-23")
+    # HPL 2.3 over NVBLAS factorises on the host's cores and moves every tile from pageable memory: a host figure
+    # since issue 24, reported with what the reference machine measured, and so is what baseline proposes.
     for metric in ("tflops", "tflops_per_gpu"):
         derived, ref = checks["hpl_cuda"][metric], shipped["checks"]["hpl_cuda"][metric]
-        assert (derived["value"], derived["lower"]) == (ref["value"], ref["lower"]), metric
-    # The fifth run (make accept SUITE=evaluation) is faster and passes them.
-    fifth = baseline.collect(sorted((EVALUATION / "accept" / "results").iterdir()), "hpl_cuda")
-    assert len(fifth) == 1 and fifth[0]["metrics"]["tflops"]["value"] > ref["value"]
+        assert ref["owner"] == derived["owner"] == "host" and "informational" in ref and "informational" in derived
+        assert "0.219" in ref["informational"], ref["informational"]  # the 4 runs' median, 219.3 GFLOP/s
 
 
 def test_h200_md_references_are_informational_with_their_reason():

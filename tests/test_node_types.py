@@ -135,7 +135,8 @@ def test_an_8_gpu_hgx_h100_is_judged_from_recorded_documents_replicated_per_gpu(
     per_gpu = [r for r in v.rows if r.metric and r.check in t.checks and r.metric in t.checks[r.check]
                and t.checks[r.check][r.metric].layer == "gpu"]
     judged = [r for r in per_gpu if r.status not in ("info", "waived")]
-    assert len(judged) >= 20 and all(r.status == "pass" for r in judged), verdict.table(v)
+    # 18 since issue 24: pageable copies and latencies are the host's (reported), the pinned copies the link's.
+    assert len(judged) >= 18 and all(r.status == "pass" for r in judged), verdict.table(v)
     # The node layer of this file is public, not measured: reported where no figure is published.
     p2p = next(r for r in v.rows if r.check == "bandwidth" and r.metric == "p2p_read_min")
     assert p2p.status == "waived", verdict.table(v)
@@ -143,7 +144,7 @@ def test_an_8_gpu_hgx_h100_is_judged_from_recorded_documents_replicated_per_gpu(
     # its host GEMM fails for the metrics it could not report, the collectives did not run, and nothing else fails.
     assert v.failed_checks() == ["cpu_gemm", "nccl"], verdict.table(v)
     unmeasured = {r.metric for r in v.rows if r.check == "cpu_gemm" and r.status == "fail" and r.metric}
-    assert unmeasured == {"blas_optimized_core", "dgemm_peak_fraction", "sgemm_peak_fraction"}, verdict.table(v)
+    assert unmeasured == {"blas_optimized_core"}, verdict.table(v)  # the host's rates are reported only
 
 
 def test_an_unknown_count_is_judged_per_gpu_and_not_accepted(tmp_path):
@@ -229,9 +230,9 @@ def test_a_file_that_switches_judging_off_rejects_the_node_instead(tmp_path):
     refs = copy_references(tmp_path)
     sku = refs / "gpus" / "h100_sxm5_80gb.yaml"
     text = sku.read_text()
-    old = "    fp64_tflops_min:\n      value: 53.1177\n      unit: TFLOP/s\n      lower: 0.05\n"
+    old = "    fp64_tflops_min:\n      value: 53.1311\n      unit: TFLOP/s\n      lower: 0.0476\n"
     assert old in text
-    sku.write_text(text.replace(old, old.replace("lower: 0.05", "lower: 0.9999")))
+    sku.write_text(text.replace(old, old.replace("lower: 0.0476", "lower: 0.9999")))
     report = verdict.load_report(H100_DEGRADED / "reframe-report.json")
     facts = json.loads((H100_DEGRADED / "node-facts.json").read_text())
     v = verdict.build(report, facts, refs, "h100_sxm5_80gb", "commission", run_dir=H100_DEGRADED)

@@ -21,8 +21,8 @@ checks:
   gemm:
     fp64_tflops_min: {{value: 50.0, unit: TFLOP/s, lower: 0.1, source: m}}
     fp8_tflops_min: {{informational: no FP8 here, unit: TFLOP/s, source: m}}
-  bandwidth:
-    latency_h2d_max: {{value: 2.0, unit: us, upper: 0.5, source: m}}
+  power:
+    idle_power_max_w: {{value: 80.0, unit: W, upper: 0.5, source: m}}
 """
 
 
@@ -56,11 +56,11 @@ def test_good_file_gives_reframe_tuples(tmp_path):
     t = references.load_file(write(tmp_path, GOOD.format(name="testnode")))
     ref = t.reframe_reference("gemm")["*"]
     assert ref["fp64_tflops_min"] == (50.0, None, None, "TFLOP/s")  # ReFrame records; the judge decides
-    assert t.reframe_reference("bandwidth")["*"]["latency_h2d_max"] == (2.0, None, None, "us")
+    assert t.reframe_reference("power")["*"]["idle_power_max_w"] == (80.0, None, None, "W")
     assert ref["fp8_tflops_min"] == (0.0, None, None, "TFLOP/s")
     m = t.metric("gemm", "fp64_tflops_min")
     assert m.assess(45.0)[:2] == ("pass", "") and m.assess(44.9)[0] == "fail" and m.assess(float("nan"))[0] == "fail"
-    assert t.metric("bandwidth", "latency_h2d_max").assess(3.1)[0] == "fail"
+    assert t.metric("power", "idle_power_max_w").assess(120.1)[0] == "fail"
     assert t.metric("gemm", "fp8_tflops_min").assess(None)[0] == "info"
 
 
@@ -73,7 +73,7 @@ def test_good_file_gives_reframe_tuples(tmp_path):
         (("unit: TFLOP/s, lower", "unit: TFLOPS, lower"), "unit 'TFLOPS' is not the metric's unit 'TFLOP/s'"),
         (("unit: TFLOP/s, lower", "unit: GB/s, lower"), "unit 'GB/s' is not the metric's unit 'TFLOP/s'"),
         (("source: m}\n    fp8", "source: nope}\n    fp8"), "source 'nope' is not defined"),
-        (("value: 2.0, unit: us, upper: 0.5", "value: 2.0, unit: us"), "give a tolerance"),
+        (("value: 80.0, unit: W, upper: 0.5", "value: 80.0, unit: W"), "give a tolerance"),
         (("gpu_count: 2", "gpu_count: two"), "match.gpu_count: 'two' must be of type integer"),
         (("schema: gpuaccept.references/1", "schema: other/2"), "schema must be"),
         (("runs: 5, ", ""), "required key 'runs'"),
@@ -82,13 +82,13 @@ def test_good_file_gives_reframe_tuples(tmp_path):
         (("informational: no FP8 here", "informational: ''"), "must not be empty (say why)"),
         # The hostile cases of issue 12: tolerances that switch judging off, values that are not numbers.
         (("lower: 0.1", "lower: 0.9999"), "lower 0.9999 is over 0.5: a tolerance that wide hardly judges"),
-        (("upper: 0.5", "upper: .inf"), "checks.bandwidth.latency_h2d_max.upper must be a finite number, not inf"),
-        (("upper: 0.5", "upper: .inf, wide_tolerance: why"), "latency_h2d_max.upper must be a finite number, not inf"),
-        (("upper: 0.5", "upper: .nan"), "checks.bandwidth.latency_h2d_max.upper must be a finite number, not nan"),
+        (("upper: 0.5", "upper: .inf"), "checks.power.idle_power_max_w.upper must be a finite number, not inf"),
+        (("upper: 0.5", "upper: .inf, wide_tolerance: why"), "idle_power_max_w.upper must be a finite number, not inf"),
+        (("upper: 0.5", "upper: .nan"), "checks.power.idle_power_max_w.upper must be a finite number, not nan"),
         (("value: 50.0", "value: .inf"), "checks.gemm.fp64_tflops_min.value must be a finite number, not inf"),
         (("informational: no FP8 here,", "informational: no FP8 here, value: .nan,"), "must be a finite number"),
         (("fp8_tflops_min:", "fp7_tflops:"), "check 'gemm' has no metric 'fp7_tflops'"),
-        (("  bandwidth:", "  bandwith:"), "unknown check 'bandwith'"),
+        (("  power:", "  powr:"), "unknown check 'powr'"),
         (("lower: 0.1, source: m}", "lower: 0.1, upper: 0.1, informational: x, source: m}"), "not both"),
     ],
 )
@@ -179,8 +179,8 @@ def test_unknown_node_type_lists_known_ones(tmp_path):
 
 def test_missing_check_and_metric_are_errors(tmp_path):
     t = references.load_file(write(tmp_path, GOOD.format(name="testnode")))
-    with pytest.raises(ReferenceError, match="no references for check 'power'"):
-        t.check("power")
+    with pytest.raises(ReferenceError, match="no references for check 'health'"):
+        t.check("health")
     with pytest.raises(ReferenceError, match="no reference for metric 'bf16_tflops_min'"):
         t.metric("gemm", "bf16_tflops_min")
 
@@ -198,3 +198,94 @@ def test_detect_and_mismatch_reasons(tmp_path):
     assert "pcie_width 8, testnode has 16" in references.mismatches(t, facts(width=8))
     with pytest.raises(ReferenceError, match=r"no reference file .* matches this node \(no GPU"):
         references.detect(tmp_path, {"gpus": [], "gpu_error": "no NVIDIA GPU found"})
+
+
+# ------------------------------------------------------------------------------------------------
+# Owners (issue 24): what each figure is judged against.
+
+def test_every_shipped_entry_names_its_owner_and_every_judged_one_its_band():
+    """Each metric's class and the reason for its band stand next to it in the shipped reference files; host
+    figures are never judged against another machine's, link figures always against the node's link."""
+    for node_type in references.load_all(REFERENCE_DIR):
+        for check, refs in node_type.checks.items():
+            for name, ref in refs.items():
+                assert ref.owner == metric_table.owner(check, name), ref.where
+                if ref.judged:
+                    assert ref.band, f"{ref.where}: {check}.{name} is judged without a band reason"
+                    assert ref.owner != metric_table.HOST, ref.where
+                if ref.owner == metric_table.LINK and ref.judged:
+                    assert ref.link_fraction is not None and ref.value is None, ref.where
+    text = (REFERENCE_DIR / "gpus" / "h100_sxm5_80gb.yaml").read_text()
+    assert "owner: link" in text and "owner: host" in text and "owner: gpu" in text
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("latency_h2d_max: {value: 2.0, unit: us, upper: 0.5, source: m}", "is a host figure"),
+        ("h2d_pinned_min: {value: 54.0, unit: GB/s, lower: 0.1, source: m}", "is a link figure: give 'link_fraction'"),
+        ("d2d_min: {link_fraction: 0.8, unit: GB/s, source: m}", "only link figures are judged against the link"),
+        ("d2d_min: {value: 1500, unit: GB/s, lower: 0.05, owner: link, source: m}", "the metric is owned by 'gpu'"),
+        ("h2d_pinned_min: {link_fraction: 1.5, unit: GB/s, source: m}", "link_fraction: 1.5 must be <= 1"),
+        ("h2d_pinned_min: {link_fraction: 0.8, value: 50, unit: GB/s, source: m}", "checks.bandwidth.h2d_pinned_min"),
+    ],
+)
+def test_owner_rules_name_the_file_and_line(tmp_path, entry, message):
+    text = GOOD.format(name="testnode") + "  bandwidth:\n    " + entry + "\n"
+    with pytest.raises(ReferenceError, match=r"testnode\.yaml:[0-9]+") as err:
+        references.load_file(write(tmp_path, text))
+    assert message in str(err.value)
+
+
+def test_a_synthetic_source_may_judge_host_and_link_figures_as_recorded(tmp_path):
+    """Test fixtures and re-judging a recorded day (tests/judge_support.py) keep the old judged values."""
+    synthetic = "sources:\n  s: {kind: synthetic, date: 2026-11-25, reference: x}\n"
+    text = GOOD.format(name="testnode").replace("sources:\n", synthetic)
+    text += "  bandwidth:\n    latency_h2d_max: {value: 2.0, unit: us, upper: 0.5, source: s}\n"
+    t = references.load_file(write(tmp_path, text))
+    assert t.metric("bandwidth", "latency_h2d_max").judged
+
+
+def test_a_link_gate_is_a_fraction_of_the_node_link():
+    t = references.load_node_type(REFERENCE_DIR, "h100_sxm5_80gb")
+    gate = t.metric("bandwidth", "h2d_pinned_min")
+    assert gate.needs_link and gate.assess(55.0)[0] == "fail"  # never judged unbound
+    gen5 = {"gpus": [{"index": 0, "pcie_gen_max": 5, "pcie_width_max": 16}]}
+    bound = references.bind_link(t, gen5).metric("bandwidth", "h2d_pinned_min")
+    assert bound.value == pytest.approx(0.8 * 63.015, rel=1e-3) and bound.assess(51.0)[0] == "pass"
+    status, reason, _ = bound.assess(49.9)
+    assert status == "fail" and "PCIe Gen5 x16" in reason
+    bidir = references.bind_link(t, gen5).metric("bandwidth", "bidir_pinned_min")
+    assert bidir.value == pytest.approx(0.5 * 2 * 63.015, rel=1e-3)
+    gen4 = {"gpus": [{"index": 0, "pcie_gen_max": 4, "pcie_width_max": 16}]}
+    assert references.bind_link(t, gen4).metric("bandwidth", "h2d_pinned_min").assess(30.0)[0] == "pass"
+    unknown = references.bind_link(t, {"gpus": [{"index": 0}]}).metric("bandwidth", "h2d_pinned_min")
+    assert unknown.needs_link and "NVML reported no PCIe link for GPU 0" in unknown.band
+
+
+NODE_BASELINE = """\
+schema: gpuaccept.node_baseline/1
+node: n1
+node_type: h100_sxm5_80gb
+description: n1's own host figures
+sources:
+  n1: {kind: measured, machine: n1, date: 2026-11-25, runs: 3, statistic: median, evidence: results/n1}
+checks:
+  cpu_gemm:
+    dgemm_gflops: {value: 800.0, unit: GFLOP/s, lower: 0.1, source: n1, band: 3 accepted runs}
+"""
+
+
+def test_a_node_baseline_judges_the_host_figures_of_that_node(tmp_path):
+    path = tmp_path / references.NODE_BASELINE_FILE
+    path.write_text(NODE_BASELINE)
+    baseline = references.load_node_baseline(path)
+    t = references.with_node_baseline(references.load_node_type(REFERENCE_DIR, "h100_sxm5_80gb"), baseline)
+    ref = t.metric("cpu_gemm", "dgemm_gflops")
+    assert ref.judged and ref.assess(700.0)[0] == "fail" and ref.assess(750.0)[0] == "pass"
+    with pytest.raises(ReferenceError, match="node baseline of node type 'h100_sxm5_80gb'"):
+        references.with_node_baseline(references.load_node_type(REFERENCE_DIR, "h200"), baseline)
+    path.write_text(NODE_BASELINE.replace("cpu_gemm:\n    dgemm_gflops", "gemm:\n    fp64_tflops_min").replace(
+        "GFLOP/s", "TFLOP/s"))
+    with pytest.raises(ReferenceError, match="is a gpu figure: a node baseline holds host figures only"):
+        references.load_node_baseline(path)

@@ -154,7 +154,8 @@ def test_bad_input_is_named(tmp_path, args, message):
 def test_the_nightly_suite_runs_quick_mode_and_the_comparable_bandwidth_pass():
     argv = run.reframe_argv("reframe", "c.py", "nightly", "/r")
     assert argv[argv.index("--tag") + 1] == "nightly" and argv[-1] == "-r"
-    assert "mode=quick" in argv and "GpuBandwidth.bench_opts=--max-bytes,1GiB,--trials,7,--target-ms,5" in argv
+    bw = "GpuBandwidth.bench_opts=--max-bytes,1GiB,--matrix-bytes,256MiB,--trials,7,--target-ms,5"
+    assert "mode=quick" in argv and bw in argv and "GpuGemm.bench_opts=--window-s,3" in argv
     assert "mode=quick" not in run.reframe_argv("reframe", "c.py", "commission", "/r")
     assert "mode=quick" in run.reframe_argv("reframe", "c.py", "commission", "/r", quick=True)
     assert "mode=quick" not in run.reframe_argv("reframe", "c.py", "nightly", "/r", suite_options=False)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from gpuaccept import __version__, cli_fleet, redact, run
 from gpuaccept.atomic import OutputError, write_text_atomic
-from gpuaccept.judge import health_rules, references, summarize, verdict
+from gpuaccept.judge import health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
 from gpuaccept.probe import crosscheck, facts, health, peaks, power, powercheck
-from gpuaccept.results import baseline, compare
+from gpuaccept.results import baseline, compare, sensitivity
 
 EXIT_REJECTED = 1
 EXIT_INPUT = 4
@@ -98,6 +98,16 @@ def cmd_references(args: argparse.Namespace) -> int:
             f"{layers.count('node')} node-level metrics, sources: {', '.join(t.sources)}"
             + (f"; {t.node_layer_missing}" if t.node_layer_missing else "")
         )
+        owners = [r.owner for m in t.checks.values() for r in m.values() if r.judged]
+        print(f"  judged against: {', '.join(f'{owners.count(o)} {o}' for o in metric_table.OWNERS)} (gpu: the "
+              "GPU model; link: the PCIe link NVML reports; host: this node's own baseline; node: the node type)")
+        for suite, kinds in verdict.coverage(t).items():
+            line = f"  {suite}: expects {', '.join(kinds[verdict.EXPECTED]) or 'nothing'}"
+            if kinds[verdict.REPORTED]:
+                line += f"; reports {', '.join(kinds[verdict.REPORTED])} where installed"
+            if kinds[verdict.UNREFERENCED]:
+                line += f"; no references (not run): {', '.join(kinds[verdict.UNREFERENCED])}"
+            print(line)
     return 0
 
 
@@ -167,6 +177,39 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0 if result.accepted else EXIT_REJECTED
 
 
+def _write_node_baseline(
+    args: argparse.Namespace, node_type: str, run_dirs: list[Path], docs: dict, source: dict
+) -> int:
+    """gpuaccept baseline --node-baseline: the node's host figures from its own ACCEPTED runs, written (atomically)
+    to results/<node>/node-baseline.yaml, where the judge finds them (docs/verdicts.md)."""
+    nodes = set()
+    for d in run_dirs:
+        found = sorted(d.rglob(summarize.VERDICT_FILE))
+        if not found:
+            raise InputError(f"{d}: no {summarize.VERDICT_FILE}: a node baseline comes from judged runs")
+        for path in found:
+            v = _load_json(str(path), "verdict")
+            if v.get("verdict") != "pass" or v.get("node_type") != node_type:
+                raise InputError(f"{path}: {v.get('node_type')!r} {v.get('verdict')!r}: a node baseline comes from "
+                                 f"ACCEPTED runs of node type {node_type}")  # fmt: skip
+            nodes.add(str(v.get("node")))
+    if len(nodes) != 1:
+        raise InputError(f"the runs are of {len(nodes)} nodes ({', '.join(sorted(nodes))}): a baseline is one node's")
+    node = references.check_name(nodes.pop(), "node")
+    checks, _stats = baseline.derive(docs, args.source_id, args.reject, host_baseline=True)
+    if not checks:
+        raise InputError("no host figure in these runs (pageable copies, latencies, host GEMM, host HPL)")
+    out = Path(args.output) if args.output else run_dirs[0].resolve().parent / references.NODE_BASELINE_FILE
+    if out.exists() and not args.force:
+        raise InputError(f"{out} exists: --force replaces it")
+    text = baseline.node_baseline(node, node_type, args.source_id, source, checks,
+                                  f"{node}'s own baseline from {len(run_dirs)} accepted runs; judged on {node} only.")
+    write_text_atomic(out, text)
+    references.load_node_baseline(out)  # what was written loads
+    print(f"wrote {out}: {sum(len(m) for m in checks.values())} host figures of {node} (docs/verdicts.md)")
+    return 0
+
+
 def cmd_baseline(args: argparse.Namespace) -> int:
     node_type = references.check_name(args.node_type, "--node-type")
     run_dirs = [Path(d) for d in args.runs]
@@ -210,6 +253,10 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         if not sep or not pattern or not reason.strip():
             raise InputError(f"--informational {spec!r}: write CHECK.METRIC=REASON (the pattern may use * and ?)")
         informational[pattern] = reason.strip()
+    if args.node_baseline:
+        return _write_node_baseline(args, node_type, run_dirs, docs, source)
+    if not args.description:
+        raise InputError("--description: the node type's one-line description is required for a proposal")
     checks, stats = baseline.derive(docs, args.source_id, args.reject, informational)
     reference_dir = Path(args.reference_dir)
     reviewed = reference_dir / f"{node_type}.yaml"
@@ -274,6 +321,26 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if command[:1] == ["--"]:
         command = command[1:]
     return power.run(command, args.output, args.interval, argv=["gpuaccept", *sys.argv[1:]], backend_name=args.backend)
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    try:
+        losses = [float(x) for x in args.loss.split(",")]
+    except ValueError:
+        raise InputError(f"--loss {args.loss!r}: fractions separated by commas, e.g. 0.05,0.10,0.20") from None
+    if not losses or not all(0 < x < 1 for x in losses):
+        raise InputError(f"--loss {args.loss!r}: each fraction between 0 and 1")
+    run_dirs = [Path(p) for p in args.runs]
+    for d in run_dirs:
+        if not (d / summarize.VERDICT_FILE).is_file():
+            raise InputError(f"{d}: no {summarize.VERDICT_FILE}: give run directories made by gpuaccept run")
+    figures, notes = sensitivity.measure(run_dirs, Path(args.reference_dir), losses)
+    print(sensitivity.table(figures, losses))
+    for note in notes:
+        print(f"note: {note}")
+    if args.json:
+        write_text_atomic(args.json, json.dumps(sensitivity.to_json(figures, losses, notes), indent=2) + "\n")
+    return 0 if figures else 1
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -468,7 +535,8 @@ def parser() -> argparse.ArgumentParser:
     )
     refdir(sp)
     sp.add_argument("--node-type", required=True, help="the node type the proposal is for")
-    sp.add_argument("--description", required=True, help="the node type's one-line description in the proposal")
+    sp.add_argument("--description", help="the node type's one-line description in the proposal (required but for "
+                    "--node-baseline)")
     sp.add_argument("--machine", required=True, help="what the runs ran on, for the provenance")
     sp.add_argument("--evidence", required=True, help="where the runs' outputs are kept")
     sp.add_argument("--source-id", required=True, help="name of the provenance entry")
@@ -506,6 +574,12 @@ def parser() -> argparse.ArgumentParser:
         help="report the metrics matching this pattern (e.g. 'gemm.*_xfer_tflops_min') without judging them, for "
         "this reason; the entry keeps the range measured (repeatable)",
     )
+    sp.add_argument(
+        "--node-baseline",
+        action="store_true",
+        help="record this node's own host figures from its ACCEPTED runs instead (results/<node>/node-baseline.yaml, "
+        "or --output): pageable copies, latencies, host GEMM and HPL are then judged against it (docs/verdicts.md)",
+    )
     sp.add_argument("runs", nargs="+", help="run directories (results/<node>/<run>, or folders holding them)")
     sp.set_defaults(func=cmd_baseline)
 
@@ -541,6 +615,16 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--top", type=int, default=0, help="list at most this many (default: all)")
     sp.add_argument("--json", help="also write every deviation to this file (atomically)")
     sp.set_defaults(func=cmd_compare)
+
+    sp = sub.add_parser(
+        "sensitivity",
+        help="what the references catch: healthy runs judged again with one gating figure at a time made worse",
+    )
+    refdir(sp)
+    sp.add_argument("runs", nargs="+", help="run directories (each with verdict.json, reframe-report.json, facts)")
+    sp.add_argument("--loss", default="0.05,0.10,0.20", help="fractions to make each figure worse (%(default)s)")
+    sp.add_argument("--json", help="also write the table as JSON to this file (atomically)")
+    sp.set_defaults(func=cmd_sensitivity)
 
     sp = sub.add_parser("report", help="one self-contained HTML evaluation report from run directories")
     sp.add_argument(

@@ -191,6 +191,10 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             self.reference = {}
         else:
             self._node_type = load_node_type(extras.get("reference_dir", "reference_values"), node_type)
+            if self.check_key not in self._node_type.checks:
+                # A node type expects exactly the checks it has references for (gpuaccept references lists them).
+                self.skip(f"node type {node_type} has no references for check {self.check_key!r}: not expected "
+                          "(gpuaccept references)")  # fmt: skip
             # ReFrame records the reference values it has (no thresholds); a known GPU SKU with no node type file
             # for this GPU count has its per-GPU ones only, and the verdict says NOT RUN for the node-level ones.
             refs = self._node_type.checks.get(self.check_key, {})

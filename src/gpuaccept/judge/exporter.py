@@ -99,6 +99,17 @@ def render(verdict: Verdict) -> str:
             for state in STATUSES:
                 status.labels(**base, check=row.check, status=state).set(1 if row.status == state else 0)
 
+    attempts = Gauge(
+        "gpuaccept_check_attempts",
+        "How many times the check was measured: above 1 when a figure fell outside its band and the check ran "
+        "again (gpuaccept run --retries); a pass with attempts > 1 is a flaky node worth a look",
+        ["suite", "node_type", "check"],
+        registry=reg,
+    )
+    for row in verdict.rows:
+        if row.metric is None and row.expected:
+            attempts.labels(**base, check=row.check).set(row.attempts)
+
     passed = Gauge(
         "gpuaccept_metric_passed",
         "1 when the metric is within its reference's tolerance, else 0 (judged metrics only)",

@@ -9,6 +9,21 @@ file must give; the layer says where its reference lives (docs/reference-values.
 - ``node``: a figure of the node as built (GPU count, peer-to-peer, NUMA x GPU, collectives, host GEMM and
   host HPL, node sums, applications on all GPUs or on the host). Kept in ``reference_values/<node_type>.yaml``.
 
+Each metric also has an **owner**, what the figure is a property of, and so what it may be judged against
+(docs/verdicts.md):
+
+- ``gpu``: the GPU model guarantees it (GEMM per precision, device memory bandwidth, power and efficiency under
+  load, HPL and MD on the GPU, the link's trained width and generation): judged against the GPU model's figures,
+  with a band that catches a 10 % loss.
+- ``link``: the PCIe link carries it (pinned host<->GPU copies): judged as a fraction of the rate of the link
+  NVML reports (``link_fraction``, gpuaccept.judge.link), whatever machine the GPU sits in.
+- ``host``: the host, the VM and the moment give it (pageable copies, latencies, the PCIe model's fixed cost,
+  host BLAS and host HPL, CPU-only baselines, copies inside a transfer-inclusive rate): never judged against
+  another machine's figures; informational in shipped reference files, judged only against the node's own
+  baseline (``gpuaccept baseline --node-baseline``).
+- ``node``: the node as built (GPU count, peers, collectives, every GPU at once, node sums): judged against
+  the node type's figures.
+
 Patterns are ``fnmatch`` patterns; the first that matches a metric name wins. This is data: add a metric here
 when a tool learns it, and the references and the judge follow.
 """
@@ -19,6 +34,8 @@ import fnmatch
 
 GPU, NODE = "gpu", "node"
 LAYERS = (GPU, NODE)
+LINK, HOST = "link", "host"
+OWNERS = (GPU, LINK, HOST, NODE)
 
 # check -> ((metric pattern, unit, layer), ...)
 METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
@@ -160,6 +177,30 @@ METRICS = {check: (*rows, *SAMPLER) for check, rows in METRICS.items()}
 
 UNITS = tuple(sorted({unit for rows in METRICS.values() for _, unit, _ in rows}))
 
+# Owners that are not the layer's: check -> ((metric pattern, owner), ...), first match wins. A metric no row
+# names here is owned by its layer (a per-GPU figure by the GPU model, a node-level one by the node).
+_OWNER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
+    "bandwidth": (
+        ("h2d_pinned_min", LINK),
+        ("d2h_pinned_min", LINK),
+        ("bidir_pinned_min", LINK),
+        ("*_pageable_min", HOST),  # the host's memory system copies through a staging buffer
+        ("latency_*", HOST),  # the driver's and the VM's per-call cost
+        ("*_fit_lo_max", HOST),  # the PCIe model's fixed cost (L + o): the same
+        ("affinity_far_near_min", HOST),  # the host's NUMA topology
+    ),
+    "gemm": (("*_xfer_tflops_min", HOST),),  # the copies from host memory inside the rate
+    # Whether the BLAS runs generic kernels on a CPU that has AVX2/AVX-512 is the node's configuration, judged by
+    # a rule (value 1), not against another machine's figure; the rates are the host's.
+    "cpu_gemm": (("blas_optimized_core", NODE), ("*", HOST)),
+    "hpl_host": (("*", HOST),),
+    # HPL 2.3 over NVBLAS: the host's cores factorise the panels and every tile crosses PCIe from pageable memory.
+    "hpl_cuda": (("*", HOST),),
+    "power": (("host_power_load_w", HOST),),
+    **{check: (("cpu_ns_per_day", HOST), ("speedup_vs_cpu", HOST)) for check in ("md_apoa1", "md_apoa1_x12")},
+    **{check: (("cpu_*", HOST), ("speedup_vs_cpu", HOST)) for check in ("namd_apoa1", "namd_stmv")},
+}
+
 
 class UnknownMetric(KeyError):
     """A check or metric the table does not know."""
@@ -187,6 +228,16 @@ def unit(check: str, metric: str) -> str:
 
 def layer(check: str, metric: str) -> str:
     return lookup(check, metric)[1]
+
+
+def owner(check: str, metric: str) -> str:
+    """What owns the figure: ``gpu``, ``link``, ``host`` or ``node`` (module docstring); UnknownMetric when the
+    table does not know the metric."""
+    _unit, where = lookup(check, metric)
+    for pattern, who in _OWNER_ROWS.get(check, ()):
+        if fnmatch.fnmatchcase(metric, pattern):
+            return who
+    return where
 
 
 def document_problems(check: str, doc: dict) -> list[str]:

@@ -16,6 +16,7 @@ is added. The format is described in docs/reference-values.md; every error names
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -27,11 +28,13 @@ from typing import Any
 import jsonschema
 import yaml
 
-from gpuaccept.judge import metric_table
+from gpuaccept.judge import link, metric_table
 
 SCHEMA_V1 = "gpuaccept.references/1"  # one file holding both layers
 SCHEMA = "gpuaccept.references/2"  # a node type naming its GPU SKU: the node layer only
 GPU_SCHEMA = "gpuaccept.gpu/1"  # a GPU SKU: the per-GPU layer
+NODE_BASELINE_SCHEMA = "gpuaccept.node_baseline/1"  # one node's own host figures, from its accepted runs
+NODE_BASELINE_FILE = "node-baseline.yaml"  # results/<node>/node-baseline.yaml, beside the node's runs
 GPU_DIR = "gpus"
 SOURCE_KINDS = ("measured", "datasheet", "public", "synthetic")  # synthetic: test fixtures only
 UNITS = metric_table.UNITS
@@ -119,6 +122,14 @@ class MetricReference:
     where: str = ""  # "file:line" for messages
     layer: str = metric_table.GPU  # 'gpu': from the GPU SKU's file; 'node': from the node type's
     source_kind: str = ""  # the kind of its source: measured, datasheet, public, synthetic
+    owner: str = metric_table.GPU  # what the figure is a property of: gpu, link, host, node (metric_table)
+    band: str = ""  # why the band is what it is (the reference file's 'band', or how a link gate was formed)
+    link_fraction: float | None = None  # a link figure: the fraction of the link's rate that must be reached
+
+    @property
+    def needs_link(self) -> bool:
+        """A link gate not yet bound to a node's link (``for_link``): it cannot judge a value by itself."""
+        return self.link_fraction is not None and self.value is None
 
     @property
     def judged(self) -> bool:
@@ -149,17 +160,31 @@ class MetricReference:
         bounds = (self.lower_bound, self.upper_bound)
         if not self.judged:
             return INFO, f"informational: {self.informational}", (None, None)
+        if self.needs_link:
+            return FAIL, "a link gate not bound to the node's PCIe link (the judge binds it from the facts)", bounds
         if measured is None:
             return FAIL, "no value", bounds
         if isinstance(measured, bool) or not isinstance(measured, (int, float)) or not math.isfinite(measured):
             return FAIL, f"not a finite number: {_show(measured)}", bounds
         lo, hi = bounds
         tol = f"{self.value:.6g} {self.unit}"
+        if lo is not None and measured < lo and self.link_fraction is not None:
+            return FAIL, f"below {lo:.6g} {self.unit}: {self.band} ({self.provenance})", bounds
         if lo is not None and measured < lo:
             return FAIL, f"below {lo:.6g} {self.unit} (reference {tol} -{self.lower:.0%}, {self.provenance})", bounds
         if hi is not None and measured > hi:
             return FAIL, f"above {hi:.6g} {self.unit} (reference {tol} +{self.upper:.0%}, {self.provenance})", bounds
         return PASS, "", bounds
+
+    def for_link(self, rate_gbps: float, link: str) -> MetricReference:
+        """A link gate bound to the node's link: the floor is ``link_fraction`` of the link's rate per direction
+        (a bidirectional figure moves both directions at once: twice the rate)."""
+        assert self.link_fraction is not None
+        rate = rate_gbps * (2.0 if self.metric.startswith("bidir") else 1.0)
+        floor = self.link_fraction * rate
+        both = ", both directions" if rate != rate_gbps else ""
+        band = f"at least {self.link_fraction:g} of the link ({link}{both})"
+        return dataclasses.replace(self, value=floor, lower=0.0, upper=None, band=band)
 
     def judge(self, measured: float | None) -> bool | None:
         """True/False for a judged metric, None for an informational one (``assess`` decides)."""
@@ -318,17 +343,27 @@ _METRIC = {
         "unit": {"type": "string"},
         "lower": {**_NUMBER, "minimum": 0, "exclusiveMaximum": 1},
         "upper": {**_NUMBER, "minimum": 0},
+        "link_fraction": {**_NUMBER, "exclusiveMinimum": 0, "maximum": 1},
         "source": {"type": "string"},
         "informational": _TEXT,
         "wide_tolerance": _TEXT,
+        "owner": {"enum": list(metric_table.OWNERS)},
+        "band": _TEXT,
         "note": {"type": "string"},
     },
     "oneOf": [
-        {"required": ["informational"], "not": {"anyOf": [{"required": ["lower"]}, {"required": ["upper"]}]}},
+        {
+            "required": ["informational"],
+            "not": {"anyOf": [{"required": ["lower"]}, {"required": ["upper"]}, {"required": ["link_fraction"]}]},
+        },
         {
             "required": ["value"],
-            "not": {"required": ["informational"]},
+            "not": {"anyOf": [{"required": ["informational"]}, {"required": ["link_fraction"]}]},
             "anyOf": [{"required": ["lower"]}, {"required": ["upper"]}],
+        },
+        {
+            "required": ["link_fraction"],
+            "not": {"anyOf": [{"required": k} for k in (["informational"], ["value"], ["lower"], ["upper"])]},
         },
     ],
 }
@@ -404,6 +439,19 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "checks": {**_CHECKS, "minProperties": 1},
             # Per-GPU health expectations (no NVLink links: those are the node type's), for <sku>_x<count>.
             "health": {"type": "object", "not": {"required": ["nvlink_links_up"]}},
+        },
+    },
+    NODE_BASELINE_SCHEMA: {
+        "type": "object",
+        "required": ["schema", "node", "node_type", "description", "sources", "checks"],
+        "additionalProperties": False,
+        "properties": {
+            "schema": {"const": NODE_BASELINE_SCHEMA},
+            "node": {"type": "string"},
+            "node_type": {"type": "string"},
+            "description": {"type": "string"},
+            "sources": {"type": "object", "additionalProperties": _SOURCE},
+            "checks": {**_CHECKS, "minProperties": 1},
         },
     },
 }
@@ -501,16 +549,32 @@ def _finite(path: Path, entry: _Mapping, key: str, context: str) -> float | None
 
 
 def _parse_metric(
-    path: Path, check: str, name: str, entry: _Mapping, sources: dict, layers: tuple[str, ...]
+    path: Path,
+    check: str,
+    name: str,
+    entry: _Mapping,
+    sources: dict,
+    layers: tuple[str, ...],
+    host_baseline: bool = False,
 ) -> MetricReference:
     context = f"checks.{check}.{name}"
     try:
         unit, layer = metric_table.lookup(check, name)
+        owner = metric_table.owner(check, name)
     except metric_table.UnknownMetric as err:
         raise _fail(path, entry, None, f"{context}: {err}") from None
     if entry["unit"] != unit:
         raise _fail(path, entry, "unit", f"{context}.unit {_show(entry['unit'])} is not the metric's unit {unit!r}")
-    if layer not in layers:
+    if "owner" in entry and entry["owner"] != owner:
+        raise _fail(
+            path, entry, "owner",
+            f"{context}.owner {_show(entry['owner'])}: the metric is owned by {owner!r} "
+            "(src/gpuaccept/judge/metric_table.py)",
+        )
+    if host_baseline:
+        if owner != metric_table.HOST:
+            raise _fail(path, entry, None, f"{context} is a {owner} figure: a node baseline holds host figures only")
+    elif layer not in layers:
         home = f"{GPU_DIR}/<sku>.yaml" if layer == metric_table.GPU else "<node_type>.yaml"
         raise _fail(
             path, entry, None, f"{context} is a {layer}-level figure: it belongs in reference_values/{home}"
@@ -523,9 +587,27 @@ def _parse_metric(
     value = _finite(path, entry, "value", context)
     lower = _finite(path, entry, "lower", context)
     upper = _finite(path, entry, "upper", context)
+    link_fraction = _finite(path, entry, "link_fraction", context)
+    band = str(entry.get("band") or "")
     informational = entry.get("informational")
+    common = {"where": where, "layer": layer, "source_kind": kind, "owner": owner, "band": band}
     if informational is not None:
-        return MetricReference(check, name, unit, value, None, None, source, informational, where, layer, kind)
+        return MetricReference(check, name, unit, value, None, None, source, informational, **common)
+    if link_fraction is not None:
+        if owner != metric_table.LINK:
+            raise _fail(path, entry, "link_fraction", f"{context}.link_fraction: only link figures are judged against "
+                        f"the link, and this one is owned by {owner!r}")  # fmt: skip
+        return MetricReference(check, name, unit, None, None, None, source, None, link_fraction=link_fraction,
+                               **common)  # fmt: skip
+    if owner == metric_table.HOST and not host_baseline and kind != "synthetic":
+        raise _fail(
+            path, entry, "value",
+            f"{context} is a host figure (the host, the VM and the moment give it): it is judged only against the "
+            "node's own baseline (gpuaccept baseline --node-baseline); here make it 'informational: <why>'",
+        )
+    if owner == metric_table.LINK and kind != "synthetic":
+        raise _fail(path, entry, "value", f"{context} is a link figure: give 'link_fraction' (of the rate of the "
+                    "link NVML reports), not a value measured on another machine's link")  # fmt: skip
     if value is None or value <= 0:
         raise _fail(path, entry, "value", f"{context}.value must be a positive number, not {_show(value)}")
     if "wide_tolerance" not in entry:
@@ -536,11 +618,11 @@ def _parse_metric(
                     f"{context}.{key} {tol:g} is over {MAX_TOLERANCE:g}: a tolerance that wide hardly judges; "
                     "if it must be, say why in 'wide_tolerance' (docs/reference-values.md)",
                 )
-    return MetricReference(check, name, unit, value, lower, upper, source, None, where, layer, kind)
+    return MetricReference(check, name, unit, value, lower, upper, source, None, **common)
 
 
 def _parse_checks(
-    path: Path, doc: _Mapping, sources: dict, layers: tuple[str, ...]
+    path: Path, doc: _Mapping, sources: dict, layers: tuple[str, ...], host_baseline: bool = False
 ) -> dict[str, dict[str, MetricReference]]:
     checks: dict[str, dict[str, MetricReference]] = {}
     for check, metrics in doc["checks"].items():
@@ -550,7 +632,8 @@ def _parse_checks(
                 f"checks: unknown check {check!r} (known: {', '.join(sorted(metric_table.METRICS))})",
             )
         checks[check] = {
-            name: _parse_metric(path, check, name, entry, sources, layers) for name, entry in metrics.items()
+            name: _parse_metric(path, check, name, entry, sources, layers, host_baseline)
+            for name, entry in metrics.items()
         }
     return checks
 
@@ -646,6 +729,62 @@ def _merge(*layers: dict[str, dict[str, MetricReference]]) -> dict[str, dict[str
         for check, refs in layer.items():
             out.setdefault(check, {}).update(refs)
     return out
+
+
+@dataclass
+class NodeBaseline:
+    """A parsed ``results/<node>/node-baseline.yaml``: one node's host figures from its own accepted runs."""
+
+    node: str
+    node_type: str
+    path: Path
+    checks: dict[str, dict[str, MetricReference]]
+
+
+def load_node_baseline(path: str | Path) -> NodeBaseline:
+    """Parse and validate a node baseline (host figures only, each judged); ReferenceError names file and line."""
+    path = Path(path)
+    doc = _load_doc(path, (NODE_BASELINE_SCHEMA,))
+    for key, what in (("node", "node"), ("node_type", "node type")):
+        try:
+            check_name(doc[key], what)
+        except ReferenceError as err:
+            raise _fail(path, doc, key, str(err)) from None
+    sources = {k: dict(v) for k, v in doc["sources"].items()}
+    checks = _parse_checks(path, doc, sources, metric_table.LAYERS, host_baseline=True)
+    for check, refs in checks.items():
+        for name, ref in refs.items():
+            if not ref.judged:
+                raise _fail(path, doc["checks"][check], name, f"checks.{check}.{name}: a node baseline judges what "
+                            "it holds; leave a figure out rather than make it informational")  # fmt: skip
+    return NodeBaseline(doc["node"], doc["node_type"], path, checks)
+
+
+def with_node_baseline(node_type: NodeType, baseline: NodeBaseline) -> NodeType:
+    """The node type's references with the node's own host figures judged (they replace the informational host
+    entries); an error when the baseline was recorded for another node type."""
+    if baseline.node_type != node_type.name:
+        raise ReferenceError(
+            f"{baseline.path}: node baseline of node type {baseline.node_type!r}, this node is judged as "
+            f"{node_type.name!r}: record it again (gpuaccept baseline --node-baseline) or remove it"
+        )
+    return dataclasses.replace(node_type, checks=_merge(node_type.checks, baseline.checks))
+
+
+def bind_link(node_type: NodeType, facts: dict[str, Any]) -> NodeType:
+    """The node type with its link gates bound to the node's slowest PCIe link as the facts report it
+    (gpuaccept.judge.link); where NVML reported no link, the gates stay unbound and say why (NOT RUN)."""
+    rate, label = link.node_link(facts)
+    checks: dict[str, dict[str, MetricReference]] = {}
+    for check, refs in node_type.checks.items():
+        checks[check] = {}
+        for name, ref in refs.items():
+            bound = ref
+            if ref.needs_link:
+                why = f"cannot judge against the PCIe link: {label}"
+                bound = ref.for_link(rate, label) if rate else dataclasses.replace(ref, band=why)
+            checks[check][name] = bound
+    return dataclasses.replace(node_type, checks=checks)
 
 
 def reference_file(reference_dir: str | Path, node_type: str) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ LOCK_FILE = ".gpuaccept.lock"
 VERDICT_FILE = "verdict.json"
 REPORT_FILE = "reframe-report.json"
 FACTS_FILE = "node-facts.json"
+RETRIED_FILE = "retried.json"  # in <run>/retry-<k>/: the checks measured again there
 
 
 def read_facts(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -30,6 +32,22 @@ def read_facts(path: Path) -> tuple[dict[str, Any], list[str]]:
     except rules.DocumentError as err:
         hint = "; `gpuaccept facts` did not run on the node, or its output was lost" if not path.exists() else ""
         return {}, [f"{err}{hint}"]
+
+
+def retries(run_dir: Path) -> list[tuple[int, Path, list[str]]]:
+    """The retries a run made, in order: (attempt number, directory, the checks it measured again), from each
+    ``retry-<k>/retried.json`` that ``gpuaccept run`` writes before it runs ReFrame there."""
+    found = []
+    for d in run_dir.glob(f"{verdict.RETRY_PREFIX}*"):
+        k = d.name.removeprefix(verdict.RETRY_PREFIX)
+        if not (k.isdigit() and d.is_dir()):
+            continue
+        try:
+            checks = rules.load_json_input(d / RETRIED_FILE, "the list of retried checks", list)
+        except rules.DocumentError:
+            continue
+        found.append((int(k) + 1, d, [str(c) for c in checks]))
+    return sorted(found)
 
 
 def judge_run_dir(
@@ -80,6 +98,16 @@ def judge_run_dir(
             run_dir=run_dir,
             input_errors=input_errors,
         )
+        for attempt, retry_dir, checks in retries(run_dir):
+            try:
+                retry_report = verdict.load_report(retry_dir / REPORT_FILE)
+            except verdict.ReportError as err:
+                retry_report = None
+                print(f"gpuaccept: attempt {attempt} of {', '.join(checks)} left no report: {err}", file=sys.stderr)
+            if retry_report is not None:
+                again = verdict.build(retry_report, facts, reference_dir, node_type, suite,
+                                      expected_gpus=expected_gpus, run_dir=retry_dir)  # fmt: skip
+                result = verdict.merge_retry(result, again, checks, attempt)
         result.run_dir = str(run_dir.resolve())
         if node:
             result.node = node

@@ -8,8 +8,10 @@ node type has references for passed, and the GPU count matches what the inventor
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,12 +19,21 @@ from typing import Any
 import tabulate
 
 from gpuaccept import __version__
-from gpuaccept.judge import health_rules, rules
-from gpuaccept.judge.checks import CHECKS, POWER_FILE, in_suite
-from gpuaccept.judge.references import NodeType, ReferenceError, load_node_type
+from gpuaccept.judge import health_rules, metric_table, rules
+from gpuaccept.judge.checks import CHECKS, POWER_FILE, SUITES, in_suite
+from gpuaccept.judge.references import (
+    NODE_BASELINE_FILE,
+    NodeType,
+    ReferenceError,
+    bind_link,
+    load_node_baseline,
+    load_node_type,
+    with_node_baseline,
+)
 
 PASS, FAIL, NOT_RUN, WAIVED, INFO = "pass", "fail", "not_run", "waived", "info"
 SCHEMA = "gpuaccept.verdict/1"
+RETRY_PREFIX = "retry-"  # <run>/retry-<k>/: attempt k+1 of the checks that failed on figures out of band
 
 
 @dataclass
@@ -37,6 +48,11 @@ class Row:
     upper_bound: float | None = None
     reason: str = ""
     expected: bool = True  # False: the node type has no references for this check, so it does not count
+    owner: str = ""  # a metric's owner: gpu, link, host or node (gpuaccept.judge.metric_table.owner)
+    band: str = ""  # why its band is what it is (the reference's 'band')
+    attempts: int = 1  # a retried check: how many times it was measured (the last one is judged)
+    warning: str = ""  # a pass that needed a retry: what the earlier attempts measured
+    out_of_band: bool = False  # a check row that failed on figures outside their bands alone: measured again
 
     @property
     def tolerance(self) -> str:
@@ -180,6 +196,22 @@ def _num(value: Any) -> float | None:
     return float(value)
 
 
+def _owner(check: str, metric: str) -> str:
+    try:
+        return metric_table.owner(check, metric)
+    except metric_table.UnknownMetric:
+        return ""
+
+
+# gpuaccept sensitivity's hook: (check, metric, value) -> the value to judge instead.
+Adjust = Callable[[str, str, float], float]
+
+
+def _adjusted(check: str, name: str, metric: Any, adjust: Adjust) -> Any:
+    value = _num(metric.get("value")) if isinstance(metric, dict) else None
+    return metric if value is None else {**metric, "value": adjust(check, name, value)}
+
+
 def _metric_rows(
     key: str, metrics: dict[str, Any], waived: dict[str, str], node_type: NodeType | None, why_no_refs: str
 ) -> list[Row]:
@@ -191,19 +223,24 @@ def _metric_rows(
         value = _num(m.get("value"))
         unit = str(m.get("unit") or "")
         ref = refs.get(metric)
+        owner = _owner(key, metric)
         if ref is None:
             missing = node_type.missing_reason(key, metric) if node_type else None
             if node_type is None:
-                rows.append(Row(key, metric, INFO, value, unit, reason=f"not judged: {why_no_refs}"))
+                rows.append(Row(key, metric, INFO, value, unit, reason=f"not judged: {why_no_refs}", owner=owner))
             elif missing:  # a node-level figure of a known GPU SKU at a GPU count with no node type file
-                rows.append(Row(key, metric, NOT_RUN, value, unit, reason=missing))
+                rows.append(Row(key, metric, NOT_RUN, value, unit, reason=missing, owner=owner))
             else:
-                rows.append(Row(key, metric, FAIL, value, unit, reason="no reference value for this metric"))
+                rows.append(Row(key, metric, FAIL, value, unit, reason="no reference value for this metric",
+                                owner=owner))  # fmt: skip
+            continue
+        if ref.needs_link:  # NVML reported no PCIe link: the gate cannot be placed
+            rows.append(Row(key, metric, NOT_RUN, value, unit, reason=ref.band, owner=owner, band=ref.band))
             continue
         status, reason, _bounds = ref.assess(value)
         if status != INFO and unit != ref.unit:
             status, reason = FAIL, f"measured in {unit!r}, the reference is in {ref.unit!r}"
-        row = Row(key, metric, status, value, unit, ref.value, reason=reason)
+        row = Row(key, metric, status, value, unit, ref.value, reason=reason, owner=ref.owner, band=ref.band)
         if ref.judged:
             row.lower_bound, row.upper_bound = ref.lower_bound, ref.upper_bound
         rows.append(row)
@@ -211,11 +248,13 @@ def _metric_rows(
         if metric in metrics:
             continue
         ref = refs.get(metric)
+        owner = _owner(key, metric)
         if ref is None or not ref.judged:
-            rows.append(Row(key, metric, WAIVED, unit=ref.unit if ref else "", reason=f"waived on this node: {why}"))
+            rows.append(Row(key, metric, WAIVED, unit=ref.unit if ref else "", reason=f"waived on this node: {why}",
+                            owner=owner))  # fmt: skip
         else:
             reason = f"waived on this node: {why} (but node type {node_type.name} expects a value)"  # type: ignore[union-attr]
-            rows.append(Row(key, metric, FAIL, unit=ref.unit, reference=ref.value, reason=reason))
+            rows.append(Row(key, metric, FAIL, unit=ref.unit, reference=ref.value, reason=reason, owner=owner))
     for metric, ref in refs.items():
         if metric not in metrics and metric not in waived:
             rows.append(
@@ -226,6 +265,7 @@ def _metric_rows(
                     unit=ref.unit,
                     reference=ref.value,
                     reason="not measured: the check did not report this metric",
+                    owner=ref.owner,
                 )
             )
     return rows
@@ -273,6 +313,7 @@ def _judge_case(
     expected_gpus: int | None,
     moved: list[tuple[Path, Path]],
     run_dir: str | Path | None,
+    adjust: Adjust | None = None,
 ) -> tuple[Row, list[Row]]:
     """One test case of a check: its row and its metric rows, from its benchmark document."""
     check = CHECKS[check_key]
@@ -326,6 +367,8 @@ def _judge_case(
             findings, not_run = [], f"cannot judge health: {err}"
         problems += [f"{f['message']} -> {f['fix']}" for f in findings]
         metrics["health_findings"] = {"value": len(findings), "unit": "count"}
+    if adjust is not None:  # gpuaccept sensitivity: the same documents with figures made worse, in memory only
+        metrics = {name: _adjusted(check_key, name, m, adjust) for name, m in metrics.items()}
     rows = _metric_rows(check_key, metrics, waived, node_type, why_no_refs)
     failed_metrics = [r.metric for r in rows if r.status == FAIL]
     if problems:
@@ -336,6 +379,11 @@ def _judge_case(
         row = Row(check_key, None, NOT_RUN, reason=f"ran, not judged: {why_no_refs}")
     elif failed_metrics:
         row = Row(check_key, None, FAIL, reason="a metric failed its reference: " + ", ".join(map(str, failed_metrics)))
+        # Figures outside their bands alone (each with a value: not a missing metric or unit): worth measuring again.
+        row.out_of_band = all(
+            r.value is not None and (r.lower_bound is not None or r.upper_bound is not None)
+            for r in rows if r.status == FAIL
+        )
     else:
         row = Row(check_key, None, PASS)
     if not_run and problems:
@@ -353,6 +401,7 @@ def build(
     report_error: str | None = None,
     run_dir: str | Path | None = None,
     input_errors: list[str] | None = None,
+    adjust: Adjust | None = None,
 ) -> Verdict:
     """Judge one run: a pure function of the benchmark documents (found through ReFrame's report under
     ``run_dir``), the node type's references and the node facts. ``report`` None means ReFrame left no report
@@ -366,6 +415,19 @@ def build(
     except ReferenceError as err:
         why_no_refs = f"no reference file for this node: {err}"
         rows.append(Row("references", None, FAIL, reason=why_no_refs + BASELINE_HINT))
+    if node_type is not None:
+        node_type = bind_link(node_type, facts)
+        # results/<node>/node-baseline.yaml, beside the node's runs (a retry's directory is one level deeper).
+        node_dir = Path(run_dir).parent if run_dir is not None else None
+        if node_dir is not None and Path(run_dir).name.startswith(RETRY_PREFIX):
+            node_dir = node_dir.parent
+        baseline_path = node_dir / NODE_BASELINE_FILE if node_dir is not None else None
+        if baseline_path is not None and baseline_path.exists():
+            # The node's own host figures, recorded from its accepted runs (gpuaccept baseline --node-baseline).
+            try:
+                node_type = with_node_baseline(node_type, load_node_baseline(baseline_path))
+            except ReferenceError as err:
+                rows.append(Row("references", "node_baseline", FAIL, reason=str(err)))
     if node_type is not None and node_type.node_layer_missing:
         # A known GPU SKU with no node type file for this GPU count: per-GPU verdicts only; not accepted.
         rows.append(Row("references", "node_layer", NOT_RUN, reason=node_type.node_layer_missing))
@@ -408,24 +470,35 @@ def build(
                 reason += f"; {why_no_refs}"
             elif not expected:
                 reason += f" (not expected for node type {node_type_name})"
+            elif _reports_only(check, node_type):
+                reason += f" (reported only for node type {node_type_name}: not expected)"
+                expected = False
             rows.append(Row(check.key, None, NOT_RUN, reason=reason, expected=expected))
             continue
         for tc in mine:
             row, metric_rows = _judge_case(
-                tc, check.key, node_type, why_no_refs, facts, expected_gpus, moved, run_dir
+                tc, check.key, node_type, why_no_refs, facts, expected_gpus, moved, run_dir, adjust
             )
-            if row.status == NOT_RUN and not expected:
-                # Skipped (an optional backend or an application not installed) on a node type that has no
-                # references for it: not run and not expected. Anywhere else not run fails.
-                row.reason = f"{row.reason} (not expected for node type {node_type_name})"
+            if row.status == NOT_RUN and expected and _reports_only(check, node_type):
+                # An optional backend the site has not installed, whose figures the node type only reports (host
+                # HPL, HPL over NVBLAS): nothing of it gates the node, so its absence does not reject it.
+                row.reason += f" (reported only for node type {node_type_name}: not expected)"
                 row.expected = False
+            elif not expected:
+                # Skipped, or run all the same (a run made before the checks skipped themselves), on a node type
+                # that has no references for it: reported, not judged, and it does not count.
+                row.reason = f"{row.reason} (not expected for node type {node_type_name})".lstrip()
+                row.expected = False
+                for m in metric_rows:
+                    m.expected = False
+                    if m.status in (PASS, FAIL):
+                        m.status = INFO
+                        m.reason = f"not judged: node type {node_type_name} has no references for {check.key}"
             rows.append(row)
             rows.extend(metric_rows)
 
     rows.extend(_cpu_gpu_ratios(rows))
-    judged = [r for r in rows if r.expected and r.status not in (INFO, WAIVED)]
-    ran = any(r.metric is None and r.status == PASS for r in judged)
-    accepted = node_type is not None and ran and all(r.status == PASS for r in judged)
+    accepted = node_type is not None and decide(rows)
     if not accepted and not any(r.status in (FAIL, NOT_RUN) and r.expected for r in rows):
         # A rejected node always names a check and why: here no check of the suite was expected or ran.
         why = report_error or "ReFrame selected none: see reframe.log in the run directory"
@@ -441,6 +514,81 @@ def build(
         reframe_version=session.get("version") if isinstance(session.get("version"), str) else None,
         facts=facts,
     )
+
+
+def _reports_only(check: Any, node_type: NodeType | None) -> bool:
+    """An optional backend (host HPL, HPL over NVBLAS, xhpl, NAMD) whose figures the node type only reports: when
+    the site has not installed it, its absence rejects nothing (it is shown NOT RUN, not expected)."""
+    refs = node_type.checks.get(check.key) if node_type is not None else None
+    return bool(check.optional and refs is not None and not any(ref.judged for ref in refs.values()))
+
+
+EXPECTED, REPORTED, UNREFERENCED = "expected", "reported only", "no references"
+
+
+def expectation(check: Any, node_type: NodeType) -> str:
+    """What a node type asks of a check: ``expected`` (it must run and pass), ``reported only`` (an optional
+    backend whose figures it only reports: run when installed, its absence rejects nothing) or ``no
+    references`` (not run: the ReFrame check skips itself, and a run of it is shown unjudged)."""
+    if check.key not in node_type.checks:
+        return UNREFERENCED
+    return REPORTED if _reports_only(check, node_type) else EXPECTED
+
+
+def coverage(node_type: NodeType) -> dict[str, dict[str, list[str]]]:
+    """Per suite of one node (every suite but multinode), the checks in each expectation (``gpuaccept
+    references`` prints it): a node type expects exactly the checks it has references for."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for suite in SUITES:
+        if suite == "multinode":
+            continue
+        kinds: dict[str, list[str]] = {EXPECTED: [], REPORTED: [], UNREFERENCED: []}
+        for check in in_suite(suite):
+            kinds[expectation(check, node_type)].append(check.key)
+        out[suite] = kinds
+    return out
+
+
+def decide(rows: list[Row]) -> bool:
+    """Whether the rows accept a node whose references loaded: at least one check ran and passed, and every
+    expected check and metric passed (informational and waived rows do not count)."""
+    judged = [r for r in rows if r.expected and r.status not in (INFO, WAIVED)]
+    ran = any(r.metric is None and r.status == PASS for r in judged)
+    return ran and all(r.status == PASS for r in judged)
+
+
+def out_of_band_checks(v: Verdict) -> list[str]:
+    """The checks that failed on figures outside their bands alone: the ones measured again before the node is
+    rejected (gpuaccept run --retries)."""
+    return sorted({r.check for r in v.rows if r.metric is None and r.status == FAIL and r.out_of_band and r.expected})
+
+
+def merge_retry(first: Verdict, retry: Verdict, checks: list[str], attempt: int) -> Verdict:
+    """``first`` with the rows of ``checks`` taken from ``retry`` (attempt number ``attempt``): the last
+    measurement is judged, and a check that passes only now carries a warning naming what the earlier attempts
+    measured, so a flaky node stays visible (in the table and as gpuaccept_check_attempts in Prometheus)."""
+    keep = [r for r in first.rows if r.check not in checks]
+    earlier = {c: [r for r in first.rows if r.check == c] for c in checks}
+    rows = list(keep)
+    for c in checks:
+        new = [r for r in retry.rows if r.check == c]
+        if not new:  # the retry did not run it: the earlier attempt stands
+            rows.extend(earlier[c])
+            continue
+        was = [r for r in earlier[c] if r.metric and r.status == FAIL]
+        said = "; ".join(f"{r.metric} {_fmt(r.value, r.unit)} ({r.reason})" for r in was)
+        prior = next((r.warning for r in earlier[c] if r.metric is None and r.warning), "")
+        for r in new:
+            r.attempts = attempt
+            if r.metric is None and r.status == PASS:
+                r.warning = f"passed on attempt {attempt}; earlier: " + "; ".join(x for x in (prior, said) if x)
+            elif r.metric is None and said:
+                r.reason += f" (attempt {attempt}; earlier: {said})"
+        rows.extend(new)
+    order = {key: i for i, key in enumerate(dict.fromkeys(r.check for r in first.rows))}
+    rows.sort(key=lambda r: order.get(r.check, len(order)))  # stable: each check's rows stay in order
+    accepted = bool(first.node_type) and not any(r.check == "references" and r.status == FAIL for r in rows)
+    return dataclasses.replace(first, rows=rows, accepted=accepted and decide(rows))
 
 
 BASELINE_HINT = (
@@ -497,7 +645,8 @@ def table(verdict: Verdict) -> str:
     ]
     head = ("check", "metric", "value", "reference", "tolerance", "verdict", "reason")
     text = tabulate.tabulate(body, headers=head, tablefmt="simple", disable_numparse=True)
-    return "\n".join([*(line.rstrip() for line in text.splitlines()), "", headline(verdict)])
+    warned = [f"warning: {r.check} {r.warning}" for r in verdict.rows if r.metric is None and r.warning]
+    return "\n".join([*(line.rstrip() for line in text.splitlines()), "", *warned, headline(verdict)])
 
 
 def headline(verdict: Verdict) -> str:

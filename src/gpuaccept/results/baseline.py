@@ -28,12 +28,21 @@ import yaml
 
 from gpuaccept.judge import metric_table
 from gpuaccept.judge.checks import CHECKS
-from gpuaccept.judge.references import GPU_DIR, GPU_SCHEMA, SCHEMA, SCHEMA_V1
+from gpuaccept.judge.references import GPU_DIR, GPU_SCHEMA, NODE_BASELINE_SCHEMA, SCHEMA, SCHEMA_V1
 from gpuaccept.probe import peaks
 
 FLOORS = {"GB/s": 0.05, "TFLOP/s": 0.05, "GFLOP/s": 0.10, "us": 0.25, "ratio": 0.10}
 CAP = 0.30
 SPREAD_FACTOR = 1.5
+LOSS = 0.10  # a band of 3 runs or more catches a loss this large of any of them (catch_band)
+# Link figures: the fraction of the link's rate per direction (both directions for the bidirectional figure)
+# that a healthy copy reaches (docs/verdicts.md); a proposal writes these, a reviewer may change them.
+LINK_FRACTIONS = {"h2d_pinned_min": 0.80, "d2h_pinned_min": 0.80, "bidir_pinned_min": 0.50}
+DEFAULT_LINK_FRACTION = 0.80
+HOST_REASON = (
+    "a host figure (the host, the VM and the moment give it): reported, judged only against the node's own "
+    "baseline (gpuaccept baseline --node-baseline)"
+)
 
 
 def find_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
@@ -196,6 +205,28 @@ def waived_unit(check: str, metric: str) -> str:
         raise ValueError(f"{check}.{metric} (waived): {err}") from None
 
 
+def catch_band(values: list[float], better: str, loss: float = LOSS) -> tuple[float, str] | None:
+    """(tolerance, why) of a band that passes every run and fails each run ``loss`` worse: the bound halfway
+    between the worst run and the best run made ``loss`` worse, as a fraction of the median. None with fewer
+    than 3 runs, or runs that spread too far for such a bound (then the spread rule decides)."""
+    if len(values) < 3:
+        return None
+    lo, hi, med = min(values), max(values), statistics.median(values)
+    if better == "higher":
+        if (1 - loss) * hi >= lo:
+            return None
+        floor = (lo + (1 - loss) * hi) / 2
+        return round(1 - floor / med, 4), (
+            f"{len(values)} runs {lo:.4g}-{hi:.4g}: the floor {floor:.4g} passes the lowest and fails each "
+            f"{loss:.0%} lower (at most {(1 - loss) * hi:.4g})")
+    if (1 + loss) * lo <= hi:
+        return None
+    ceil = (hi + (1 + loss) * lo) / 2
+    return round(ceil / med - 1, 4), (
+        f"{len(values)} runs {lo:.4g}-{hi:.4g}: the ceiling {ceil:.4g} passes the highest and fails each "
+        f"{loss:.0%} higher (at least {(1 + loss) * lo:.4g})")
+
+
 def tolerance(values: list[float], unit: str) -> float:
     med = statistics.median(values)
     worst = max(abs(v - med) / med for v in values) if med else 0.0
@@ -207,6 +238,7 @@ def derive(
     source_id: str,
     reject: float = CAP,
     informational: dict[str, str] | None = None,
+    host_baseline: bool = False,
 ) -> tuple[dict, dict]:
     """(checks section, per-metric statistics) from benchmark documents grouped by check; runs worse than the
     median by more than ``reject`` are dropped first (:func:`reject_outliers`). ``informational`` maps
@@ -222,6 +254,8 @@ def derive(
             {m for d in docs for m in (d.get("metrics") or {})} | {m for d in docs for m in (d.get("waived") or {})}
         )
         for metric in names:
+            if host_baseline and metric_table.owner(check, metric) != metric_table.HOST:
+                continue  # a node baseline holds the node's host figures only
             runs = [
                 (d, d["metrics"][metric])
                 for d in docs
@@ -229,6 +263,8 @@ def derive(
             ]
             measured = [m for _, m in runs]
             values = [float(m["value"]) for m in measured]
+            if not values and host_baseline:
+                continue  # waived on this node: nothing of its own to judge
             if not values:
                 why = next(d["waived"][metric] for d in docs if metric in (d.get("waived") or {}))
                 unit = waived_unit(check, metric)
@@ -255,17 +291,45 @@ def derive(
                 # A count that stayed 0 (XID events, health findings): a relative tolerance cannot judge it; the
                 # check's own rules do.
                 reason = "0 in every run kept: a relative tolerance cannot judge it (the check's own rules do)"
+            owner = metric_table.owner(check, metric)
+            if reason is None and owner == metric_table.HOST and not host_baseline:
+                reason = HOST_REASON
+            if reason is not None and host_baseline:
+                continue  # a node baseline judges what it holds
             if reason is not None:
                 entries[metric] = {
                     "informational": f"{reason}; measured {min(all_values):.4g}-{max(all_values):.4g} {unit}, "
                     f"median {statistics.median(all_values):.4g} over {len(all_values)} runs",
                     "unit": unit,
                     "source": source_id,
+                    "owner": owner,
+                }
+                continue
+            if owner == metric_table.LINK:
+                # Judged against the link NVML reports, never against this machine's figure (docs/verdicts.md).
+                entries[metric] = {
+                    "link_fraction": LINK_FRACTIONS.get(metric, DEFAULT_LINK_FRACTION),
+                    "unit": unit,
+                    "source": source_id,
+                    "band": "a fraction of the link's rate (docs/verdicts.md); measured "
+                    f"{min(all_values):.4g}-{max(all_values):.4g} {unit} over {len(all_values)} runs",
+                    "owner": owner,
                 }
                 continue
             entry: dict[str, Any] = {"value": float(f"{med:.6g}"), "unit": unit}
+            # A node's host figures move with the moment even on one node: the spread rule, not the 10 % catch.
+            caught = None if host_baseline else catch_band(values, better)
+            if caught is not None:
+                tol, band = caught
+            else:
+                band = (f"median of {len(values)} runs, tolerance max(unit floor, {SPREAD_FACTOR:g} x the largest "
+                        f"deviation), capped at {CAP:.0%}"
+                        + ("" if len(values) >= 3 else ": fewer than 3 runs to place a band that catches a "
+                           f"{LOSS:.0%} loss"))  # fmt: skip
             entry["lower" if better == "higher" else "upper"] = tol
             entry["source"] = source_id
+            entry["band"] = band
+            entry["owner"] = owner
             notes = []
             if len(all_values) < len(docs):
                 notes.append(f"measured in {len(all_values)} of {len(docs)} runs")
@@ -285,7 +349,10 @@ def derive(
                 "max": max(values),
                 "tolerance": tol,
             }
-        checks[check] = entries
+        for metric, entry in entries.items():
+            entry.setdefault("owner", metric_table.owner(check, metric))  # what the figure is judged against
+        if entries or not host_baseline:
+            checks[check] = entries
     return checks, stats
 
 
@@ -318,6 +385,21 @@ class _IndentedDumper(yaml.SafeDumper):
 def _dump(doc: dict[str, Any], header: str) -> str:
     comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
     return comments + yaml.dump(doc, Dumper=_IndentedDumper, sort_keys=False, width=110)
+
+
+def node_baseline(node: str, node_type: str, source_id: str, source: dict[str, Any], checks: dict[str, Any],
+                  header: str = "") -> str:
+    """A node's own baseline (schema gpuaccept.node_baseline/1): its host figures from its accepted runs, judged
+    on that node only (results/<node>/node-baseline.yaml, docs/verdicts.md)."""
+    doc = {
+        "schema": NODE_BASELINE_SCHEMA,
+        "node": node,
+        "node_type": node_type,
+        "description": f"{node}'s own host figures (gpuaccept baseline --node-baseline)",
+        "sources": {source_id: source},
+        "checks": checks,
+    }
+    return _dump(doc, header)
 
 
 def proposal(
