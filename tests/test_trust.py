@@ -260,3 +260,37 @@ def test_baseline_records_a_nodes_own_host_figures_from_its_accepted_runs(tmp_pa
     shutil.copytree(rejected, node / rejected.name)
     assert main([*argv[:-3], "--force", str(node / rejected.name)]) == 4
     assert "a node baseline comes from ACCEPTED runs" in capsys.readouterr().err
+
+
+TRUST = EVIDENCE / "2026-11-25-trust" / "results"
+
+
+def test_the_recorded_healthy_runs_are_accepted_and_the_loaded_one_rejected_naming_gpu_and_process():
+    """docs/evidence/2026-11-25-trust: 13 H100 and 5 H200 healthy runs, judged again with their retries as
+    gpuaccept run judged them, all ACCEPTED (two after a retry of bandwidth, with the warning); the H200 with a
+    foreign CUDA process REJECTED, naming the GPU and the process."""
+    runs = sorted(TRUST.glob("*/vm/*"))
+    assert len(runs) == 19
+    verdicts = {}
+    for run in runs:
+        recorded = json.loads((run / "verdict.json").read_text())
+        facts = json.loads((run / "node-facts.json").read_text())
+        copy = Path(str(run))  # judged in place of a copy: build() only reads
+        v = verdict.build(verdict.load_report(copy / "reframe-report.json"), facts, REFERENCE_DIR,
+                          recorded["node_type"], recorded["suite"], run_dir=copy)  # fmt: skip
+        for attempt, retry_dir, checks in summarize.retries(run):
+            again = verdict.build(verdict.load_report(retry_dir / "reframe-report.json"), facts, REFERENCE_DIR,
+                                  recorded["node_type"], recorded["suite"], run_dir=retry_dir)  # fmt: skip
+            v = verdict.merge_retry(v, again, checks, attempt)
+        assert v.accepted == (recorded["verdict"] == "pass"), (run, verdict.table(v))
+        verdicts[run.name] = v
+    foreign = verdicts.pop("20261125T120651Z-nightly")
+    assert all(v.accepted for v in verdicts.values()) and len(verdicts) == 18
+    suites = sorted((v.node_type, v.suite) for v in verdicts.values())
+    assert suites.count(("h100_sxm5_80gb", "nightly")) == 10 and suites.count(("h100_sxm5_80gb", "commission")) == 3
+    assert suites.count(("h200", "nightly")) == 5
+    retried = [n for n, v in verdicts.items() if any(r.warning for r in v.rows)]
+    assert retried == ["20261125T114204Z-commission", "20261125T115058Z-nightly"]
+    health = rows(foreign)[("health", None)]
+    assert not foreign.accepted and "GPU 0 (bus 00000000:00:06.0, serial 1653824017879)" in health.reason
+    assert "compute process pid 11430 of user root (python3.12)" in health.reason

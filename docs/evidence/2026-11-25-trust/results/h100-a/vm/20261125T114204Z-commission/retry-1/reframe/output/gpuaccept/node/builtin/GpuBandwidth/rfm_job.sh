@@ -1,0 +1,2 @@
+#!/bin/bash
+/tmp/results/vm/20261125T114204Z-commission/retry-1/reframe/stage/gpuaccept/node/builtin/GpuBenchBuild_b29dcee5/gpuaccept-bw --output bandwidth.json
