@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from conftest import EVIDENCE, REFERENCE_DIR
 
-from gpuaccept.judge import metric_table, verdict
+from gpuaccept.judge import metric_table, summarize, verdict
 from gpuaccept.judge.references import SCHEMA_V1, MetricReference, load_node_type
 
 DERIVED = verdict.DERIVED_METRICS
@@ -91,7 +91,13 @@ def rejudge(run: Path, reference_dir: Path) -> tuple[dict, verdict.Verdict]:
     facts_file = run / "node-facts.json"
     facts = json.loads(facts_file.read_text()) if facts_file.exists() else recorded.get("facts") or {}
     report = verdict.load_report(run / "reframe-report.json")
-    return recorded, verdict.build(report, facts, reference_dir, recorded["node_type"], recorded["suite"], run_dir=run)
+    v = verdict.build(report, facts, reference_dir, recorded["node_type"], recorded["suite"], run_dir=run)
+    # The checks gpuaccept run measured again (retry-N/ beside the report), merged as it merged them.
+    for attempt, retry_dir, checks in summarize.retries(run):
+        again = verdict.build(verdict.load_report(retry_dir / "reframe-report.json"), facts, reference_dir,
+                              recorded["node_type"], recorded["suite"], run_dir=retry_dir)  # fmt: skip
+        v = verdict.merge_retry(v, again, checks, attempt)
+    return recorded, v
 
 
 def ref_entry(ref: MetricReference) -> dict:
