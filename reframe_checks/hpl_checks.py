@@ -4,9 +4,9 @@
   once; always available where the CUDA toolkit is. Not HPL: named for what it is.
 - ``GpuHplNvidia`` (key ``hpl_nvidia``): NVIDIA HPC-Benchmarks' ``xhpl``, installed from a site artifact by
   the gpuaccept_hpl role; reported as not run ("artifact not configured") where the role has not installed it.
-- ``GpuHplCuda`` (key ``hpl_cuda``): netlib's HPL 2.3 with NVBLAS in front of the CPU BLAS (DGEMM/DTRSM on
-  the GPUs, the matrix in host memory), one rank per GPU, built by the gpuaccept_hpl role from the source
-  tarball; reported as not run where the role has not built it.
+- ``GpuHplCuda`` (key ``hpl_cuda``): HPL 2.3's driver with gpuaccept's GPU-resident HPL_pdmatgen/HPL_pdgesv
+  (the matrix in GPU memory, cuSOLVER and cuBLAS), one process on one GPU, NB and look-ahead from a short sweep,
+  built by the gpuaccept_hpl role from the source tarball; reported as not run where the role has not built it.
 - ``HostHpl`` (key ``hpl_host``): netlib's HPL 2.3 against MKL on the host (gpuaccept_hpl role), one rank per
   core; Debian's ``hpcc`` (OpenBLAS) where it is not built; not run where neither is there.
 
@@ -18,10 +18,13 @@ they measure: docs/checks/hpl.md.
 
 import json
 import os
+import shlex
 import shutil
 import socket
+import sys
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 
@@ -140,6 +143,10 @@ class HplOutputCheck(BenchCheck):
     def hpl_output_path(self) -> str:
         return os.path.join(self.stagedir, str(self.stdout))
 
+    def run_backend(self) -> dict:
+        """What only the run can tell of its backend, merged into ``backend`` for the document."""
+        return {}
+
     @run_after("setup")
     def plain_options(self):
         # BenchCheck passes --output/--quick to gpuaccept's own tools; HPL takes HPL.dat instead.
@@ -164,7 +171,7 @@ class HplOutputCheck(BenchCheck):
             unit=self.metric_unit,
             per_gpu=self.per_gpu,
             errors=errors,
-            backend={**self.backend, "command": command},
+            backend={**self.backend, **self.run_backend(), "command": command},
             started_utc=utc_iso(started) if started else "",
             elapsed_s=(ended - started) if started and ended else None,
             command_line=command,
@@ -234,35 +241,46 @@ class GpuHplNvidia(HplOutputCheck):
 
 @rfm.simple_test
 class GpuHplCuda(HplOutputCheck):
-    """HPL-CUDA: netlib's HPL 2.3 with NVBLAS in front of the CPU BLAS, so that its DGEMM and DTRSM run on the
-    GPUs while the matrix stays in host memory (the CPU/GPU split of the early GPU Linpacks), one rank per GPU.
-    Well below gpuaccept-hplstyle (matrix on the GPU) by design: judged against its own references.
+    """HPL-CUDA: HPL 2.3's driver, HPL.dat, timer, output and residual check with gpuaccept's GPU-resident
+    HPL_pdmatgen and HPL_pdgesv (reframe_checks/src/hpl/gpuaccept_hpl_gpu.cu): the matrix generated and kept in
+    GPU memory, panels by cuSOLVER, updates by cuBLAS, the next panel factored while the rest of the update runs.
+    One process on one GPU (the node's first; a grid over several GPUs is not written yet).
 
-    Not run unless the gpuaccept_hpl role built it (gpuaccept_hpl_source_path/url) and wrote its descriptor.
-    Variables: ``hpl_n`` (0: sized from host memory and ``run_seconds`` at ``gflops_per_gpu``), ``nb``,
-    ``run_seconds``, ``gflops_per_gpu``, ``threads_per_rank``.
-    Metrics: ``tflops`` (node), ``tflops_per_gpu``, ``residual_max``; power as for GpuHplStyle.
+    Sizing, written into the document's ``parameters.backend``: N from ``memory_fraction`` of the GPU's memory
+    (capped so that HPL's host copy of the matrix for its residual check fits ``host_memory_fraction`` of RAM);
+    NB and the look-ahead depth from a short sweep before the run (``sweep_n``, every ``sweep_nbs`` with every
+    ``sweep_depths``, timed without residual checks, gpuaccept.probe.hpl_dat.render_sweep), the fastest taken. Only
+    the full run's result row, with its PASSED residual, is the figure.
+
+    Not run unless the gpuaccept_hpl role built it (gpuaccept_hpl_source_path/url, nvcc) and wrote its descriptor.
+    Metrics: ``tflops`` (node), ``tflops_per_gpu``, ``residual_max``; energy and power of all of xhpl (the solve
+    is a fraction of it: docs/checks/hpl.md), so no GFLOP/s per watt.
     """
 
-    #: Matrix order; 0 derives it (gpuaccept.hpl_dat.timed_problem_size).
+    #: Matrix order; 0 derives it from the GPU's memory.
     #:
     #: :type: :class:`int`
     hpl_n = variable(int, value=0)
 
-    #: Target run time in seconds when N is derived.
+    #: The largest share of host RAM the host copy of the matrix may take (HPL checks its residual on the host).
     #:
     #: :type: :class:`float`
-    run_seconds = variable(float, value=30.0)
+    host_memory_fraction = variable(float, value=0.8)
 
-    #: Expected HPL-CUDA rate per GPU (GFLOP/s) for sizing N: 193 on the H100 machine (docs/checks/hpl.md).
-    #:
-    #: :type: :class:`float`
-    gflops_per_gpu = variable(float, value=200.0)
-
-    #: CPU BLAS threads per rank (HPL's panel factorisation and NVBLAS's CPU share); 0: cores / GPUs.
+    #: The sweep's matrix order (0: no sweep, ``nb`` and depth 1).
     #:
     #: :type: :class:`int`
-    threads_per_rank = variable(int, value=0)
+    sweep_n = variable(int, value=32768)
+
+    #: The sweep's NBs.
+    #:
+    #: :type: :class:`list[int]`
+    sweep_nbs = variable(typ.List[int], value=[768, 1024, 1280])
+
+    #: The sweep's look-ahead depths (0: none; 1: the next panel while the update runs).
+    #:
+    #: :type: :class:`list[int]`
+    sweep_depths = variable(typ.List[int], value=[0, 1])
 
     #: The descriptor the gpuaccept_hpl role writes.
     #:
@@ -275,15 +293,14 @@ class GpuHplCuda(HplOutputCheck):
     valid_systems = ["+gpu"]
     time_limit = "30m"
     sample_power = True
-    efficiency_metric = "tflops"
-    memory_fraction = 0.5
+    memory_fraction = 0.92
 
     @run_before("setup")
     def need_build(self):
         if not os.path.isfile(self.descriptor):
             self.not_run_reason = (
                 f"not run: HPL-CUDA not built ({self.descriptor} absent: set gpuaccept_hpl_source_path or "
-                "gpuaccept_hpl_source_url and run the gpuaccept_hpl role on a node with CUDA's libnvblas)"
+                "gpuaccept_hpl_source_url and run the gpuaccept_hpl role on a node with CUDA's nvcc)"
             )
             self.skip(self.not_run_reason)
 
@@ -291,48 +308,88 @@ class GpuHplCuda(HplOutputCheck):
     def write_hpl_dat(self):
         desc = _load_descriptor(self.descriptor)
         extras = self.current_partition.extras or {}
-        self.ranks = int(extras.get("gpu_count") or 0)
-        if self.ranks < 1:
+        facts_file = extras.get("facts_file")
+        try:
+            with open(str(facts_file), encoding="utf-8") as handle:
+                gpus = json.load(handle).get("gpus") or []
+        except (OSError, ValueError) as err:
+            raise SanityError(f"{socket.gethostname()}: cannot read the node facts {facts_file}: {err}") from None
+        gpu_memory = int(gpus[0].get("memory_bytes") or 0) if gpus else 0
+        if gpu_memory < 1:
             raise SanityError(
-                f"{socket.gethostname()}: gpu_count={self.ranks} in the partition extras: regenerate the ReFrame "
+                f"{socket.gethostname()}: no GPU memory in the node facts {facts_file}: regenerate the ReFrame "
                 "configuration with the gpuaccept_reframe role"
             )
-        p, q = hpl_dat.grid(self.ranks)
-        n = self.hpl_n or hpl_dat.timed_problem_size(
-            _host_memory_bytes(),
-            self.memory_fraction,
-            self.gflops_per_gpu * self.ranks,
-            self.run_seconds,
-            self.nb,
-            p,
-            q,
-        )
-        write_text_atomic(
-            os.path.join(self.stagedir, "HPL.dat"),
-            hpl_dat.render(hpl_dat.HplDat(n=n, nb=self.nb, p=p, q=q, threshold=self.threshold)),
-        )
-        threads = self.threads_per_rank or max(1, len(os.sched_getaffinity(0)) // self.ranks)
+        host_memory = _host_memory_bytes()
+        # The matrix is N x N doubles on the GPU and once more in HPL's host array for the residual check.
+        memory = min(gpu_memory, int(host_memory * self.host_memory_fraction / self.memory_fraction))
+        self.ranks = 1
+        python = sys.executable
+        command = [str(c).replace("{ranks}", "1") for c in desc["command"]]
         self.env_vars = {
             **self.env_vars,
             **{str(k): str(v) for k, v in (desc.get("env") or {}).items()},
-            "OMP_NUM_THREADS": str(threads),
-            "MKL_NUM_THREADS": str(threads),
+            "OMP_NUM_THREADS": str(len(os.sched_getaffinity(0))),
+            "MKL_NUM_THREADS": str(len(os.sched_getaffinity(0))),
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
         }
+        sizing = ["--ranks", "1", "--memory-bytes", str(memory), "--fraction", str(self.memory_fraction)]
+        if self.hpl_n:
+            sizing = ["--ranks", "1", "--n", str(self.hpl_n)]
+        if self.sweep_n > 0:
+            os.makedirs(os.path.join(self.stagedir, "sweep"), exist_ok=True)
+            write_text_atomic(
+                os.path.join(self.stagedir, "sweep", "HPL.dat"),
+                hpl_dat.render_sweep(self.sweep_n, self.sweep_nbs, self.sweep_depths),
+            )
+            launch = " ".join(shlex.quote(c) for c in command)
+            self.prerun_cmds = [
+                f"(cd sweep && {launch} > HPL.out 2> stderr.txt) || echo 'gpuaccept: the sweep failed' >&2",
+                shlex.join([python, "-m", "gpuaccept.probe.hpl_dat", *sizing, "--threshold", str(self.threshold),
+                            "--sweep", "sweep/HPL.out", "--output", "HPL.dat"]),
+            ]  # fmt: skip
+            self.keep_files = [*self.keep_files, "sweep/HPL.dat", "sweep/HPL.out", "sweep/stderr.txt"]
+        else:
+            n = self.hpl_n or hpl_dat.problem_size(memory, 1, self.memory_fraction, self.nb)
+            write_text_atomic(
+                os.path.join(self.stagedir, "HPL.dat"),
+                hpl_dat.render(hpl_dat.HplDat(n=n, nb=self.nb, p=1, q=1, threshold=self.threshold)),
+            )
         self.backend = {
-            "hpl": "netlib HPL 2.3 + NVBLAS",
+            "hpl": desc.get("hpl", "netlib HPL 2.3 driver + gpuaccept GPU-resident HPL_pdmatgen/HPL_pdgesv"),
             "descriptor": self.descriptor,
             "blas": desc.get("blas"),
-            "cpu_blas": desc.get("cpu_blas"),
-            "ranks": self.ranks,
-            "threads_per_rank": threads,
-            "n": n,
-            "nb": self.nb,
+            "ranks": 1,
+            "gpus_used": 1,
+            "gpus_on_node": len(gpus),
+            "gpu_memory_bytes": gpu_memory,
+            "host_memory_bytes": host_memory,
+            "memory_fraction": self.memory_fraction,
+            "host_memory_fraction": self.host_memory_fraction,
         }
-        self.keep_files = [*self.keep_files, "HPL.dat", "nvblas.log"]
-        command = [str(c).replace("{ranks}", str(self.ranks)) for c in desc["command"]]
+        self.keep_files = [*self.keep_files, "HPL.dat"]
         self.executable, self.executable_opts = command[0], command[1:]
+
+    def run_backend(self) -> dict:
+        """What the sweep measured and what the run used (``sizing`` in the document's backend)."""
+        sweep = {"n": self.sweep_n, "nbs": list(self.sweep_nbs), "depths": list(self.sweep_depths)}
+        if self.sweep_n > 0:
+            path = os.path.join(self.stagedir, "sweep", "HPL.out")
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    nb, depth, rows = hpl_dat.choose(handle.read(), path)
+                sweep.update(rows=rows, chosen={"nb": nb, "depth": depth})
+            except (OSError, ValueError) as err:
+                sweep["error"] = str(err)
+        try:
+            out = hpl.parse_file(self.hpl_output_path())
+            if out.runs:
+                run = out.runs[0]
+                sweep["run"] = {"n": run.n, "nb": run.nb, "depth": int(run.tv[2]) if run.tv[2:3].isdigit() else None}
+        except OSError:
+            pass
+        return {"sizing": sweep}
 
 
 @rfm.simple_test

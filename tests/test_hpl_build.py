@@ -1,6 +1,8 @@
 """The gpuaccept_hpl role builds netlib's HPL 2.3 from its source tarball (sha256 checked) with Make.gpuaccept
 against the host BLAS (MKL from the test environment's wheels, as CI has them with GPUACCEPT_MKL=1; OpenBLAS
-otherwise) and, where CUDA's libnvblas is (CI has the toolkit), HPL-CUDA too (linked only: no GPU here). The
+otherwise) and, where nvcc is (CI has the toolkit), HPL-CUDA too: gpuaccept's GPU-resident HPL_pdmatgen and
+HPL_pdgesv linked in front of libhpl.a (linked only: no GPU here), with its matrix generator checked against
+netlib's entry by entry. The
 host xhpl runs on two MPI ranks (Debian's Open MPI) at a small N and its output goes through gpuaccept.hpl's
 parser and HPL's residual rule: a run passes, and a run whose threshold no residual can meet fails with the
 reason. A second run of the role changes nothing; a tarball with another sha256 is refused.
@@ -15,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -29,7 +32,7 @@ SHARED = Path(os.environ.get("GPUACCEPT_SHARED", ROOT.parent / "shared"))
 TARBALL = SHARED / "artifacts" / "hpl-2.3-icl-utk-edu.tar.gz"
 # ../shared/artifacts/README.md: a git archive of icl-utk-edu/hpl at 9edeab5e (HPL 2.3).
 TARBALL_SHA256 = "d09c2c708becc4eaa9bd652115243f603fc4f715483bf26dd6b1bd07259ef459"
-NVBLAS = Path("/usr/local/cuda/lib64/libnvblas.so")
+NVCC = Path("/usr/local/cuda/bin/nvcc")
 VENV = Path(sys.prefix)
 OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMP_NUM_THREADS": "1",
@@ -54,6 +57,9 @@ def role_vars(prefix: Path, sha: str = TARBALL_SHA256) -> dict:
         "gpuaccept_hpl_mkl_root": str(VENV),
         "gpuaccept_hpl_openblas_lib": str(OPENBLAS),
         "gpuaccept_hpl_cuda_home": "/usr/local/cuda",
+        "gpuaccept_hpl_gpu_src_dir": str(ROOT / "reframe_checks" / "src"),
+        # one architecture: the object is compiled, never run, here
+        "gpuaccept_hpl_cuda_arch": "-gencode=arch=compute_90,code=sm_90",
     }
 
 
@@ -127,17 +133,74 @@ def test_timed_problem_size_caps_by_memory_and_time():
         hpl_dat.timed_problem_size(1 << 30, 0.5, 0, 60, 256)
 
 
-@pytest.mark.skipif(not NVBLAS.exists(), reason="no CUDA toolkit (libnvblas) here: HPL-CUDA is not built")
-def test_role_builds_hpl_cuda_against_nvblas(built):
+@pytest.mark.skipif(not NVCC.exists(), reason="no CUDA toolkit (nvcc) here: HPL-CUDA is not built")
+def test_role_builds_hpl_cuda_with_the_gpu_resident_solver(built):
     desc = json.loads((built / "gpuaccept-hpl-cuda.json").read_text())
     binary = Path(desc["binary"])
     assert binary.is_file() and desc["command"][-2:] == [str(built / "gpuaccept-hpl-rank.sh"), str(binary)]
-    conf = Path(desc["env"]["NVBLAS_CONFIG_FILE"]).read_text()
-    assert f"NVBLAS_CPU_BLAS_LIB {desc['cpu_blas']}" in conf and Path(desc["cpu_blas"]).exists()
-    # NVBLAS first, so that HPL's dgemm_/dtrsm_ resolve to it; the CPU BLAS serves the rest.
+    assert "GPU-resident" in desc["hpl"] and desc["env"] == {}
+    # gpuaccept's HPL_pdgesv and HPL_pdmatgen took the place of netlib's: HPL's own solver is not linked in.
+    symbols = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
+    defined = {line.split()[-1] for line in symbols.splitlines() if " T " in line}
+    assert {"HPL_pdgesv", "HPL_pdmatgen"} <= defined and "HPL_pdgesv0" not in defined and "HPL_pdgesvK2" not in defined
+    assert "swap_rows" in symbols  # the row-interchange kernel's host stub
     needed = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True, check=True).stdout
     libs = [line.split("[", 1)[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line]
-    assert libs.index("libnvblas.so.13") < libs.index(Path(desc["cpu_blas"]).name), libs
+    assert any(lib.startswith("libcusolver") for lib in libs) and any(lib.startswith("libcublas.") for lib in libs)
+    assert not any("nvblas" in lib for lib in libs), libs
+
+
+MATGEN_PROBE = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "hpl.h"
+#include "gpuaccept_hpl_lcg.h"
+/* netlib's HPL_pdmatgen (one process) and HPL_dmatgen against gpuaccept_hpl_lcg.h, entry by entry. */
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  HPL_T_grid grid;
+  HPL_grid_init(MPI_COMM_WORLD, HPL_ROW_MAJOR, 1, 1, &grid);
+  const int seeds[3] = {100, 42, -7};
+  const int m = 97, n = 45, lda = 101;
+  double *a = malloc(sizeof(double) * lda * n), *b = malloc(sizeof(double) * lda * n);
+  long bad = 0, seen = 0;
+  for (int s = 0; s < 3; ++s) {
+    HPL_pdmatgen(&grid, m, n, 32, a, lda, seeds[s]);
+    HPL_dmatgen(m, n, b, lda, seeds[s]);
+    const uint64_t first = gpuaccept_hpl_first(seeds[s]);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i, ++seen) {
+        const double v = gpuaccept_hpl_value(gpuaccept_hpl_jump(first, (uint64_t)j * m + i));
+        if (v != a[i + (size_t)j * lda] || v != b[i + (size_t)j * lda]) ++bad;
+      }
+  }
+  printf("entries %ld mismatches %ld\n", seen, bad);
+  HPL_grid_exit(&grid);
+  MPI_Finalize();
+  return bad != 0;
+}
+"""
+
+
+def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path):
+    """gpuaccept_hpl_lcg.h (what the GPU's HPL_pdmatgen computes per entry) against netlib's own HPL_pdmatgen
+    and HPL_dmatgen, from the role's host build: every entry equal, for three seeds (HPL's 100, another, a
+    negative one)."""
+    tree = next(built.glob("build-*/host"))
+    (tmp_path / "probe.c").write_text(MATGEN_PROBE)
+    desc = json.loads((built / "gpuaccept-hpl-host.json").read_text())
+    cpu_blas = Path(desc["cpu_blas"])
+    subprocess.run(
+        ["mpicc", "-O2", "-DAdd_", "-DF77_INTEGER=int", "-DStringSunStyle", f"-I{tree / 'include'}",
+         f"-I{ROOT / 'reframe_checks' / 'src' / 'hpl'}", "-o", str(tmp_path / "probe"), str(tmp_path / "probe.c"),
+         str(tree / "lib" / "gpuaccept" / "libhpl.a"), f"-L{cpu_blas.parent}", f"-Wl,-rpath,{cpu_blas.parent}",
+         f"-l:{cpu_blas.name}", "-lm"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    res = subprocess.run(["mpirun", "-np", "1", str(tmp_path / "probe")], capture_output=True, text=True,
+                         timeout=120, check=False, env={**os.environ, **MPI_ENV})  # fmt: skip
+    assert res.stdout.strip() == f"entries {3 * 97 * 45} mismatches 0", res.stdout + res.stderr
 
 
 def test_role_a_second_time_changes_nothing(built, tmp_path):
@@ -188,3 +251,42 @@ def test_host_hpl_check_runs_the_role_built_hpl_through_reframe(built, tmp_path,
     assert backend["hpl"] == "netlib HPL 2.3" and backend["ranks"] == 2 and backend["n"] == 1536
     assert backend["command"][-1].endswith("/bin/gpuaccept/xhpl") and doc["verification"]["passed"]
     assert doc["metrics"]["gflops"]["value"] > 0 and doc["metrics"]["residual_max"]["value"] < 16
+
+
+def test_role_installs_an_hpc_benchmarks_tarball_and_writes_hpl_dat_and_descriptor(tmp_path, monkeypatch):
+    """The NVIDIA HPC-Benchmarks path end to end up to the run: a tarball with its launch script, checked by
+    sha256, extracted, and configure.yml's HPL.dat written by the tool environment's python (the module path it
+    names must import: gpuaccept.hpl_dat had moved to gpuaccept.probe.hpl_dat and this task failed) from what a
+    fake nvidia-smi on PATH reports: two GPUs of 81559 MiB."""
+    bench = tmp_path / "hpl-linux-x86_64"
+    bench.mkdir()
+    (bench / "hpl.sh").write_text("#!/bin/sh\necho stand-in for NVIDIA's hpl.sh\n")
+    (bench / "hpl.sh").chmod(0o755)
+    artifact = tmp_path / "hpc-benchmarks.tar"
+    with tarfile.open(artifact, "w") as tar:
+        tar.add(bench, arcname="hpl-linux-x86_64")
+    smi_dir = tmp_path / "bin"
+    smi_dir.mkdir()
+    smi = smi_dir / "nvidia-smi"
+    smi.write_text('#!/bin/sh\n[ "$1" = --query-gpu=memory.total ] || exit 9\nprintf "81559\\n81559\\n"\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi_dir}:{os.environ['PATH']}")
+    prefix = tmp_path / "hpl"
+    extra = {
+        "gpuaccept_hpl_prefix": str(prefix),
+        "gpuaccept_hpl_venv": str(VENV),
+        "gpuaccept_hpl_artifact_path": str(artifact),
+        "gpuaccept_hpl_artifact_sha256": hashlib.sha256(artifact.read_bytes()).hexdigest(),
+        "gpuaccept_hpl_memory_fraction": 0.85,
+        "gpuaccept_hpl_nb": 1024,
+    }
+    rc, out = play(tmp_path, "gpuaccept_hpl", extra)
+    assert rc == 0, out[-4000:]
+    p, q = hpl_dat.grid(2)
+    n = hpl_dat.problem_size(81559 * 1048576, 2, 0.85, 1024, p, q)
+    assert (prefix / "HPL.dat").read_text() == hpl_dat.render(hpl_dat.HplDat(n=n, nb=1024, p=p, q=q))
+    desc = json.loads((prefix / "gpuaccept-hpl.json").read_text())
+    assert desc["command"][-3:-1] == [str(next(prefix.glob("hpc-benchmarks-*")) / "hpl-linux-x86_64/hpl.sh"), "--dat"]
+    assert desc["command"][:3] == ["mpirun", "--bind-to", "none"] and "{ranks}" in desc["command"]
+    rc, out = play(tmp_path, "gpuaccept_hpl", extra)
+    assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]

@@ -24,6 +24,11 @@ NIGHTLY = EVIDENCE / "2026-11-22-h100-suites" / "run2" / "results" / "localhost"
 OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
 
 
+# HPL-CUDA's GFLOP/s per watt: the sampler's average covers all of xhpl, most of it HPL's residual check on the host
+# since the solver moved to the GPU (issue 28), so the check no longer derives it from its documents.
+NO_LONGER_DERIVED = {("hpl_cuda", "gflops_per_watt")}
+
+
 @pytest.mark.parametrize("run", recorded_runs(), ids=lambda p: str(p.relative_to(EVIDENCE)))
 def test_every_recorded_run_rejudges_to_its_verdict(run, tmp_path):
     """Judged again against the references its verdict shows, a recorded run gets the same verdict, the same
@@ -44,6 +49,8 @@ def test_every_recorded_run_rejudges_to_its_verdict(run, tmp_path):
         (r["check"], r["metric"]) for r in recorded["rows"] if r["reason"] == "no reference value for this metric"
     }
     for key, statuses in old.items():
+        if key in NO_LONGER_DERIVED and key not in new:
+            continue
         if key in unjudged:
             assert set(new[key]) == {"info"}, key
         elif key in new:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# One GPU per MPI rank for HPL-CUDA: the rank's node-local index picks the GPU (NVBLAS then sees only it).
+# One GPU per MPI rank for HPL-CUDA: the rank's node-local index picks the GPU (the rank then sees only it).
 # Open MPI, MPICH/Hydra and Slurm name the local rank differently.
 rank=${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-${SLURM_LOCALID:-0}}}
 if [ -n "${GPUACCEPT_HPL_GPUS:-}" ]; then

@@ -78,14 +78,13 @@ CHECKS: dict[str, Check] = {
         ),
         Check(
             "hpl_cuda",
-            "HPL-CUDA: netlib HPL 2.3 with NVBLAS (DGEMM/DTRSM on the GPUs), one rank per GPU",
+            "HPL-CUDA: HPL 2.3's driver with gpuaccept's GPU-resident solver (matrix in GPU memory, cuSOLVER, cuBLAS)",
             ("commission", "evaluation"),
             True,
             "hpl_cuda.json",
             optional=True,
             rules=("hpl",),
             power_sampled=True,
-            efficiency_metric="tflops",
         ),
         Check(
             "hpl_host",

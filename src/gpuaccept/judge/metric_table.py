@@ -95,11 +95,10 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("gflops", "GFLOP/s", NODE),
         ("residual_max", "ratio", NODE),
     ),
-    # HPL 2.3 with NVBLAS in front of the host BLAS, one rank per GPU (the seeds' GPU Linpack). Even its rate per
-    # GPU is the node's: the host's cores per GPU factorise the panels and PCIe carries every tile, so a GPU SKU's
-    # file cannot hold it (measured on a 1-GPU, 16-vCPU machine, it says nothing of an 8-GPU node).
+    # HPL 2.3's driver with gpuaccept's GPU-resident solver: the matrix generated, factored and solved in GPU
+    # memory (cuSOLVER panels, cuBLAS updates), so its rate per GPU is the GPU model's.
     "hpl_cuda": (
-        ("tflops_per_gpu", "TFLOP/s", NODE),
+        ("tflops_per_gpu", "TFLOP/s", GPU),
         ("tflops", "TFLOP/s", NODE),
         ("residual_max", "ratio", NODE),
     ),
@@ -194,8 +193,6 @@ _OWNER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
     # a rule (value 1), not against another machine's figure; the rates are the host's.
     "cpu_gemm": (("blas_optimized_core", NODE), ("*", HOST)),
     "hpl_host": (("*", HOST),),
-    # HPL 2.3 over NVBLAS: the host's cores factorise the panels and every tile crosses PCIe from pageable memory.
-    "hpl_cuda": (("*", HOST),),
     "power": (("host_power_load_w", HOST),),
     **{check: (("cpu_ns_per_day", HOST), ("speedup_vs_cpu", HOST)) for check in ("md_apoa1", "md_apoa1_x12")},
     **{check: (("cpu_*", HOST), ("speedup_vs_cpu", HOST)) for check in ("namd_apoa1", "namd_stmv")},

@@ -481,7 +481,7 @@ def build(
             )
             if row.status == NOT_RUN and expected and _reports_only(check, node_type):
                 # An optional backend the site has not installed, whose figures the node type only reports (host
-                # HPL, HPL over NVBLAS): nothing of it gates the node, so its absence does not reject it.
+                # HPL, HPL-CUDA): nothing of it gates the node, so its absence does not reject it.
                 row.reason += f" (reported only for node type {node_type_name}: not expected)"
                 row.expected = False
             elif not expected:
@@ -517,7 +517,7 @@ def build(
 
 
 def _reports_only(check: Any, node_type: NodeType | None) -> bool:
-    """An optional backend (host HPL, HPL over NVBLAS, xhpl, NAMD) whose figures the node type only reports: when
+    """An optional backend (host HPL, HPL-CUDA, xhpl, NAMD) whose figures the node type only reports: when
     the site has not installed it, its absence rejects nothing (it is shown NOT RUN, not expected)."""
     refs = node_type.checks.get(check.key) if node_type is not None else None
     return bool(check.optional and refs is not None and not any(ref.judged for ref in refs.values()))

@@ -5,6 +5,9 @@ HPL reads its input by line position: this writes the layout of HPL 2.x's own ex
 that NVIDIA's xhpl and hpcc read too); hpccinf.txt adds hpcc's PTRANS lines.
 
     python -m gpuaccept.probe.hpl_dat --ranks 8 --memory-bytes 85520809984 --nb 1024 --output HPL.dat
+
+HPL-CUDA picks NB and the look-ahead depth from a short sweep (:func:`render_sweep`, then :func:`choose` on its
+output, ``--sweep HPL.sweep.out``): the fastest setting at a small N, written into the full run's HPL.dat.
 """
 
 from __future__ import annotations
@@ -12,11 +15,23 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.probe import hpl
 
-__all__ = ["HplDat", "grid", "main", "problem_size", "render", "render_hpccinf", "timed_problem_size"]
+__all__ = [
+    "HplDat",
+    "choose",
+    "grid",
+    "main",
+    "problem_size",
+    "render",
+    "render_hpccinf",
+    "render_sweep",
+    "timed_problem_size",
+]
 
 
 def grid(ranks: int) -> tuple[int, int]:
@@ -97,6 +112,36 @@ class HplDat:
 
 def render(d: HplDat) -> str:
     """HPL.dat text: HPL's 31 positional lines, one problem, one NB, one grid."""
+    return _render(d, (d.nb,), (d.depth,), f"{d.threshold:.1f}")
+
+
+def render_sweep(n: int, nbs: Sequence[int], depths: Sequence[int]) -> str:
+    """HPL.dat for the short sweep that ranks NB and look-ahead depth settings on one process: every NB with every
+    depth at order ``n``, with a threshold of -1, so that HPL times each setting and skips its residual check.
+    The sweep only ranks settings; the run whose figure counts is a separate, checked one (:func:`choose`)."""
+    if not nbs or not depths or len(nbs) > 20 or len(depths) > 20:
+        raise ValueError(f"HPL.dat sweep: 1 to 20 NBs and depths each (got {list(nbs)}, {list(depths)})")
+    if any(d < 0 for d in depths):
+        raise ValueError(f"HPL.dat sweep: depths must be >= 0, not {list(depths)}")
+    return _render(HplDat(n=n, nb=max(nbs), p=1, q=1), tuple(nbs), tuple(depths), "-1.0")
+
+
+def choose(sweep_output: str, source: str = "<sweep>") -> tuple[int, int, list[dict]]:
+    """The fastest (NB, depth) of a sweep's HPL output (:func:`render_sweep`) and every row as
+    ``{"nb", "depth", "gflops", "seconds"}``; the depth is the digit after ``WR``/``WC`` in HPL's T/V code."""
+    out = hpl.parse(sweep_output, source)
+    rows = []
+    for run in out.runs:
+        if len(run.tv) < 3 or not run.tv[2].isdigit():
+            raise ValueError(f"{source}:{run.line}: T/V {run.tv!r} carries no look-ahead depth")
+        rows.append({"nb": run.nb, "depth": int(run.tv[2]), "gflops": run.gflops, "seconds": run.seconds})
+    if not rows:
+        raise ValueError(f"{source}: no HPL result row: the sweep did not run (see its output)")
+    best = max(rows, key=lambda r: r["gflops"])
+    return best["nb"], best["depth"], rows
+
+
+def _render(d: HplDat, nbs: tuple[int, ...], depths: tuple[int, ...], threshold: str) -> str:
     rows = [
         ("HPLinpack benchmark input file", None),
         ("written by gpuaccept (gpuaccept.hpl_dat)", None),
@@ -104,13 +149,13 @@ def render(d: HplDat) -> str:
         (d.device_out, "device out (6=stdout,7=stderr,file)"),
         (1, "# of problems sizes (N)"),
         (d.n, "Ns"),
-        (1, "# of NBs"),
-        (d.nb, "NBs"),
+        (len(nbs), "# of NBs"),
+        (" ".join(map(str, nbs)), "NBs"),
         (d.pmap, "PMAP process mapping (0=Row-,1=Column-major)"),
         (1, "# of process grids (P x Q)"),
         (d.p, "Ps"),
         (d.q, "Qs"),
-        (f"{d.threshold:.1f}", "threshold"),
+        (threshold, "threshold"),
         (1, "# of panel fact"),
         (d.pfact, "PFACTs (0=left, 1=Crout, 2=Right)"),
         (1, "# of recursive stopping criterium"),
@@ -121,8 +166,8 @@ def render(d: HplDat) -> str:
         (d.rfact, "RFACTs (0=left, 1=Crout, 2=Right)"),
         (1, "# of broadcast"),
         (d.bcast, "BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)"),
-        (1, "# of lookahead depth"),
-        (d.depth, "DEPTHs (>=0)"),
+        (len(depths), "# of lookahead depth"),
+        (" ".join(map(str, depths)), "DEPTHs (>=0)"),
         (d.swap, "SWAP (0=bin-exch,1=long,2=mix)"),
         (d.swap_threshold, "swapping threshold"),
         (0, "L1 in (0=transposed,1=no-transposed) form"),
@@ -155,9 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nb", type=int, default=1024, help="block size (1024 for NVIDIA's xhpl, ~200 on CPUs)")
     ap.add_argument("--threshold", type=float, default=16.0)
     ap.add_argument("--format", choices=("hpl", "hpcc"), default="hpl")
+    ap.add_argument("--depth", type=int, default=1, help="look-ahead depth (1)")
+    ap.add_argument("--sweep", metavar="HPL_OUTPUT",
+                    help="take NB and the depth from the fastest row of this sweep output (render_sweep's HPL.dat)")
     ap.add_argument("--output", help="file to write (atomically); default stdout")
     args = ap.parse_args(argv)
     try:
+        if args.sweep:
+            with open(args.sweep, encoding="utf-8") as handle:
+                args.nb, args.depth, _ = choose(handle.read(), args.sweep)
         p, q = grid(args.ranks)
         if args.n is None:
             if args.memory_bytes is None:
@@ -165,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
             n = problem_size(args.memory_bytes, args.ranks, args.fraction, args.nb, p, q)
         else:
             n = args.n
-        dat = HplDat(n=n, nb=args.nb, p=p, q=q, threshold=args.threshold)
-    except ValueError as err:
+        dat = HplDat(n=n, nb=args.nb, p=p, q=q, threshold=args.threshold, depth=args.depth)
+    except (OSError, ValueError) as err:
         print(f"gpuaccept.probe.hpl_dat: {err}", file=sys.stderr)
         return 2
     text = render_hpccinf(dat) if args.format == "hpcc" else render(dat)
