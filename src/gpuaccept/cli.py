@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, cli_fleet, redact, run
+from gpuaccept import __version__, cli_fleet, helptext, redact, run
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
@@ -479,7 +479,7 @@ def cmd_peaks(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpuaccept", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="gpuaccept", description=helptext.summary(__doc__))
     p.add_argument("--version", action="version", version=f"gpuaccept {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 

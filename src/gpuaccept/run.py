@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import redact, rfmconfig
+from gpuaccept import helptext, redact, rfmconfig
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
@@ -416,7 +416,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
         "run",
         help="run a suite on this node: run directory, node facts, node type, ReFrame (time-limited), verdict; "
         "exit 0 accepted, 1 rejected, 3 could not run, 4 bad input",
-        description=__doc__.split("\n\n")[0],
+        description=helptext.summary(__doc__),
     )
     sp.add_argument("--suite", required=True, choices=SUITES, help="the suite to run (its checks, tags and options)")
     where = sp.add_mutually_exclusive_group()
