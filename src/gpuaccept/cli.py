@@ -2,9 +2,9 @@
 
 Exit codes: 0 success (or node accepted), 1 node rejected, 2 usage error (an unknown option or a missing
 argument), 3 cannot judge (``gpuaccept run``: no usable GPU, or the suite could not run to the end; a verdict
-is written all the same), 4 bad input (docs/exit-status.md) (one line on stderr names the path or value and what is wrong with it). ``health`` says 2 for an
-unhealthy node and 3 when it could not look, ``powercheck`` 2 for a failed verification, and ``sample`` exits
-with its command's status.
+is written all the same), 4 bad input (one line on stderr names the path or value and what is wrong with it);
+docs/exit-status.md. ``health`` says 2 for an unhealthy node and 3 when it could not look, ``powercheck`` 2 for a
+failed verification, and ``sample`` exits with its command's status.
 """
 
 from __future__ import annotations
