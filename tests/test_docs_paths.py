@@ -4,14 +4,14 @@ directories; placeholders (`<node>`, `*`, `{...}`) and paths under results/ or a
 the repository."""
 
 import re
-from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
 TOP = ("docs", "scripts", "src", "roles", "playbooks", "reframe_checks", "reference_values", "inventories", "tests",
        "prometheus", "requirements", ".ci")  # fmt: skip
-PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./+-]*)" % "|".join(re.escape(t) for t in TOP))
+TOPS = "|".join(re.escape(t) for t in TOP)
+PATH = re.compile(rf"(?<![\w./-])((?:{TOPS})/[\w./+-]*)")
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "checks").glob("*.md"))]
 
 
