@@ -1,25 +1,78 @@
 #!/usr/bin/env bash
 # Accept this node: tool environment, then the suite's playbook (default commission) against the inventory
-# (default inventories/local), then the verdict table and where the run's files are.
-# Exit status: 0 accepted, 1 rejected (the verdict table says why), other: the playbook failed before a verdict.
+# (default inventories/local), then the verdict table, once, and where the run's files are.
+#   scripts/accept.sh [SUITE [INVENTORY]] [ansible-playbook options, e.g. -e gpuaccept_node_type=h100_sxm5_80gb]
+#   HOST_ONLY=1: run without a usable GPU (the host checks alone; else such a node stops at once)
+# Exit status (docs/exit-status.md), the same words as gpuaccept run's:
+#   0 accepted   1 rejected (the table says why)   3 cannot judge (no usable GPU or driver, the tool environment or
+#   the playbook failed before a verdict, the suite did not run to the end)   4 bad input (suite, inventory, node type)
+# The last line says which, for `make accept`, whose own exit status can only be 0 or 2.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+SUITES=(commission nightly evaluation)
 suite=${1:-commission}
 inventory=${2:-inventories/local}
 shift 2 2>/dev/null || shift $#
 VENV=${VENV:-.venv}
-scripts/venv.sh || exit $?
+REFERENCE_DIR=${GPUACCEPT_REFERENCE_DIR:-reference_values}
+
+finish() {  # finish STATUS [WHY]: the closing line, then exit
+  local words=([0]=accepted [1]=rejected [3]="cannot judge" [4]="bad input")
+  echo "accept: exit $1 (${words[$1]:-unknown})${2:+: $2}"
+  exit "$1"
+}
+
+known_types() { find "$REFERENCE_DIR" -maxdepth 1 -name '*.yaml' -printf '%f\n' 2>/dev/null | sed 's/\.yaml$//' | sort | paste -sd, - | sed 's/,/, /g'; }
+
+# Bad input stops here, before anything slow.
+[[ " ${SUITES[*]} " == *" $suite "* ]] ||
+  finish 4 "unknown suite '$suite': the suites are ${SUITES[*]} (make accept SUITE=nightly)"
+[ -e "$inventory" ] || finish 4 "no inventory $inventory (make accept INVENTORY=inventories/local)"
+# The node type and host-only the operator gives through ansible-playbook's -e (ANSIBLE_ARGS).
+node_type="" host_only=${HOST_ONLY:-}
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case ${args[i]} in
+    -e | --extra-vars) vars=${args[i + 1]:-} ;;
+    -e*) vars=${args[i]#-e} ;;
+    --extra-vars=*) vars=${args[i]#--extra-vars=} ;;
+    *) continue ;;
+  esac
+  for kv in $vars; do
+    case $kv in
+      gpuaccept_node_type=*) node_type=${kv#*=} ;;
+      gpuaccept_host_only=*) host_only=${kv#*=} ;;
+    esac
+  done
+done
+if [ -n "$node_type" ] && [ "$node_type" != auto ] && [ ! -f "$REFERENCE_DIR/$node_type.yaml" ]; then
+  finish 4 "unknown node type '$node_type': no $REFERENCE_DIR/$node_type.yaml; known node types: $(known_types) (or auto)"
+fi
 extra=()
+case ${host_only,,} in 1 | true | yes) extra+=(-e gpuaccept_host_only=true) ;; esac
 [ -n "${WHEELHOUSE:-}" ] && extra+=(-e "gpuaccept_toolenv_wheelhouse=$(realpath "$WHEELHOUSE")")
+
+scripts/venv.sh || finish 3 "the tool environment could not be made (scripts/venv.sh, above)"
 marker=$(mktemp)
+log=$(mktemp)
+trap 'rm -f "$marker" "$log"' EXIT
 LC_ALL=C.UTF-8 ANSIBLE_CONFIG=ansible.cfg "$VENV/bin/ansible-playbook" -i "$inventory" "playbooks/$suite.yml" \
-  -e "gpuaccept_toolenv_venv=$(realpath "$VENV")" "${extra[@]}" "$@"
-rc=$?
-echo
-"$VENV/bin/gpuaccept" show --newer-than "$marker" results
-shown=$?
-rm -f "$marker"
-# The verdict decides: 0 accepted, 1 rejected (also a node without GPUs or node type: its table says why). With
-# no verdict (show exits 4), or a verdict but a playbook that failed elsewhere, the playbook's status.
-if [ "$shown" -eq 1 ] || { [ "$shown" -eq 0 ] && [ "$rc" -eq 0 ]; }; then exit "$shown"; fi
-exit "$rc"
+  -e "gpuaccept_toolenv_venv=$(realpath "$VENV")" "${extra[@]}" "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+
+# Each run leaves its exit status beside its verdict (gpuaccept run): rejected beats cannot judge beats accepted.
+statuses=$(find results -newer "$marker" -name exit-status -exec cut -d' ' -f1 {} + 2>/dev/null | sort -u)
+if [ -n "$statuses" ]; then
+  echo
+  "$VENV/bin/gpuaccept" show --newer-than "$marker" results
+fi
+why=$(grep -o 'no NVIDIA GPU/driver on [^"]*install the driver with playbooks/provision.yml, or run on a GPU node' "$log" | head -1)
+if grep -qx 1 <<<"$statuses"; then finish 1; fi
+if grep -qx 3 <<<"$statuses"; then finish 3 "$why"; fi
+if grep -qx 4 <<<"$statuses"; then finish 4 "gpuaccept run refused its input (above)"; fi
+if [ -n "$statuses" ] && [ "$rc" -eq 0 ]; then finish 0; fi
+if [ -n "$why" ]; then finish 3 "$why"; fi
+unknown=$(grep -o "unknown node type '[^']*'[^\"]*(or auto: detect it)" "$log" | head -1)
+[ -z "$unknown" ] || finish 4 "$unknown"
+if [ -n "$statuses" ]; then finish 3 "the playbook failed after the verdict (exit $rc, above)"; fi
+finish 3 "the playbook stopped before a verdict (exit $rc, above)"

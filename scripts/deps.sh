@@ -69,8 +69,10 @@ need_cuda() {
   fi
 }
 
+nvcc_path=$(command -v nvcc || echo "$cuda/bin/nvcc")
 if [ ${#missing[@]} -eq 0 ]; then
   need_cuda
+  echo "deps.sh: all ${#PACKAGES[@]} Debian packages the tests need are installed; CUDA toolkit: $nvcc_path"
   exit 0
 fi
 
@@ -102,3 +104,4 @@ if ! { "${sudo[@]}" apt-get update -q && "${sudo[@]}" apt-get install -y -q --no
 fi
 rm -f "$log"
 need_cuda
+echo "deps.sh: installed ${#missing[@]} package(s); all ${#PACKAGES[@]} the tests need are here; CUDA toolkit: $nvcc_path"

@@ -6,15 +6,43 @@
 #   3. pytest (unit tests on outputs recorded on the GPU machine, every CUDA source compiled, the host GEMM
 #   check run for real through ReFrame);
 #   4. Ansible: syntax, yamllint, ansible-lint, check mode and a real run on localhost, idempotency.
-set -euo pipefail
+# Every stage runs even when one before it fails (ruff's findings do not hide pytest's, nor pytest's the Ansible
+# stage's); a summary line per stage closes the output, and the exit status is 1 when any stage failed. Only
+# a failed tool environment stops the stages that need it (they are listed as not run).
+set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 start=$SECONDS
+summary=()
+failed=0
+stage() {  # stage NAME COMMAND...: run it, record "NAME: ok|FAILED (exit N)" and its time
+  local name=$1 t0=$SECONDS rc=0
+  shift
+  echo "== $name"
+  "$@" || rc=$?
+  if [ "$rc" = 0 ]; then
+    summary+=("$(printf '%-18s ok (%d s)' "$name" $((SECONDS - t0)))")
+  else
+    summary+=("$(printf '%-18s FAILED (exit %d, %d s)' "$name" "$rc" $((SECONDS - t0)))")
+    failed=1
+  fi
+  return "$rc"
+}
+skip() { summary+=("$(printf '%-18s not run (%s)' "$1" "$2")"); failed=1; }
+pytest_counts() {  # pytest's closing count, after the Ansible output: pytest's own summary is far above
+  [ -s build/pytest.xml ] || return 0
+  python3 - <<'PY'
+import xml.etree.ElementTree as ET
+s = ET.parse("build/pytest.xml").getroot().find("testsuite")
+n, f, e, k = (int(s.get(a, 0)) for a in ("tests", "failures", "errors", "skipped"))
+print(f"{n - f - e - k} passed, {f + e} failed, {k} skipped")
+PY
+}
+
 if [ "$(id -u)" != 0 ]; then
   echo "test.sh: not root: tests/test_slurm.py (slurmd runs jobs as root) fails and the node_exporter role's package path is skipped; run make test as root for the whole suite" >&2
 fi
-echo "== system packages (scripts/deps.sh)"
-scripts/deps.sh
+stage "system packages" scripts/deps.sh
 # With everything installed, a missing tool is a failure, never a skip: the report's browser test too.
 export GPUACCEPT_REQUIRE_CHROMIUM=1
 if [ -z "${GPUACCEPT_MKL:-}" ]; then
@@ -25,21 +53,22 @@ if [ -z "${GPUACCEPT_MKL:-}" ]; then
   fi
 fi
 export GPUACCEPT_MKL
-echo "== tool environment (scripts/venv.sh test, GPUACCEPT_MKL=$GPUACCEPT_MKL)"
-scripts/venv.sh test
-export PATH="$PWD/$VENV/bin:$PATH" LC_ALL=C.UTF-8
-echo "== ruff"
-ruff check src tests reframe_checks
-echo "== pytest"
-mkdir -p build
-pytest -q --junitxml=build/pytest.xml tests
-echo "== ansible"
-tests/ansible/run_checks.sh "$PWD/$VENV"
-# The closing count, after the Ansible output: pytest's own summary is far above.
-python3 - <<'PY'
-import xml.etree.ElementTree as ET
-s = ET.parse("build/pytest.xml").getroot().find("testsuite")
-n, f, e, k = (int(s.get(a, 0)) for a in ("tests", "failures", "errors", "skipped"))
-print(f"pytest: {n - f - e - k} passed, {f + e} failed, {k} skipped")
-PY
-echo "make test: $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s"
+if stage "tool environment" scripts/venv.sh test; then
+  export PATH="$PWD/$VENV/bin:$PATH" LC_ALL=C.UTF-8
+  stage ruff ruff check src tests reframe_checks
+  mkdir -p build
+  rm -f build/pytest.xml
+  stage pytest pytest -q --junitxml=build/pytest.xml tests
+  counts=$(pytest_counts)
+  [ -z "$counts" ] || summary[${#summary[@]}-1]+=": $counts"
+  stage ansible tests/ansible/run_checks.sh "$PWD/$VENV"
+else
+  for name in ruff pytest ansible; do skip "$name" "no tool environment: see scripts/venv.sh's message above"; done
+fi
+
+echo
+echo "== make test: summary"
+printf '  %s\n' "${summary[@]}"
+verdict=$([ "$failed" = 0 ] && echo passed || echo FAILED)
+echo "make test: $verdict in $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s"
+exit "$failed"

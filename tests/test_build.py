@@ -118,6 +118,14 @@ def test_bench_common_unit_tests(tmp_path):
     assert res.returncode == 0, res.stderr
 
 
+def test_blas_core_unit_tests(tmp_path):
+    binary = tmp_path / "test_blas_core"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{SRC / 'cpu_gemm'}",
+                    str(ROOT / "tests" / "native" / "test_blas_core.cpp"), "-o", str(binary)], check=True)
+    res = subprocess.run([str(binary)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+
+
 def cpu_flags() -> set[str]:
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("flags"):
@@ -171,4 +179,13 @@ def test_host_gemm_reports_the_cpu_peak_and_its_fraction(tmp_path, blas, args, l
     metrics = doc["metrics"]
     assert metrics["dgemm_peak_fraction"]["value"] == pytest.approx(
         metrics["dgemm_gflops"]["value"] / peak["dp_peak_gflops"], rel=1e-6)
-    assert doc["results"]["blas"]["core"] and metrics["blas_optimized_core"]["value"] in (0, 1)
+    blas = doc["results"]["blas"]
+    assert blas["core"]
+    if blas["core_isa"] != "unknown":
+        assert metrics["blas_optimized_core"]["value"] == (0 if blas["generic_core"] else 1)
+        return
+    # The BLAS does not say which kernels it chose (MKL on an AMD CPU answers MKL_CBWR_AUTO): the row is waived
+    # with the reason, never a silent gap, and the node's judge reports it without failing the node.
+    assert "blas_optimized_core" not in metrics and doc["waived"]["blas_optimized_core"], doc["waived"]
+    if blas["core"] == "MKL_CBWR_AUTO":
+        assert "MKL_CBWR_AUTO" in doc["waived"]["blas_optimized_core"]

@@ -61,6 +61,11 @@ def test_nothing_missing_installs_nothing(fakebin):
     res = deps(fakebin)
     assert res.returncode == 0, res.stderr
     assert not (fakebin / "calls").exists()
+    # Success says so too: one line, whether or not --check was given.
+    for args in ((), ("--check",)):
+        res = deps(fakebin, *args)
+        assert res.returncode == 0 and "Debian packages the tests need are installed" in res.stdout, res
+        assert f"CUDA toolkit: {fakebin / 'bin' / 'nvcc'}" in res.stdout
 
 
 def test_missing_packages_are_installed_in_one_call_as_root(fakebin):

@@ -463,3 +463,21 @@ def test_the_evaluation_run_rejected_then_is_accepted_against_todays_references(
     rates = {(r.check, r.metric): r.value for r in today.rows if r.metric}
     assert rates[("cpu_gemm", "dgemm_gflops")] > 600 and rates[("cpu_gemm", "blas_optimized_core")] == 1
     assert rates[("md_apoa1", "ns_per_day")] > 110 and rates[("md_apoa1_x12", "ns_per_day")] > 17
+
+
+def test_a_waived_host_blas_core_is_shown_not_failed():
+    """MKL on an AMD CPU answers MKL_CBWR_AUTO: which kernels it runs cannot be told, so the host GEMM waives
+    blas_optimized_core. A node type that judges the rule shows the row as waived instead of failing the node; any
+    other judged metric that a tool waives still fails."""
+    from gpuaccept.judge.references import load_node_type  # noqa: PLC0415
+
+    node_type = load_node_type(REFERENCE_DIR, "h100_sxm5_80gb")
+    assert node_type.checks["cpu_gemm"]["blas_optimized_core"].judged
+    why = "MKL maps this CPU (AMD EPYC) to no code branch of its own (MKL_CBWR_AUTO, as on AMD CPUs)"
+    metrics = {"dgemm_gflops": {"value": 50.0, "unit": "GFLOP/s"}}
+    rows = {r.metric: r for r in verdict._metric_rows("cpu_gemm", metrics, {"blas_optimized_core": why}, node_type, "")}
+    core = rows["blas_optimized_core"]
+    assert core.status == "waived" and why in core.reason and "not judged on this CPU" in core.reason
+    gemm = verdict._metric_rows("gemm", {}, {"fp64_tflops_min": "no GPU"}, node_type, "")
+    row = next(r for r in gemm if r.metric == "fp64_tflops_min")
+    assert row.status == "fail" and "expects a value" in row.reason

@@ -16,8 +16,8 @@ from gpuaccept import rfmconfig, run
 from gpuaccept.probe import facts as node_facts
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
-# The host GEMM alone, at a tiny size: the plumbing is under test, not this machine's speed.
-HOST_GEMM_ONLY = ["--", "-n", "^CpuGemm$", "-S", "bench_opts=--size,512,--window-s,0.3"]
+# The host GEMM alone (no GPU here: --host-only), at a tiny size: the plumbing is under test, not the speed.
+HOST_GEMM_ONLY = ["--host-only", "--", "-n", "^CpuGemm$", "-S", "bench_opts=--size,512,--window-s,0.3"]
 # A node type without GPUs whose only check is the host GEMM (passes on any working CPU).
 CI_TYPE = """\
 schema: gpuaccept.references/1
@@ -76,6 +76,29 @@ def test_a_node_without_gpus_gets_a_verdict_with_the_gpu_checks_not_run(tmp_path
     assert "NOT RUN" in proc.stdout and "REJECTED" in proc.stdout and str(run_dir / "verdict.json") in proc.stdout
 
 
+def test_a_node_without_a_gpu_stops_at_once_with_one_line_and_exit_3(tmp_path):
+    """Without --host-only, a node with no usable GPU or driver runs nothing: one line says what is missing and
+    what to do; the verdict (for the metrics) says the same, and the table and the directory name the node alike."""
+    proc = gpuaccept_run(tmp_path, "--suite", "commission", "--node-type", "h100_sxm5_80gb")
+    assert proc.returncode == run.EXIT_NOT_RUN, proc.stdout + proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("no NVIDIA GPU/driver on ci: "))
+    assert line.endswith("install the driver with playbooks/provision.yml, or run on a GPU node"), line
+    run_dir, doc, rows = the_run(tmp_path)
+    assert not (run_dir / "reframe.out").exists() and doc["node"] == "ci" and doc["verdict"] == "fail"
+    assert line in rows[("gemm", None)]["reason"]
+    assert (run_dir / run.EXIT_STATUS_FILE).read_text() == "3 cannot judge\n"
+
+
+@pytest.mark.parametrize("node_type", ["h100_pcie", "H100"])
+def test_an_unknown_node_type_stops_at_once_listing_the_known_ones(tmp_path, node_type):
+    proc = gpuaccept_run(tmp_path, "--suite", "commission", "--node-type", node_type)
+    assert proc.returncode == run.EXIT_INPUT, proc.stdout + proc.stderr
+    assert not (tmp_path / "ci").exists()
+    if node_type == "h100_pcie":
+        known = ", ".join(sorted(p.stem for p in REFERENCE_DIR.glob("*.yaml")))
+        assert "unknown node type 'h100_pcie'" in proc.stderr and f"known node types: {known}" in proc.stderr
+
+
 def test_a_node_of_no_known_type_runs_its_host_checks_unjudged_and_says_how_to_make_one(tmp_path):
     proc = gpuaccept_run(tmp_path, "--suite", "commission", "--reference-dir", str(REFERENCE_DIR), *HOST_GEMM_ONLY)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -131,7 +154,7 @@ def test_a_node_of_a_type_it_matches_is_accepted(tmp_path):
 
 
 def test_reframe_that_cannot_start_is_not_run_with_exit_3(tmp_path):
-    proc = gpuaccept_run(tmp_path, "--suite", "nightly", "--node-type", "h100_sxm5_80gb",
+    proc = gpuaccept_run(tmp_path, "--suite", "nightly", "--node-type", "h100_sxm5_80gb", "--host-only",
                          "--reframe", str(tmp_path / "no-reframe"))  # fmt: skip
     assert proc.returncode == run.EXIT_NOT_RUN, proc.stdout + proc.stderr
     _, _doc, rows = the_run(tmp_path)
@@ -245,7 +268,8 @@ def test_the_nightly_timer_runner_runs_the_suite_through_gpuaccept_run(tmp_path)
 
 
 def test_a_suite_stopped_at_its_time_limit_is_judged_and_exits_3(tmp_path):
-    proc = gpuaccept_run(tmp_path, "--suite", "commission", "--node-type", "h100_sxm5_80gb", "--timeout-s", "1")
+    proc = gpuaccept_run(tmp_path, "--suite", "commission", "--node-type", "h100_sxm5_80gb", "--host-only",
+                         "--timeout-s", "1")  # fmt: skip
     assert proc.returncode == run.EXIT_NOT_RUN, proc.stdout[-3000:] + proc.stderr[-3000:]
     run_dir, doc, rows = the_run(tmp_path)
     assert doc["verdict"] == "fail"

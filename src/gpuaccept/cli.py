@@ -1,10 +1,10 @@
 """The ``gpuaccept`` command: node facts, node type detection, reference checks, verdicts, baselines.
 
 Exit codes: 0 success (or node accepted), 1 node rejected, 2 usage error (an unknown option or a missing
-argument), 3 the suite could not run to the end (``gpuaccept run``: a verdict is written all the same), 4 bad
-input (one line on stderr names the path or value and what is wrong with it). ``health`` says 2 for an
-unhealthy node and 3 when it could not look, ``powercheck`` 2 for a failed verification, and ``sample`` exits
-with its command's status.
+argument), 3 cannot judge (``gpuaccept run``: no usable GPU, or the suite could not run to the end; a verdict
+is written all the same), 4 bad input (one line on stderr names the path or value and what is wrong with it);
+docs/exit-status.md. ``health`` says 2 for an unhealthy node and 3 when it could not look, ``powercheck`` 2 for a
+failed verification, and ``sample`` exits with its command's status.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, cli_fleet, redact, run
+from gpuaccept import __version__, cli_fleet, helptext, redact, run
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
@@ -479,7 +479,7 @@ def cmd_peaks(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpuaccept", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="gpuaccept", description=helptext.summary(__doc__))
     p.add_argument("--version", action="version", version=f"gpuaccept {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 

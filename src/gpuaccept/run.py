@@ -3,11 +3,13 @@ facts, resolves the node type, runs ReFrame on the suite's checks (its command l
 else) within a time limit, and judges the run (:func:`gpuaccept.judge.summarize.judge_run_dir`).
 
 The suite role, the nightly timer's runner and scripts/slurm-accept.sh (``--distribute``) all call it. A node
-without GPUs or without a node type still runs what it can (the host checks) and gets a verdict that names
-what did not run and why.
+without a usable GPU or driver stops at once with one line saying so and what to do (exit 3, a verdict written
+all the same), unless ``--host-only`` asks for the host checks alone or its node type expects no GPU. A node of
+no known node type still runs what it can and gets a verdict that names what did not run and why; a node type
+that has no reference file stops the run at once (exit 4), listing the known ones.
 
-Exit status: 0 accepted; 1 rejected (a check or the node failed); 3 the suite could not run to the end
-(ReFrame missing or stopped at the time limit, no report), with a verdict all the same; 4 bad input.
+Exit status (docs/exit-status.md): 0 accepted; 1 rejected (a check or the node failed); 3 cannot judge (no
+usable GPU, ReFrame missing or stopped at the time limit, no report), with a verdict all the same; 4 bad input.
 """
 
 from __future__ import annotations
@@ -26,13 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import redact, rfmconfig
+from gpuaccept import helptext, redact, rfmconfig
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.probe import facts as node_facts
+from gpuaccept.probe import gpu_preflight
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_RUN, EXIT_INPUT = 0, 1, 3, 4
+#: The run's exit status, beside its verdict (scripts/accept.sh reads it: "3 cannot judge" is not in verdict.json).
+EXIT_STATUS_FILE = "exit-status"
+EXIT_WORDS = {EXIT_ACCEPTED: "accepted", EXIT_REJECTED: "rejected", EXIT_NOT_RUN: "cannot judge",
+              EXIT_INPUT: "bad input"}  # fmt: skip
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHECKS_DIR = PROJECT_ROOT / "reframe_checks"
 
@@ -137,6 +144,32 @@ def _known_types(reference_dir: Path) -> str:
     return "known node types and what each expects: " + "; ".join(expects)
 
 
+def known_node_types(reference_dir: Path) -> list[str]:
+    """The node types that have a reference file (reference_values/<name>.yaml)."""
+    return sorted(p.stem for p in Path(reference_dir).glob("*.yaml"))
+
+
+def check_node_type(requested: str, reference_dir: Path) -> None:
+    """A node type the operator names must have a reference file: else the run stops at once (exit 4)."""
+    if requested in ("auto", ""):
+        return
+    references.check_name(requested)
+    if not references.reference_file(reference_dir, requested).is_file():
+        known = known_node_types(reference_dir)
+        raise RunError(f"unknown node type {requested!r}: no {reference_dir}/{requested}.yaml; known node types: "
+                       f"{', '.join(known) or 'none'} (or auto: detect it)")  # fmt: skip
+
+
+def expects_no_gpu(node_type: str, reference_dir: Path) -> bool:
+    """Whether the node type's match rules say it has no GPU (a CPU-only node type, as CI's)."""
+    if not node_type:
+        return False
+    try:
+        return references.load_node_type(reference_dir, node_type).match.get("gpu_count") == 0
+    except references.ReferenceError:
+        return False
+
+
 def resolve_node_type(requested: str, reference_dir: Path, facts: dict[str, Any]) -> NodeType:
     """``auto``: the node type whose match rules fit the facts; a name: that node type's reference file. Never
     raises for a node that fits none: the error goes to the verdict, and the run goes on with what can run."""
@@ -235,6 +268,11 @@ def _only_facts(run_dir: Path) -> bool:
     return {p.name for p in run_dir.iterdir()} <= {"node-facts.json"}
 
 
+def node_name(args: argparse.Namespace, facts: dict[str, Any]) -> str:
+    """The node's name in results/<node>/ and in its verdict (the same): --node, else the short hostname."""
+    return args.node or (facts.get("hostname") or "localhost").split(".")[0]
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.expected_gpus is not None and args.expected_gpus < 0:
         raise RunError(f"--expected-gpus {args.expected_gpus}: a GPU count is 0 or more")
@@ -245,6 +283,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     reference_dir = Path(args.reference_dir)
     if not reference_dir.is_dir():
         raise RunError(f"--reference-dir {reference_dir}: not a directory")
+    try:
+        check_node_type(args.node_type, reference_dir)
+    except references.ReferenceError as err:
+        raise RunError(f"--node-type: {err}") from None
     if args.reframe_config and not Path(args.reframe_config).is_file():
         raise RunError(f"--reframe-config {args.reframe_config}: no such file")
     extra = list(args.reframe_options)
@@ -257,7 +299,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RunError("--distribute and --drain belong to a Slurm run: give --slurm-inventory")
 
     facts = _load_facts(args.facts)
-    node = args.node or (facts.get("hostname") or "localhost").split(".")[0]
+    node = node_name(args, facts)
     run_dir = run_dir_for(args, node)
     run_dir.mkdir(parents=True, exist_ok=True)
     facts_file = run_dir / "node-facts.json"
@@ -266,10 +308,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         write_text_atomic(facts_file, json.dumps(facts, indent=2, sort_keys=True) + "\n")
     print(f"== {args.suite} suite on {node}, run {run_dir}")
-    if not facts.get("gpus"):
-        print(f"   no NVIDIA GPU: {facts.get('gpu_error') or 'none found'} (the GPU checks will not run)")
-
     node_type = resolve_node_type(args.node_type, reference_dir, facts)
+    no_gpu = gpu_preflight.from_facts(facts)
+    if no_gpu and not args.host_only and not expects_no_gpu(node_type.name, reference_dir):
+        return stop_without_gpu(args, run_dir, facts, node, node_type, no_gpu)
+    if no_gpu:
+        print(f"   no NVIDIA GPU: {no_gpu} (host checks only: the GPU checks will not run)")
     print(f"   node type: {node_type.name or 'unknown (the checks that can run still run, unjudged)'}")
 
     config = Path(args.reframe_config) if args.reframe_config else run_dir / "reframe_settings.py"
@@ -300,6 +344,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         node_type_error=node_type.error,
         report_error=outcome.report_error,
         nothing_selected=outcome.nothing_selected,
+        node=node,
     )
     result, written = retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
                                         lambda d, more: reframe_argv(reframe, config, args.suite, d, args.checks_dir, 1,
@@ -316,7 +361,27 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance or node)
         print(f"pushed:  {redact.url(args.pushgateway)} (job {pushgateway.JOB}, {grouping})")
-    return exit_status(result, outcome)
+    return record_exit(run_dir, exit_status(result, outcome))
+
+
+def record_exit(run_dir: Path, status: int) -> int:
+    """Write the run's exit status beside its verdict ("3 cannot judge") and return it."""
+    write_text_atomic(run_dir / EXIT_STATUS_FILE, f"{status} {EXIT_WORDS.get(status, '')}\n")
+    return status
+
+
+def stop_without_gpu(args, run_dir: Path, facts: dict[str, Any], node: str, node_type: NodeType, why: str) -> int:
+    """No usable GPU or driver: one line saying what is missing and what to do, and a verdict that says the same
+    (for the metrics: a node that lost its GPUs shows as not accepted), without running anything; exit 3."""
+    line = gpu_preflight.no_gpu_line(node, why)
+    print(line)
+    _, written = summarize.judge_run_dir(
+        run_dir, facts, Path(args.reference_dir), node_type.name, args.suite, expected_gpus=args.expected_gpus,
+        textfile_dir=args.textfile_dir, node_type_error=node_type.error, node=node,
+        report_error=f"{line} (the host checks run only with --host-only)",
+    )  # fmt: skip
+    print(f"cannot judge {node}: verdict {written[0]} (gpuaccept show {run_dir})")
+    return record_exit(run_dir, EXIT_NOT_RUN)
 
 
 def _test_names(run_dir: Path, checks: list[str]) -> list[str]:
@@ -357,7 +422,7 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
         result, written = summarize.judge_run_dir(
             run_dir, facts, args.reference_dir, node_type.name, args.suite, expected_gpus=args.expected_gpus,
             textfile_dir=args.textfile_dir, node_type_error=node_type.error, report_error=outcome.report_error,
-            nothing_selected=outcome.nothing_selected,
+            nothing_selected=outcome.nothing_selected, node=node_name(args, facts),
         )  # fmt: skip
     return result, written
 
@@ -416,7 +481,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
         "run",
         help="run a suite on this node: run directory, node facts, node type, ReFrame (time-limited), verdict; "
         "exit 0 accepted, 1 rejected, 3 could not run, 4 bad input",
-        description=__doc__.split("\n\n")[0],
+        description=helptext.summary(__doc__),
     )
     sp.add_argument("--suite", required=True, choices=SUITES, help="the suite to run (its checks, tags and options)")
     where = sp.add_mutually_exclusive_group()
@@ -424,9 +489,12 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     where.add_argument("--results", help="make the run in RESULTS/<node>/<run id> (default: results/ of the project)")
     sp.add_argument("--run-id", help=f"the run's id with --results (default: <UTC time>-<suite>; {RUN_ID_RE.pattern})")
     sp.add_argument("--node", help="the node's name in the results tree (default: its short hostname)")
-    sp.add_argument("--node-type", default="auto", help="the node type to judge against, or auto (default)")
+    sp.add_argument("--node-type", default="auto", help="the node type to judge against, or auto (default); a "
+                    "name without a reference file stops the run at once (exit 4)")  # fmt: skip
     sp.add_argument("--reference-dir", default=reference_dir, help="directory of <node_type>.yaml (%(default)s)")
     sp.add_argument("--facts", help="the node's facts JSON (default: gather them now)")
+    sp.add_argument("--host-only", action="store_true", help="run without a usable GPU: only the host checks can "
+                    "run then (default: a node without one stops at once, exit 3, unless its node type expects none)")
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
     sp.add_argument(

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "blas_core.h"
 
 using namespace gpuaccept;
 
@@ -61,53 +62,10 @@ int set_threads(int t) {
   mkl_set_num_threads(t);
   return mkl_get_max_threads();
 }
-// MKL's code branch for this CPU (MKL_ENABLE_INSTRUCTIONS can lower it).
-std::string blas_core() {
-  // Newer MKLs drop the old branches from mkl_types.h: each is named only where the header still has it.
-  const int branch = mkl_cbwr_get_auto_branch();
-#define GPUACCEPT_BRANCH(name) \
-  if (branch == name) return #name;
-#ifdef MKL_CBWR_AVX512_E1
-  GPUACCEPT_BRANCH(MKL_CBWR_AVX512_E1)
-#endif
-#ifdef MKL_CBWR_AVX512
-  GPUACCEPT_BRANCH(MKL_CBWR_AVX512)
-#endif
-#ifdef MKL_CBWR_AVX2
-  GPUACCEPT_BRANCH(MKL_CBWR_AVX2)
-#endif
-#ifdef MKL_CBWR_AVX
-  GPUACCEPT_BRANCH(MKL_CBWR_AVX)
-#endif
-#ifdef MKL_CBWR_SSE4_2
-  GPUACCEPT_BRANCH(MKL_CBWR_SSE4_2)
-#endif
-#ifdef MKL_CBWR_SSE4_1
-  GPUACCEPT_BRANCH(MKL_CBWR_SSE4_1)
-#endif
-#ifdef MKL_CBWR_SSSE3
-  GPUACCEPT_BRANCH(MKL_CBWR_SSSE3)
-#endif
-#ifdef MKL_CBWR_SSE3
-  GPUACCEPT_BRANCH(MKL_CBWR_SSE3)
-#endif
-#ifdef MKL_CBWR_SSE2
-  GPUACCEPT_BRANCH(MKL_CBWR_SSE2)
-#endif
-#ifdef MKL_CBWR_COMPATIBLE
-  GPUACCEPT_BRANCH(MKL_CBWR_COMPATIBLE)
-#endif
-#undef GPUACCEPT_BRANCH
-  return "unknown (branch " + std::to_string(branch) + ")";
-}
-// ISA of a code branch: avx512, avx2, avx, sse or unknown.
-std::string core_isa(const std::string& core) {
-  if (core.find("AVX512") != std::string::npos) return "avx512";
-  if (core == "MKL_CBWR_AVX2") return "avx2";
-  if (core == "MKL_CBWR_AVX") return "avx";
-  if (core.find("SSE") != std::string::npos || core == "MKL_CBWR_COMPATIBLE") return "sse";
-  return "unknown";
-}
+// MKL's code branch for this CPU (MKL_ENABLE_INSTRUCTIONS can lower it), by value (blas_core.h).
+std::string blas_core() { return mkl_branch_name(mkl_cbwr_get_auto_branch()); }
+// ISA of a code branch: avx512, avx2, avx, sse or unknown (AUTO: MKL maps the CPU to no branch of its own).
+std::string core_isa(const std::string& core) { return mkl_branch_isa(core); }
 #else
 const char* blas_library() { return "OpenBLAS"; }
 std::string blas_version() {
@@ -121,19 +79,8 @@ int set_threads(int t) {
 }
 // The core whose kernels OpenBLAS chose (DYNAMIC_ARCH: from CPUID, or OPENBLAS_CORETYPE).
 std::string blas_core() { return openblas_get_corename(); }
-// ISA of OpenBLAS's x86-64 cores (kernel/setparam-ref.c, driver/others/dynamic.c); anything not listed is
-// taken as SSE-only, the generic fallback (Prescott, Core2, Nehalem, Atom, Opteron, Barcelona...).
-std::string core_isa(const std::string& core) {
-  std::string c;
-  for (char ch : core) c += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const char* k : {"skylakex", "cooperlake", "sapphirerapids"})
-    if (c == k) return "avx512";
-  for (const char* k : {"haswell", "zen", "excavator"})
-    if (c == k) return "avx2";
-  for (const char* k : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
-    if (c == k) return "avx";
-  return c.empty() || c == "unknown" ? "unknown" : "sse";
-}
+// ISA of OpenBLAS's core (blas_core.h): anything it does not list is taken as the SSE-only generic fallback.
+std::string core_isa(const std::string& core) { return openblas_core_isa(core); }
 #endif
 
 int isa_rank(const std::string& isa) {
@@ -573,6 +520,9 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
                        std::string("0 when the BLAS runs generic pre-AVX2 kernels on a CPU with AVX2 (a misconfigured "
                                    "BLAS), 1 otherwise; here core ") + core + " (" + kisa + ") on a " + peak.isa + " CPU",
                        generic ? 0.0 : 1.0});
+  else if (core == "MKL_CBWR_AUTO")
+    waived.push_back({"blas_optimized_core", "MKL maps this CPU (" + peak.model + ") to no code branch of its own "
+                                             "(MKL_CBWR_AUTO, as on AMD CPUs): the ISA of its kernels cannot be told"});
   else
     waived.push_back({"blas_optimized_core", "cannot tell the ISA of the BLAS core '" + core + "' or of the CPU (" +
                                                peak.isa + ")"});

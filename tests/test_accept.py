@@ -1,0 +1,92 @@
+"""scripts/accept.sh (`make accept`): one exit-status contract with gpuaccept run (docs/exit-status.md): 0 accepted,
+1 rejected, 3 cannot judge, 4 bad input, and a closing line that says which (make can only exit 0 or 2). Run on a
+copy of the script with stand-ins: scripts/venv.sh, ansible-playbook (it leaves what gpuaccept run would leave,
+as tmp_path/play says) and gpuaccept show."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+NO_GPU = ("no NVIDIA GPU/driver on localhost: nvidia-smi not found (no NVIDIA kernel module): install the driver "
+          "with playbooks/provision.yml, or run on a GPU node")  # fmt: skip
+
+
+@pytest.fixture
+def tree(tmp_path):
+    for d in ("scripts", ".venv/bin", "playbooks", "inventories/local", "reference_values", "results"):
+        (tmp_path / d).mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "accept.sh", tmp_path / "scripts" / "accept.sh")
+    for suite in ("commission", "nightly", "evaluation"):
+        (tmp_path / "playbooks" / f"{suite}.yml").write_text("---\n")
+    for name in ("h100_sxm5_80gb", "h200"):
+        (tmp_path / "reference_values" / f"{name}.yaml").write_text("node_type: x\n")
+
+    def script(path: str, body: str) -> None:
+        (tmp_path / path).write_text(f"#!/bin/bash\n{body}\n")
+        (tmp_path / path).chmod(0o755)
+
+    script("scripts/venv.sh", "exit 0")
+    # The play: tmp_path/play holds "<exit-status or -> <playbook rc> [a line to print]".
+    script(".venv/bin/ansible-playbook", f"""echo "ansible-playbook $*" >> {tmp_path}/calls
+read status rc line < {tmp_path}/play
+[ -n "$line" ] && echo "fatal: [localhost]: FAILED! => msg: '$line'"
+if [ "$status" != - ]; then
+  mkdir -p results/localhost/20261125T000000Z-commission
+  echo "$status word" > results/localhost/20261125T000000Z-commission/exit-status
+fi
+exit $rc""")
+    script(".venv/bin/gpuaccept", 'echo "TABLE $*"')
+    return tmp_path
+
+
+def accept(tree: Path, play: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    (tree / "play").write_text(play + "\n")
+    return subprocess.run([str(tree / "scripts" / "accept.sh"), *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, check=False, timeout=60)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("play", "status", "last"),
+    [
+        ("0 0", 0, "accept: exit 0 (accepted)"),
+        ("1 2", 1, "accept: exit 1 (rejected)"),
+        ("3 2", 3, "accept: exit 3 (cannot judge)"),
+        (f"- 2 {NO_GPU}", 3, f"accept: exit 3 (cannot judge): {NO_GPU}"),
+        ("- 2", 3, "accept: exit 3 (cannot judge): the playbook stopped before a verdict (exit 2, above)"),
+        ("0 2", 3, "accept: exit 3 (cannot judge): the playbook failed after the verdict (exit 2, above)"),
+    ],
+)
+def test_the_exit_status_and_the_closing_line(tree, play, status, last):
+    res = accept(tree, play)
+    assert res.returncode == status, res.stdout + res.stderr
+    assert res.stdout.splitlines()[-1] == last
+    # The table once, from gpuaccept show, when there is a verdict.
+    assert res.stdout.count("TABLE show") == (0 if play.startswith("-") else 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["nightlly"], "unknown suite 'nightlly': the suites are commission nightly evaluation"),
+        (["commission", "inventories/nope"], "no inventory inventories/nope"),
+        (["commission", "inventories/local", "-e", "gpuaccept_node_type=h100_pcie"],
+         "unknown node type 'h100_pcie': no reference_values/h100_pcie.yaml; known node types: h100_sxm5_80gb, h200"),
+        (["commission", "inventories/local", "-egpuaccept_node_type=H100 gpuaccept_serial=2"],
+         "unknown node type 'H100'"),
+    ],
+)
+def test_bad_input_stops_before_anything_runs(tree, args, says):
+    res = accept(tree, "0 0", *args)
+    assert res.returncode == 4 and f"accept: exit 4 (bad input): {says}" in res.stdout, res.stdout + res.stderr
+    assert not (tree / "calls").exists()
+
+
+def test_a_known_node_type_and_host_only_reach_the_playbook(tree):
+    res = accept(tree, "0 0", "commission", "inventories/local", "-e", "gpuaccept_node_type=h200", HOST_ONLY="1")
+    assert res.returncode == 0, res.stdout + res.stderr
+    call = (tree / "calls").read_text()
+    assert "-e gpuaccept_host_only=true" in call and "-e gpuaccept_node_type=h200" in call
