@@ -10,9 +10,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import EVIDENCE, REFERENCE_DIR
 
-from gpuaccept.judge import bounds, verdict
+from gpuaccept.judge import bounds, references, verdict
 
 ACCEPTED_RUN = EVIDENCE / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
 OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
@@ -150,3 +151,51 @@ def test_without_a_known_datasheet_the_signs_are_still_bounded(run):
     assert limits.datasheet is None
     assert bounds.problem("gemm", "fp64_tflops_min", 1e300, limits) is None
     assert "zero or negative" in bounds.problem("bandwidth", "latency_d2h_max", -2.0, limits)
+
+
+# ------------------------------------------------------------------------------------------------
+# Reference values bounded the same way when loaded (gpuaccept.judge.references).
+
+
+def _references_with(tmp_path: Path, file: str, check: str, metric: str, **entry) -> Path:
+    """A copy of the shipped references with one entry of ``file`` changed."""
+    refs = tmp_path / "refs"
+    shutil.copytree(REFERENCE_DIR, refs)
+    path = refs / file
+    doc = yaml.safe_load(path.read_text())
+    doc["checks"][check][metric].update(entry)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return refs
+
+
+@pytest.mark.parametrize(
+    ("file", "check", "metric", "value", "says"),
+    [
+        ("gpus/h100_sxm5_80gb.yaml", "gemm", "fp64_tflops_min", 1e-9, "the smallest reference that judges anything"),
+        ("gpus/h100_sxm5_80gb.yaml", "gemm", "fp64_tflops_min", 80.0, "datasheet peak for fp64_tensor"),
+        ("gpus/h100_sxm5_80gb.yaml", "power", "idle_power_max_w", 1e-9, "below 1 W"),
+        ("gpus/h100_sxm5_80gb.yaml", "bandwidth", "d2d_min", 5000.0, "memory bandwidth"),
+        ("h100_sxm5_80gb_x8.yaml", "nccl", "allreduce_busbw_gbps_max", 1e-9, "below 0.01 GB/s"),
+    ],
+)
+def test_a_reference_value_out_of_bounds_is_refused(tmp_path, file, check, metric, value, says):
+    refs = _references_with(tmp_path, file, check, metric, value=value)
+    with pytest.raises(references.ReferenceError) as err:
+        references.load_all(refs)
+    text = str(err.value)
+    assert text.startswith(str(refs / file)) and f"checks.{check}.{metric}.value" in text and says in text, text
+
+
+def test_a_node_judged_against_a_reference_of_1e_9_is_rejected(run, tmp_path):
+    """The forged reference of issue 24 (1e-9 TFLOP/s, which accepted every node): the node is not accepted, and
+    the verdict names the file and the key."""
+    refs = _references_with(tmp_path, "gpus/h100_sxm5_80gb.yaml", "gemm", "fp64_tflops_min", value=1e-9)
+    v = judge(run, refs)
+    row = check_row(v, "references")
+    assert not v.accepted and row.status == verdict.FAIL and "checks.gemm.fp64_tflops_min.value" in row.reason
+
+
+def test_link_gates_without_a_value_still_load():
+    node_type = references.load_node_type(REFERENCE_DIR, NODE_TYPE)
+    gate = node_type.checks["bandwidth"]["h2d_pinned_min"]
+    assert gate.link_fraction and gate.value is None
