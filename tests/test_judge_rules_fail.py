@@ -199,3 +199,23 @@ def test_link_gates_without_a_value_still_load():
     node_type = references.load_node_type(REFERENCE_DIR, NODE_TYPE)
     gate = node_type.checks["bandwidth"]["h2d_pinned_min"]
     assert gate.link_fraction and gate.value is None
+
+
+# ------------------------------------------------------------------------------------------------
+# The document's device list: the GPU-count cross-check cannot be skipped by leaving it out.
+
+
+@pytest.mark.parametrize("doc", ["gemm", "bandwidth", "md_apoa1"])
+def test_a_gpu_document_without_its_devices_list_fails(run, doc):
+    edit(run / DOC[doc], lambda d: d.pop("devices"))
+    assert_rejected_by(judge(run), doc, "no 'devices' list")
+
+
+def test_a_gpu_document_listing_another_number_of_gpus_fails(run):
+    edit(run / DOC["gemm"], lambda d: d["devices"].append(dict(d["devices"][0], index=1)))
+    assert_rejected_by(judge(run), "gemm", "the benchmark saw 2 GPUs, the node has 1")
+
+
+def test_a_host_document_needs_no_devices_list(run):
+    edit(run / DOC["hpl_host"], lambda d: d.pop("devices", None))
+    assert judge(run).accepted
