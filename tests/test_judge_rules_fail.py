@@ -219,3 +219,168 @@ def test_a_gpu_document_listing_another_number_of_gpus_fails(run):
 def test_a_host_document_needs_no_devices_list(run):
     edit(run / DOC["hpl_host"], lambda d: d.pop("devices", None))
     assert judge(run).accepted
+
+
+# ------------------------------------------------------------------------------------------------
+# The rules that can fail a node, each with the smallest change that trips it.
+
+
+def _testcase(run: Path, check: str, change) -> None:
+    def apply(report: dict) -> None:
+        for r in report["runs"]:
+            for tc in r["testcases"]:
+                if tc.get("check_key") == check:
+                    change(tc)
+
+    edit(run / "reframe-report.json", apply)
+
+
+@pytest.mark.parametrize("result", ["abort", "aborted", None, "pending"])
+def test_a_reframe_result_neither_pass_nor_fail_fails_the_check(run, result):
+    _testcase(run, "gemm", lambda tc: tc.update(result=result))
+    assert_rejected_by(judge(run), "gemm", f"ReFrame recorded no result ({result!r})")
+
+
+def test_a_reframe_failure_before_sanity_fails_the_check(run):
+    _testcase(run, "gemm", lambda tc: tc.update(result="fail", fail_phase="run", fail_reason="time limit exceeded"))
+    assert_rejected_by(judge(run), "gemm", "run: time limit exceeded")
+
+
+def test_the_tools_own_error_fails_the_check(run):
+    edit(run / DOC["gemm"], lambda d: d.update(errors=["cublasLtMatmul failed: CUBLAS_STATUS_EXECUTION_FAILED"]))
+    assert_rejected_by(judge(run), "gemm", "CUBLAS_STATUS_EXECUTION_FAILED")
+
+
+def test_the_tools_failed_verification_fails_the_check(run):
+    edit(run / DOC["gemm"], lambda d: d.update(verification={"passed": False, "failures": ["fp64: C differs"]}))
+    assert_rejected_by(judge(run), "gemm", "verification failed: fp64: C differs")
+
+
+def test_the_power_samplers_failed_verification_fails_the_sampled_check(run):
+    edit(run / DOC["hplstyle_power"],
+         lambda d: d.update(verification={"passed": False, "failures": ["energy counter went backwards"]}))  # fmt: skip
+    assert_rejected_by(judge(run), "hplstyle", "power sampler: energy counter went backwards")
+
+
+def test_the_power_samplers_error_fails_the_sampled_check(run):
+    edit(run / DOC["hplstyle_power"], lambda d: d.update(errors=["nvmlDeviceGetTotalEnergyConsumption failed"]))
+    assert_rejected_by(judge(run), "hplstyle", "power sampler: nvmlDeviceGetTotalEnergyConsumption failed")
+
+
+def test_a_sampled_check_without_the_samplers_document_fails(run):
+    (run / DOC["hplstyle_power"]).unlink()
+    assert_rejected_by(judge(run), "hplstyle", "power sampler:")
+
+
+@pytest.mark.parametrize("reason", ["unknown_0x1000", "hw_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown"])
+def test_clocks_held_back_by_a_fault_or_an_unknown_reason_fail_the_power_check(run, reason):
+    edit(run / DOC["power"], lambda d: d["results"]["per_gpu"][0]["throttled_s"].update({reason: 2.5}))
+    assert_rejected_by(judge(run), "power", f"clocks held back by {reason} for 2.5 s")
+
+
+def test_the_power_cap_is_not_a_fault(run):
+    edit(run / DOC["power"], lambda d: d["results"]["per_gpu"][0]["throttled_s"].update(sw_power_cap=60.0))
+    assert judge(run).accepted
+
+
+def _hpl_run(run: Path, change) -> None:
+    edit(run / DOC["hplstyle"], lambda d: change(d["results"]["per_gpu"][0]["runs"][0]))
+
+
+def test_a_missing_hpl_scaled_residual_fails(run):
+    _hpl_run(run, lambda r: r.pop("scaled_residual"))
+    assert_rejected_by(judge(run), "hplstyle", "no scaled residual (None)")
+
+
+def test_an_hpl_residual_not_below_the_threshold_fails(run):
+    _hpl_run(run, lambda r: r.update(scaled_residual=16.0))
+    assert_rejected_by(judge(run), "hplstyle", "scaled residual 16 is not below 16")
+
+
+@pytest.mark.parametrize(("threshold", "says"), [(None, "no finite residual threshold"), (0.0, "outside (0, 16]"),
+                                                 (1e9, "outside (0, 16]")])  # fmt: skip
+def test_an_hpl_threshold_that_checks_nothing_fails(run, threshold, says):
+    edit(run / DOC["hplstyle"], lambda d: d["parameters"].update(threshold=threshold))
+    assert_rejected_by(judge(run), "hplstyle", says)
+
+
+def test_hpls_own_failed_residual_check_fails(run):
+    _hpl_run(run, lambda r: r.update(residual_verdict="FAILED"))
+    assert_rejected_by(judge(run), "hplstyle", "HPL's own residual check FAILED")
+
+
+def test_an_hpl_document_with_no_run_fails(run):
+    edit(run / DOC["hplstyle"], lambda d: d["results"]["per_gpu"][0].update(runs=[]))
+    assert_rejected_by(judge(run), "hplstyle", "no HPL run recorded")
+
+
+def test_a_failed_check_the_node_type_only_reports_still_rejects(run):
+    """Host HPL is reported only on the H100 (no judged reference): its absence rejects nothing, but a run of it
+    that failed (HPL's residual check) rejects the node."""
+    assert verdict.expectation(verdict.CHECKS["hpl_host"], references.load_node_type(REFERENCE_DIR, NODE_TYPE)) == (
+        verdict.REPORTED
+    )
+    edit(run / DOC["hpl_host"], lambda d: d["results"]["runs"][0].update(residual_verdict="FAILED"))
+    assert_rejected_by(judge(run), "hpl_host", "HPL's own residual check FAILED")
+
+
+def test_a_metric_without_a_reference_fails(run):
+    """A figure of a check the node type expects, with no reference of its own (the power sampler's energy, here
+    written into the power check's document): not a pass."""
+    assert "energy_j" not in references.load_node_type(REFERENCE_DIR, NODE_TYPE).checks["power"]
+    edit(run / DOC["power"], lambda d: d["metrics"].update(energy_j={"value": 8000.0, "unit": "J"}))
+    v = judge(run)
+    assert_rejected_by(v, "power", "a metric failed its reference: energy_j")
+    assert metric_row(v, "power", "energy_j").reason == "no reference value for this metric"
+
+
+def test_a_referenced_metric_not_measured_fails(run):
+    edit(run / DOC["gemm"], lambda d: d["metrics"].pop("fp64_tflops_min"))
+    v = judge(run)
+    assert not v.accepted and metric_row(v, "gemm", "fp64_tflops_min").reason.startswith("not measured")
+
+
+def test_a_figure_in_another_unit_than_its_reference_fails(run):
+    edit(run / DOC["gemm"], lambda d: d["metrics"]["fp64_tflops_min"].update(unit="GFLOP/s"))
+    v = judge(run)
+    assert not v.accepted and "the reference is in 'TFLOP/s'" in metric_row(v, "gemm", "fp64_tflops_min").reason
+
+
+def test_a_node_type_without_references_rejects_the_node(run):
+    v = judge(run, node_type="no_such_type")
+    row = check_row(v, "references")
+    assert not v.accepted and row.status == verdict.FAIL and "unknown node type" in row.reason
+
+
+def test_a_run_in_which_nothing_ran_is_not_accepted(run, tmp_path):
+    """A node type that expects no check of the suite, and a ReFrame report with no test case: every row is
+    unexpected or passes (the GPU count), yet nothing ran, so nothing is accepted."""
+    refs = tmp_path / "only-mpi"
+    refs.mkdir()
+    (refs / "only_mpi.yaml").write_text(yaml.safe_dump({
+        "schema": references.SCHEMA_V1, "node_type": "only_mpi", "description": "checks of another suite only",
+        "match": {"gpu_count": 1, "gpu_model": "NVIDIA H100 80GB HBM3"},
+        "sources": {"s": {"kind": "synthetic", "date": "2026-11-25", "reference": "this test"}},
+        "checks": {"mpi": {"host_latency_max": {"value": 2.0, "unit": "us", "upper": 0.5, "source": "s"}}},
+    }))  # fmt: skip
+    edit(run / "reframe-report.json", lambda r: r.update(runs=[]))
+    v = judge(run, refs, "only_mpi")
+    assert not v.accepted, verdict.table(v)
+    row = check_row(v, "suite")
+    assert row.status == verdict.NOT_RUN and "no check of the evaluation suite ran and passed" in row.reason
+    assert not verdict.decide([]) and not verdict.decide([verdict.Row("x", "m", verdict.PASS)])
+
+
+def test_an_expected_check_that_did_not_run_rejects_the_node(run):
+    edit(run / "reframe-report.json",
+         lambda r: [r_["testcases"].remove(tc) for r_ in r["runs"] for tc in list(r_["testcases"])
+                    if tc.get("check_key") == "md_apoa1"])  # fmt: skip
+    v = judge(run)
+    row = check_row(v, "md_apoa1")
+    assert not v.accepted and row.status == verdict.NOT_RUN and row.expected
+
+
+def test_a_gpu_missing_from_the_node_rejects_it(run):
+    edit(run / "node-facts.json", lambda f: f.update(gpus=[]))
+    v = judge(run)
+    assert not v.accepted and metric_row(v, "node", "gpu_count").status == verdict.FAIL
