@@ -13,7 +13,7 @@ import pytest
 import yaml
 from conftest import EVIDENCE, REFERENCE_DIR
 
-from gpuaccept.judge import bounds, references, verdict
+from gpuaccept.judge import bounds, metric_table, references, verdict
 
 ACCEPTED_RUN = EVIDENCE / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
 OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
@@ -138,7 +138,7 @@ def test_every_recorded_figure_is_within_its_physical_bounds():
                 check = "gemm"  # the power check's GEMM load: gpuaccept-gemm's document
             elif path.name == "power.json":
                 check = "hplstyle"  # the power sampler's, joined to a sampled check
-            if check not in bounds.metric_table.METRICS:
+            if check not in metric_table.METRICS:
                 continue
             seen += 1
             assert bounds.problems(check, doc.get("metrics") or {}, limits) == {}, path
