@@ -120,3 +120,27 @@ def test_the_playbooks_summary_tasks_on_the_controller(results, tmp_path):
     assert "4 node(s): 1 accepted, 1 rejected, 2 missing" in res.stdout
     doc = json.loads((results / "fleet-commission.json").read_text())
     assert [n["verdict"] for n in doc["nodes"]] == ["pass", "fail", "missing", "missing"]
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"rows": "not a list"}, "'rows' is a JSON str, not a list"),
+        ({"rows": {"check": "gemm"}}, "'rows' is a JSON dict, not a list"),
+        ({"rows": [1, 2]}, "'rows' holds something other than objects"),
+        ({"failed_checks": 7}, "'failed_checks' is not a list of check names"),
+    ],
+)
+def test_a_verdict_whose_rows_are_not_a_list_is_reported_unreadable(results, change, says):
+    """gpuaccept fleet does not crash on it: that node's verdict is UNREADABLE (not accepted), the others stand."""
+    path = results / H100[0] / "20261122T060000Z-commission" / "verdict.json"
+    path.parent.mkdir()
+    doc = json.loads(next((results / H100[0]).glob("*/verdict.json")).read_text())
+    path.write_text(json.dumps({**doc, **change}))
+    res = subprocess.run([*GPUACCEPT, "fleet", str(results), "--suite", "commission"], capture_output=True, text=True,
+                         check=False)  # fmt: skip
+    assert res.returncode == 1, res.stdout + res.stderr
+    line = next(line for line in res.stdout.splitlines() if line.startswith(H100[0]))
+    assert "UNREADABLE" in line and says in line, res.stdout
+    assert "REJECTED" in next(line for line in res.stdout.splitlines() if line.startswith(H100[1]))
+    assert "1 unreadable" in res.stdout

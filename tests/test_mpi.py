@@ -128,7 +128,7 @@ def test_the_gpu_buffer_build_compiles(tmp_path):
     assert (tmp_path / "gpuaccept-mpi-cuda").exists()
 
 
-@pytest.mark.parametrize("lat_ref, verdict", [(1.0e4, "pass"), (1.0e-4, "fail")])
+@pytest.mark.parametrize("lat_ref, verdict", [(1.0e4, "pass"), (0.01, "fail")])
 def test_mpi_check_through_reframe(tmp_path, monkeypatch, lat_ref, verdict):
     """The ReFrame check on a partition with the mpi feature and the mpirun launcher, two ranks on this host;
     a latency reference it cannot meet fails it."""

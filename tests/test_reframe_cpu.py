@@ -35,7 +35,7 @@ checks:
 HPCC = shutil.which("hpcc")
 REF_HPL = """\
   hpl_host:
-    gflops: {value: 0.001, unit: GFLOP/s, lower: 0.9, wide_tolerance: CI test, source: synthetic}
+    gflops: {value: 1.0, unit: GFLOP/s, lower: 0.9, wide_tolerance: CI test, source: synthetic}
     residual_max: {value: 1.0, unit: ratio, upper: 15.0, wide_tolerance: CI test, source: synthetic}
 """
 

@@ -69,13 +69,15 @@ def test_host_figures_are_reported_and_link_figures_judged_against_the_link(nigh
 
 
 def test_a_link_trained_down_fails_and_the_gate_follows_the_link_nvml_reports(nightly):
-    # The same copies on a link NVML reports as Gen4 x16: the gate halves, and they pass it.
+    # Copies of a Gen4 x16 link (half the Gen5 figures) where NVML reports Gen4 x16: the gate halves, and they
+    # pass it. (The Gen5 figures themselves are impossible on a Gen4 link: test_judge_rules_fail.py.)
     edit(nightly / "node-facts.json", lambda f: [g.update(pcie_gen_max=4) for g in f["gpus"]])
+    for metric in ("h2d_pinned_min", "d2h_pinned_min", "bidir_pinned_min"):
+        scale(nightly, "bandwidth", metric, 0.5)
     gen4 = rows(judge(nightly))[("bandwidth", "h2d_pinned_min")]
     assert gen4.status == "pass" and gen4.reference == pytest.approx(0.8 * 31.5, rel=1e-3)
     # Copies of a Gen4 link on a node whose GPUs report Gen5: the gate of Gen5 rejects them.
     edit(nightly / "node-facts.json", lambda f: [g.update(pcie_gen_max=5) for g in f["gpus"]])
-    scale(nightly, "bandwidth", "h2d_pinned_min", 0.5)
     v = judge(nightly)
     row = rows(v)[("bandwidth", "h2d_pinned_min")]
     assert not v.accepted and row.status == "fail" and "of the link (PCIe Gen5 x16" in row.reason

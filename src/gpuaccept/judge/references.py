@@ -28,7 +28,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from gpuaccept.judge import link, metric_table
+from gpuaccept.judge import bounds, link, metric_table
 
 SCHEMA_V1 = "gpuaccept.references/1"  # one file holding both layers
 SCHEMA = "gpuaccept.references/2"  # a node type naming its GPU SKU: the node layer only
@@ -556,6 +556,7 @@ def _parse_metric(
     sources: dict,
     layers: tuple[str, ...],
     host_baseline: bool = False,
+    limits: bounds.Limits | None = None,
 ) -> MetricReference:
     context = f"checks.{check}.{name}"
     try:
@@ -592,6 +593,7 @@ def _parse_metric(
     informational = entry.get("informational")
     common = {"where": where, "layer": layer, "source_kind": kind, "owner": owner, "band": band}
     if informational is not None:
+        _bounded(path, entry, context, value, bounds.problem(check, name, value, limits or bounds.Limits()))
         return MetricReference(check, name, unit, value, None, None, source, informational, **common)
     if link_fraction is not None:
         if owner != metric_table.LINK:
@@ -610,6 +612,9 @@ def _parse_metric(
                     "link NVML reports), not a value measured on another machine's link")  # fmt: skip
     if value is None or value <= 0:
         raise _fail(path, entry, "value", f"{context}.value must be a positive number, not {_show(value)}")
+    # Out of the metric's physical bounds (above the GPU model's datasheet), or too small to judge anything.
+    _bounded(path, entry, context, value,
+             bounds.reference_problem(check, name, value, lower is not None, limits or bounds.Limits()))  # fmt: skip
     if "wide_tolerance" not in entry:
         for key, tol in (("lower", lower), ("upper", upper)):
             if tol is not None and tol > MAX_TOLERANCE:
@@ -621,8 +626,27 @@ def _parse_metric(
     return MetricReference(check, name, unit, value, lower, upper, source, None, **common)
 
 
+def _bounded(path: Path, entry: _Mapping, context: str, value: float | None, why: str | None) -> None:
+    """A reference value out of bounds (gpuaccept.judge.bounds) refused, naming the file, the line and the key."""
+    if value is not None and why:
+        raise _fail(path, entry, "value", f"{context}.value {value:g} cannot be a reference: {why}")
+
+
+def _limits(path: Path, reference_dir: Path, names: list[str], pci_device_ids: list[str], gpus: int) -> bounds.Limits:
+    """The physical bounds of a file's values: its GPU model's datasheet and GPU count (gpuaccept.judge.bounds)."""
+    try:
+        return bounds.model_limits(reference_dir, names, pci_device_ids, gpus)
+    except bounds.BoundsError as err:
+        raise ReferenceError(f"{path}: cannot bound its values: {err}") from None
+
+
 def _parse_checks(
-    path: Path, doc: _Mapping, sources: dict, layers: tuple[str, ...], host_baseline: bool = False
+    path: Path,
+    doc: _Mapping,
+    sources: dict,
+    layers: tuple[str, ...],
+    host_baseline: bool = False,
+    limits: bounds.Limits | None = None,
 ) -> dict[str, dict[str, MetricReference]]:
     checks: dict[str, dict[str, MetricReference]] = {}
     for check, metrics in doc["checks"].items():
@@ -632,7 +656,7 @@ def _parse_checks(
                 f"checks: unknown check {check!r} (known: {', '.join(sorted(metric_table.METRICS))})",
             )
         checks[check] = {
-            name: _parse_metric(path, check, name, entry, sources, layers, host_baseline)
+            name: _parse_metric(path, check, name, entry, sources, layers, host_baseline, limits)
             for name, entry in metrics.items()
         }
     return checks
@@ -661,8 +685,9 @@ def load_gpu(path: str | Path) -> GpuSku:
     except ReferenceError as err:
         raise _fail(path, doc, "sku", str(err)) from None
     sources = {k: dict(v) for k, v in doc["sources"].items()}
-    checks = _parse_checks(path, doc, sources, (metric_table.GPU,))
     match = doc["match"]
+    limits = _limits(path, path.parent.parent, list(match["names"]), list(match.get("pci_device_ids") or []), 1)
+    checks = _parse_checks(path, doc, sources, (metric_table.GPU,), limits=limits)
     health = doc.get("health")
     if health is not None and health.get("source") not in sources:
         key = "source" if "source" in health else None
@@ -700,7 +725,9 @@ def load_file(path: str | Path) -> NodeType:
     if doc["schema"] == SCHEMA_V1:
         if match["gpu_count"] > 0 and "gpu_model" not in match:
             raise _fail(path, match, None, "match: required key 'gpu_model' is missing")
-        checks = _parse_checks(path, doc, sources, metric_table.LAYERS)
+        models = [match["gpu_model"]] if match.get("gpu_model") else []
+        limits = _limits(path, path.parent, models, [], match["gpu_count"])
+        checks = _parse_checks(path, doc, sources, metric_table.LAYERS, limits=limits)
         return NodeType(name, path, doc["description"], dict(match), sources, checks, extra)
 
     try:
@@ -712,7 +739,8 @@ def load_file(path: str | Path) -> NodeType:
         known = ", ".join(sorted(p.stem for p in (path.parent / GPU_DIR).glob("*.yaml"))) or "none"
         raise _fail(path, doc, "gpu", f"gpu {sku_name!r}: no GPU SKU file {sku_path} (known SKUs: {known})")
     sku = load_gpu(sku_path)
-    node_checks = _parse_checks(path, doc, sources, (metric_table.NODE,))
+    limits = _limits(path, path.parent, sku.names, sku.pci_device_ids, doc["gpu_count"])
+    node_checks = _parse_checks(path, doc, sources, (metric_table.NODE,), limits=limits)
     for sid, src in sku.sources.items():
         if sid in sources and sources[sid] != src:
             raise _fail(path, doc["sources"], sid, f"source {sid!r} differs from the one of the same id in {sku_path}")

@@ -3,7 +3,8 @@ truth, so each rule reads it and says what is wrong, with the file named.
 
 - ``load_document``: missing, empty, not a regular file, too large, not UTF-8, not JSON, or not a
   ``gpuaccept.bench/1`` document by its schema: a problem naming the file, never an empty document.
-- ``document_problems``: the tool's own errors, its failed verification, and a GPU it did not see.
+- ``document_problems``: the tool's own errors, its failed verification, and a GPU it did not see (a GPU check's
+  document must list its ``devices``).
 - ``hpl_problems``: HPL's correctness rule on every run the document lists (residual below a finite threshold of
   at most 16, PASSED, output not cut short).
 - ``throttle_problems``: clocks held back under load by anything but the power cap.
@@ -135,13 +136,16 @@ def load_document(path: Path) -> dict[str, Any]:
 
 def document_problems(doc: dict[str, Any], path: Path, gpus_seen_by_node: int | None) -> list[str]:
     """What the tool itself reported as wrong (errors, failed verification), and a GPU count other than the
-    node's (``gpus_seen_by_node``; None for host checks)."""
+    node's (``gpus_seen_by_node``; None for host checks), or no ``devices`` list to count them in."""
     problems = [f"{path.name}: error: {e}" for e in doc.get("errors") or []]
     verification = doc["verification"]
     if not verification["passed"]:
         failures = verification.get("failures") or []
         problems.append(f"{path.name}: verification failed: " + ("; ".join(failures[:5]) or "no details"))
-    if gpus_seen_by_node is not None and "devices" in doc:
+    if gpus_seen_by_node is not None and "devices" not in doc:
+        # Without it the GPU-count cross-check cannot be made: a document that hides a missing GPU is not a pass.
+        problems.append(f"{path.name}: no 'devices' list: the GPUs the benchmark measured cannot be counted")
+    elif gpus_seen_by_node is not None:
         seen = len(doc["devices"])
         if seen != gpus_seen_by_node:
             problems.append(f"{path.name}: the benchmark saw {seen} GPUs, the node has {gpus_seen_by_node}")

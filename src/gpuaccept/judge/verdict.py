@@ -20,7 +20,7 @@ from typing import Any
 import tabulate
 
 from gpuaccept import __version__
-from gpuaccept.judge import health_rules, metric_table, rules
+from gpuaccept.judge import bounds, health_rules, metric_table, rules
 from gpuaccept.judge.checks import CHECKS, POWER_FILE, SUITES, in_suite
 from gpuaccept.judge.references import (
     NODE_BASELINE_FILE,
@@ -327,6 +327,7 @@ def _judge_case(
     moved: list[tuple[Path, Path]],
     run_dir: str | Path | None,
     adjust: Adjust | None = None,
+    limits: bounds.Limits | None = None,
 ) -> tuple[Row, list[Row]]:
     """One test case of a check: its row and its metric rows, from its benchmark document."""
     check = CHECKS[check_key]
@@ -383,6 +384,13 @@ def _judge_case(
     if adjust is not None:  # gpuaccept sensitivity: the same documents with figures made worse, in memory only
         metrics = {name: _adjusted(check_key, name, m, adjust) for name, m in metrics.items()}
     rows = _metric_rows(check_key, metrics, waived, node_type, why_no_refs)
+    # A figure out of its physical bounds (above the datasheet or the link, zero or negative) is a broken or forged
+    # measurement: it fails the check whatever its reference says (gpuaccept.judge.bounds).
+    impossible = bounds.problems(check_key, metrics, limits or bounds.Limits())
+    problems += list(impossible.values())
+    for r in rows:
+        if r.metric in impossible:
+            r.status, r.reason = FAIL, impossible[r.metric]
     failed_metrics = [r.metric for r in rows if r.status == FAIL]
     if problems:
         row = Row(check_key, None, FAIL, reason="; ".join(problems))
@@ -441,6 +449,11 @@ def build(
                 node_type = with_node_baseline(node_type, load_node_baseline(baseline_path))
             except ReferenceError as err:
                 rows.append(Row("references", "node_baseline", FAIL, reason=str(err)))
+    try:  # what no figure of this node can exceed: its GPU model's datasheet, its PCIe link (judge/bounds.py)
+        limits = bounds.node_limits(facts, reference_dir)
+    except bounds.BoundsError as err:
+        limits = bounds.Limits()  # the signs alone
+        rows.append(Row("references", "datasheet", FAIL, reason=f"cannot bound the figures: {err}"))
     if node_type is not None and node_type.node_layer_missing:
         # A known GPU SKU with no node type file for this GPU count: per-GPU verdicts only; not accepted.
         rows.append(Row("references", "node_layer", NOT_RUN, reason=node_type.node_layer_missing))
@@ -490,7 +503,7 @@ def build(
             continue
         for tc in mine:
             row, metric_rows = _judge_case(
-                tc, check.key, node_type, why_no_refs, facts, expected_gpus, moved, run_dir, adjust
+                tc, check.key, node_type, why_no_refs, facts, expected_gpus, moved, run_dir, adjust, limits
             )
             if row.status == NOT_RUN and expected and _reports_only(check, node_type):
                 # An optional backend the site has not installed, whose figures the node type only reports (host

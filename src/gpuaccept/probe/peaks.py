@@ -48,6 +48,8 @@ class GpuPeaks:
     tflops: dict[str, float]
     source: str
     reference: str
+    memory_gbps: float | None = None  # the GPU memory bandwidth (GB/s): the judge's bound on a device copy
+    max_power_w: float | None = None  # the maximum board power (W): the judge's bound on an average power
 
 
 def load(path: str | Path) -> list[GpuPeaks]:
@@ -81,6 +83,12 @@ def load(path: str | Path) -> list[GpuPeaks]:
                 raise PeaksError(f"{where}.tflops.{prec}: unknown precision (known: {', '.join(PRECISIONS)})")
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise PeaksError(f"{where}.tflops.{prec}: {value!r} is not a positive number")
+        limits = {}
+        for lim in ("memory_gbps", "max_power_w"):
+            value = g.get(lim)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+                raise PeaksError(f"{where}.{lim}: {value!r} is not a positive number")
+            limits[lim] = None if value is None else float(value)
         source = g.get("source")
         if source not in sources:
             raise PeaksError(f"{where}.source: {source!r} is not under 'sources'")
@@ -88,7 +96,7 @@ def load(path: str | Path) -> list[GpuPeaks]:
         if not isinstance(reference, str) or not reference:
             raise PeaksError(f"{path}: sources.{source}.reference: the datasheet it comes from")
         out.append(GpuPeaks(str(key), tuple(names), tuple(i.lower() for i in ids),
-                            {p: float(v) for p, v in tflops.items()}, source, reference))
+                            {p: float(v) for p, v in tflops.items()}, source, reference, **limits))
     return out
 
 

@@ -17,6 +17,7 @@ import tabulate
 from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
 
 MISSING = "missing"
+UNREADABLE = "unreadable"  # a verdict.json whose rows or failed checks are not what the judge writes
 SUMMARY_SCHEMA = "gpuaccept.fleet/1"
 
 
@@ -25,7 +26,7 @@ class Entry:
     node: str
     node_type: str
     suite: str
-    verdict: str  # pass, fail, missing
+    verdict: str  # pass, fail, missing, unreadable
     failed_checks: list[str] = field(default_factory=list)
     not_run_checks: list[str] = field(default_factory=list)
     run: str = ""
@@ -46,9 +47,14 @@ def _entry(path: Path) -> Entry:
         raise FleetError(
             f"{path}: not a gpuaccept verdict (schema {doc.get('schema') if isinstance(doc, dict) else None!r})"
         )
-    rows = doc.get("rows") or []
-    failed = list(doc.get("failed_checks") or [])
-    not_run = sorted({r["check"] for r in rows if r.get("metric") is None and r.get("status") == NOT_RUN} & set(failed))
+    rows, failed = doc.get("rows") or [], doc.get("failed_checks") or []
+    broken = _unreadable(rows, failed)
+    if broken:  # counted as not accepted, and the summary goes on for the other nodes
+        return Entry(path.parent.parent.name, str(doc.get("node_type") or ""), str(doc.get("suite") or ""), UNREADABLE,
+                     run=path.parent.name, reason=f"{path}: verdict unreadable: {broken}")  # fmt: skip
+    failed = list(failed)
+    not_run_rows = {r.get("check") for r in rows if r.get("metric") is None and r.get("status") == NOT_RUN}
+    not_run = sorted(not_run_rows & set(failed))
     return Entry(
         node=path.parent.parent.name,  # the directory the playbook fetched to: the inventory name
         node_type=doc.get("node_type", ""),
@@ -59,6 +65,17 @@ def _entry(path: Path) -> Entry:
         run=path.parent.name,
         finished_unix=doc.get("finished_unix"),
     )
+
+
+def _unreadable(rows: Any, failed: Any) -> str:
+    """What makes a verdict's rows or failed checks unreadable ("" when they read as the judge writes them)."""
+    if not isinstance(rows, list):
+        return f"'rows' is a JSON {type(rows).__name__}, not a list"
+    if not all(isinstance(r, dict) for r in rows):
+        return "'rows' holds something other than objects"
+    if not isinstance(failed, list) or not all(isinstance(c, str) for c in failed):
+        return "'failed_checks' is not a list of check names"
+    return ""
 
 
 def collect(results: str | Path, suite: str | None = None, nodes: list[str] | None = None) -> list[Entry]:
@@ -91,7 +108,7 @@ def table(entries: list[Entry]) -> str:
             e.node,
             e.node_type or "-",
             e.suite or "-",
-            {PASS: "ACCEPTED", FAIL: "REJECTED"}.get(e.verdict, "MISSING"),
+            {PASS: "ACCEPTED", FAIL: "REJECTED", UNREADABLE: "UNREADABLE"}.get(e.verdict, "MISSING"),
             ", ".join(
                 [
                     *[c for c in e.failed_checks if c not in e.not_run_checks],
@@ -105,9 +122,10 @@ def table(entries: list[Entry]) -> str:
     ]
     text = tabulate.tabulate(lines, headers=header, tablefmt="simple", disable_numparse=True)
     out = [line.rstrip() for line in text.splitlines()]
-    counts = {v: sum(e.verdict == v for e in entries) for v in (PASS, FAIL, MISSING)}
+    counts = {v: sum(e.verdict == v for e in entries) for v in (PASS, FAIL, MISSING, UNREADABLE)}
     out.append("")
-    out.append(f"{len(entries)} node(s): {counts[PASS]} accepted, {counts[FAIL]} rejected, {counts[MISSING]} missing")
+    line = f"{len(entries)} node(s): {counts[PASS]} accepted, {counts[FAIL]} rejected, {counts[MISSING]} missing"
+    out.append(line + (f", {counts[UNREADABLE]} unreadable" if counts[UNREADABLE] else ""))
     return "\n".join(out)
 
 
