@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.layout import PROJECT_ROOT
 from gpuaccept.probe import document
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = PROJECT_ROOT / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
 #: Where the gpuaccept_bench role builds the benchmarks (gpuaccept_bench_build_dir's default, relative to the
 #: project root); the checks use the binaries found there instead of compiling them (docs/ansible.md).

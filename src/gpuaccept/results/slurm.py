@@ -26,8 +26,9 @@ from gpuaccept import redact
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import summarize, verdict
 from gpuaccept.judge.references import check_name
+from gpuaccept.layout import PROJECT_ROOT, REPORT_FILE, VERDICT_FILE
 
-TEMPLATE = Path(__file__).resolve().parents[3] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
+TEMPLATE = PROJECT_ROOT / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
 SCHEDULERS = ("squeue", "slurm")  # squeue: no accounting database needed; slurm: sacct
 LAUNCHERS = ("local", "srun", "mpirun")
 
@@ -261,7 +262,7 @@ def judge(
                     + (f"; test cases without a node: {', '.join(orphans)}" if orphans else "")
                 )
             else:
-                write_text_atomic(run_dir / "reframe-report.json", json.dumps(mine, indent=2) + "\n")
+                write_text_atomic(run_dir / REPORT_FILE, json.dumps(mine, indent=2) + "\n")
             # The one judge, as for a node's own run: its facts (gathered on the node through srun; missing
             # facts are a failed input row naming the file), its share of the report, its node type.
             result, _written = summarize.judge_run_dir(
@@ -280,7 +281,7 @@ def announce(judged: list[verdict.Verdict], run_id: str, pushgateway_url: str | 
     """After a Slurm run is judged (``gpuaccept run --slurm-inventory``, ``gpuaccept slurm-judge``): each node's
     verdict line and file, its push to the Pushgateway, and the drain of a rejected node, as asked."""
     for r in judged:
-        print(f"{verdict.headline(r)}  -> {Path(r.run_dir) / 'verdict.json'}")
+        print(f"{verdict.headline(r)}  -> {Path(r.run_dir) / VERDICT_FILE}")
         if pushgateway_url:
             from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
