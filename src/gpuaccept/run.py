@@ -507,7 +507,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     sp.add_argument(
         "--reframe-config",
         help="the ReFrame configuration (the gpuaccept_reframe role's); default: written into the run directory "
-        "from the role's template (gpuaccept reframe-config)",
+        "by gpuaccept.rfmconfig (gpuaccept reframe-config)",
     )
     sp.add_argument("--bench-dir", help=f"prebuilt benchmarks, for a generated configuration ({rfmconfig.BENCH_DIR})")
     sp.add_argument("--checks-dir", default=CHECKS_DIR, help="the ReFrame checks (%(default)s)")
@@ -535,7 +535,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
 
     sp = sub.add_parser(
         "reframe-config",
-        help="write this node's ReFrame configuration from the gpuaccept_reframe role's template (no Ansible)",
+        help="write this node's ReFrame configuration as the gpuaccept_reframe role does (no Ansible)",
     )
     sp.add_argument("--output", required=True, help="the ReFrame configuration file to write (atomically)")
     sp.add_argument("--node-type", default="auto", help="the node type, or auto (default: detect it)")
