@@ -15,6 +15,7 @@ from typing import Any
 import tabulate
 
 from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
+from gpuaccept.layout import VERDICT_FILE
 
 MISSING = "missing"
 SUMMARY_SCHEMA = "gpuaccept.fleet/1"
@@ -67,7 +68,7 @@ def collect(results: str | Path, suite: str | None = None, nodes: list[str] | No
     if not results.is_dir():
         raise FleetError(f"{results}: not a directory (the results tree the playbooks fetch to)")
     newest: dict[tuple[str, str], Entry] = {}
-    for path in sorted(results.glob("*/*/verdict.json")):
+    for path in sorted(results.glob(f"*/*/{VERDICT_FILE}")):
         entry = _entry(path)
         if suite and entry.suite != suite:
             continue
