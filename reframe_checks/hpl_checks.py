@@ -30,13 +30,14 @@ from reframe.core.exceptions import SanityError
 
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge.checks import CHECKS, tags_for
+from gpuaccept.layout import PROJECT_ROOT
 from gpuaccept.probe import hpl, hpl_dat
 from gpuaccept.probe.document import utc_iso
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 #: Where the gpuaccept_hpl role describes the xhpl it installed: gpuaccept_hpl_prefix/gpuaccept-hpl.json, by
 #: default <project root>/hpl, the project root being where these checks live (GPUACCEPT_HPL_DESCRIPTOR overrides).
-_HPL_PREFIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hpl")
+_HPL_PREFIX = str(PROJECT_ROOT / "hpl")
 NVIDIA_HPL_DESCRIPTOR = os.environ.get("GPUACCEPT_HPL_DESCRIPTOR", os.path.join(_HPL_PREFIX, "gpuaccept-hpl.json"))
 #: The netlib HPL 2.3 builds of the same role: gpuaccept_hpl_prefix/gpuaccept-hpl-{host,cuda}.json.
 HOST_HPL_DESCRIPTOR = os.environ.get(

@@ -1,18 +1,17 @@
-"""Runs gpuaccept's ReFrame checks for real on this (GPU-less) machine, with a configuration rendered from
-the gpuaccept_reframe role's own template."""
+"""Runs gpuaccept's ReFrame checks for real on this (GPU-less) machine, with a configuration written by
+gpuaccept.rfmconfig, as the gpuaccept_reframe role writes it."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import jinja2
 from conftest import ROOT
 
-TEMPLATE = ROOT / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
+from gpuaccept import rfmconfig
+
 VENV = Path(sys.prefix)
 
 
@@ -27,21 +26,9 @@ def blas_extras() -> dict[str, str]:
 
 
 def render_config(path: Path, node_type: str, reference_dir: Path, facts: dict, facts_file: Path) -> Path:
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    env.filters["to_json"] = json.dumps
-    env.filters["comment"] = lambda text: "\n".join(f"# {line}" for line in str(text).splitlines())
     extras = {"node_type": node_type, "reference_dir": str(reference_dir), "gpu_count": len(facts["gpus"]),
               "facts_file": str(facts_file), "cuda_arch": "", "git_revision": "test", **blas_extras()}
-    text = env.from_string(TEMPLATE.read_text()).render(
-        ansible_managed="rendered by tests/rfm_support.py",
-        inventory_hostname="localhost",
-        _gpuaccept_reframe_node_type=node_type,
-        _gpuaccept_reframe_facts_file=str(facts_file),
-        _gpuaccept_reframe_gpus=facts["gpus"],
-        _gpuaccept_reframe_extras=extras,
-        _gpuaccept_reframe_nvcc="nvcc",
-    )
-    path.write_text(text)
+    path.write_text(rfmconfig.text("localhost", node_type, len(facts["gpus"]), extras, "nvcc", "tests/rfm_support.py"))
     return path
 
 

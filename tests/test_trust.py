@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import EVIDENCE, REFERENCE_DIR
 
+from gpuaccept import layout
 from gpuaccept.cli import main
 from gpuaccept.judge import exporter, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS
@@ -115,7 +116,7 @@ def retry(run: Path, k: int, checks: list[str]) -> Path:
     d.mkdir()
     shutil.copytree(run / "reframe", d / "reframe")
     shutil.copy(run / "reframe-report.json", d / "reframe-report.json")
-    (d / summarize.RETRIED_FILE).write_text(json.dumps(checks))
+    (d / layout.RETRIED_FILE).write_text(json.dumps(checks))
     return d
 
 

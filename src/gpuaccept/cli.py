@@ -20,12 +20,12 @@ from gpuaccept import __version__, cli_fleet, helptext, redact, run
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
+from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, PROJECT_ROOT, REPORT_FILE, VERDICT_FILE
 from gpuaccept.probe import crosscheck, facts, health, peaks, power, powercheck
 from gpuaccept.results import baseline, compare, sensitivity
 
 EXIT_REJECTED = 1
 EXIT_INPUT = 4
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_reference_dir() -> Path:
@@ -130,8 +130,8 @@ def cmd_summarize(args: argparse.Namespace) -> int:
 
         grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance)
         print(f"\npushed:  {redact.url(args.pushgateway)} (job {pushgateway.JOB}, {grouping})")
-    print(f"\nreport:  {run_dir / 'verdict.json'}")
-    print(f"reframe: {run_dir / 'reframe-report.json'}")
+    print(f"\nreport:  {run_dir / VERDICT_FILE}")
+    print(f"reframe: {run_dir / REPORT_FILE}")
     for path in written[1:]:
         print(f"prom:    {path}")
     return 0 if result.accepted else EXIT_REJECTED
@@ -139,7 +139,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
 
 def _newest_verdicts(results: Path, newer_than: float | None) -> list[Path]:
     """verdict.json files under a results tree, newest run per node first."""
-    found = [p for p in results.rglob("verdict.json") if newer_than is None or p.stat().st_mtime > newer_than]
+    found = [p for p in results.rglob(VERDICT_FILE) if newer_than is None or p.stat().st_mtime > newer_than]
     newest: dict[Path, Path] = {}
     for p in sorted(found, key=lambda p: p.stat().st_mtime):
         newest[p.parent.parent] = p  # results/<node>/<run>/verdict.json: the last one per node wins
@@ -148,7 +148,7 @@ def _newest_verdicts(results: Path, newer_than: float | None) -> list[Path]:
 
 def cmd_show(args: argparse.Namespace) -> int:
     path = Path(args.run_dir)
-    if path.is_dir() and not (path / "verdict.json").exists():
+    if path.is_dir() and not (path / VERDICT_FILE).exists():
         since = None
         if args.newer_than:
             try:
@@ -158,20 +158,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         paths = _newest_verdicts(path, since)
         if not paths:
             raise InputError(
-                f"{path}: no verdict.json from this run: the suite did not get to judge the node "
+                f"{path}: no {VERDICT_FILE} from this run: the suite did not get to judge the node "
                 "(see the playbook's output above)"
             )
         return max(cmd_show(argparse.Namespace(run_dir=str(p), newer_than=None)) for p in paths)
-    path = path / "verdict.json" if path.is_dir() else path
+    path = path / VERDICT_FILE if path.is_dir() else path
     try:
         result = verdict.Verdict.from_json(_load_json(str(path), "verdict"))
     except ValueError as err:
         raise InputError(f"{path}: {err}") from None
     print(verdict.table(result))
     print(f"\nreport:  {path}")
-    if (path.parent / "reframe-report.json").exists():
-        print(f"reframe: {path.parent / 'reframe-report.json'}")
-    prom = path.parent / "gpuaccept.prom"
+    if (path.parent / REPORT_FILE).exists():
+        print(f"reframe: {path.parent / REPORT_FILE}")
+    prom = path.parent / METRICS_FILE
     if prom.exists():
         print(f"prom:    {prom}")
     return 0 if result.accepted else EXIT_REJECTED
@@ -184,9 +184,9 @@ def _write_node_baseline(
     to results/<node>/node-baseline.yaml, where the judge finds them (docs/verdicts.md)."""
     nodes = set()
     for d in run_dirs:
-        found = sorted(d.rglob(summarize.VERDICT_FILE))
+        found = sorted(d.rglob(VERDICT_FILE))
         if not found:
-            raise InputError(f"{d}: no {summarize.VERDICT_FILE}: a node baseline comes from judged runs")
+            raise InputError(f"{d}: no {VERDICT_FILE}: a node baseline comes from judged runs")
         for path in found:
             v = _load_json(str(path), "verdict")
             if v.get("verdict") != "pass" or v.get("node_type") != node_type:
@@ -332,8 +332,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         raise InputError(f"--loss {args.loss!r}: each fraction between 0 and 1")
     run_dirs = [Path(p) for p in args.runs]
     for d in run_dirs:
-        if not (d / summarize.VERDICT_FILE).is_file():
-            raise InputError(f"{d}: no {summarize.VERDICT_FILE}: give run directories made by gpuaccept run")
+        if not (d / VERDICT_FILE).is_file():
+            raise InputError(f"{d}: no {VERDICT_FILE}: give run directories made by gpuaccept run")
     figures, notes = sensitivity.measure(run_dirs, Path(args.reference_dir), losses)
     print(sensitivity.table(figures, losses))
     for note in notes:
@@ -459,8 +459,8 @@ def cmd_peaks(args: argparse.Namespace) -> int:
         raise InputError(f"{doc_path}: cannot read the benchmark document: {err.strerror}") from None
     except json.JSONDecodeError as err:
         raise InputError(f"{doc_path}: not JSON: line {err.lineno}: {err.msg}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != "gpuaccept.bench/1":
-        raise InputError(f"{doc_path}: not a gpuaccept.bench/1 document")
+    if not isinstance(doc, dict) or doc.get("schema") != BENCH_SCHEMA:
+        raise InputError(f"{doc_path}: not a {BENCH_SCHEMA} document")
     power_doc = None
     if args.power:
         try:

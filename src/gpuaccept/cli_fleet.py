@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge.checks import SUITES
+from gpuaccept.layout import PROJECT_ROOT, VERDICT_FILE
 from gpuaccept.probe import document
 from gpuaccept.results import fleet, slurm
 
@@ -27,7 +28,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         nodes += hosts
     entries = fleet.collect(args.results, args.suite, nodes)
     if not entries:
-        raise fleet.FleetError(f"{args.results}: no verdict.json under <node>/<run>/ and no nodes expected")
+        raise fleet.FleetError(f"{args.results}: no {VERDICT_FILE} under <node>/<run>/ and no nodes expected")
     print(fleet.table(entries))
     if args.output:
         write_text_atomic(args.output, json.dumps(fleet.to_json(entries), indent=2) + "\n")
@@ -56,7 +57,7 @@ def cmd_slurm_config(args: argparse.Namespace) -> int:
         "mklroot": str(venv),
         "openblas_inc": args.openblas_inc,
         "openblas_lib": args.openblas_lib,
-        "git_revision": document.git_revision(slurm.TEMPLATE.parents[3]),
+        "git_revision": document.git_revision(PROJECT_ROOT),
     }
     config = slurm.site_config(
         parts, Path(args.reference_dir).resolve(), build, args.scheduler, args.launcher, args.nvcc, mpi=args.mpi

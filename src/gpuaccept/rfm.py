@@ -24,6 +24,7 @@ from reframe.core.exceptions import SanityError
 from gpuaccept.judge import rules
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.references import NodeType, ReferenceError, load_node_type
+from gpuaccept.layout import POWER_FILE
 
 __all__ = ["BenchBuild", "BenchCheck", "performance_function"]
 
@@ -161,7 +162,7 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
 
     valid_prog_environs = ["builtin"]
     require_reference = False  # the judge fails a metric without a reference, ReFrame only records
-    power_file = "power.json"
+    power_file = POWER_FILE
 
     @property
     def result_file(self) -> str:

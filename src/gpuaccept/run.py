@@ -32,6 +32,7 @@ from gpuaccept import helptext, redact, rfmconfig
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
+from gpuaccept.layout import CONFIG_FILE, FACTS_FILE, PROJECT_ROOT, REPORT_FILE, RETRIED_FILE, VERDICT_FILE
 from gpuaccept.probe import facts as node_facts
 from gpuaccept.probe import gpu_preflight
 
@@ -40,7 +41,6 @@ EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_RUN, EXIT_INPUT = 0, 1, 3, 4
 EXIT_STATUS_FILE = "exit-status"
 EXIT_WORDS = {EXIT_ACCEPTED: "accepted", EXIT_REJECTED: "rejected", EXIT_NOT_RUN: "cannot judge",
               EXIT_INPUT: "bad input"}  # fmt: skip
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHECKS_DIR = PROJECT_ROOT / "reframe_checks"
 
 #: A run's id, the name of its directory under results/<node>/: the UTC start time and the suite, and for a
@@ -113,7 +113,7 @@ def reframe_argv(
     # here, or ReFrame would look for it under the run directory.
     config, checks_dir = Path(config).resolve(), Path(checks_dir).resolve()
     argv = [str(reframe), "-C", str(config), "-c", str(checks_dir), "-R", "--tag", suite,
-            "--prefix", str(run_dir / "reframe"), "--report-file", str(run_dir / "reframe-report.json"),
+            "--prefix", str(run_dir / "reframe"), "--report-file", str(run_dir / REPORT_FILE),
             "--save-log-files", "--nocolor"]  # fmt: skip
     argv += ["--distribute=avail"] if distribute else ["--exec-policy", "serial"]
     if repeat > 1:
@@ -231,7 +231,7 @@ def run_reframe(argv: list[str], run_dir: Path, timeout_s: float, log: Path) -> 
             f"the suite did not finish within its time limit ({timeout_s:g} s) and was stopped: look for the hung "
             f"check in {run_dir / 'reframe.log'}, or raise --timeout-s"
         )
-    elif not (run_dir / "reframe-report.json").exists():
+    elif not (run_dir / REPORT_FILE).exists():
         text = log.read_text(encoding="utf-8", errors="replace")
         if rc == 0 or re.search(r"Running 0 check\(s\)", text):
             # ReFrame ran and selected nothing for this node: each check's own reason says why (no GPU...).
@@ -265,7 +265,7 @@ def run_dir_for(args: argparse.Namespace, node: str) -> Path:
 
 def _only_facts(run_dir: Path) -> bool:
     """A run directory that holds only the node's facts (gathered before, e.g. by srun on the node)."""
-    return {p.name for p in run_dir.iterdir()} <= {"node-facts.json"}
+    return {p.name for p in run_dir.iterdir()} <= {FACTS_FILE}
 
 
 def node_name(args: argparse.Namespace, facts: dict[str, Any]) -> str:
@@ -302,7 +302,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     node = node_name(args, facts)
     run_dir = run_dir_for(args, node)
     run_dir.mkdir(parents=True, exist_ok=True)
-    facts_file = run_dir / "node-facts.json"
+    facts_file = run_dir / FACTS_FILE
     if facts_file.exists() and not args.facts:
         facts = _load_facts(str(facts_file))  # gathered on the node before the run (e.g. through srun)
     else:
@@ -316,7 +316,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"   no NVIDIA GPU: {no_gpu} (host checks only: the GPU checks will not run)")
     print(f"   node type: {node_type.name or 'unknown (the checks that can run still run, unjudged)'}")
 
-    config = Path(args.reframe_config) if args.reframe_config else run_dir / "reframe_settings.py"
+    config = Path(args.reframe_config) if args.reframe_config else run_dir / CONFIG_FILE
     reframe = args.reframe or default_reframe()
     outcome: ReframeOutcome
     try:
@@ -351,8 +351,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                                      not args.no_suite_options, args.quick,
                                                                      [*extra, *more]))  # fmt: skip
     print(verdict.table(result))
-    print(f"\nreport:  {run_dir / summarize.VERDICT_FILE}")
-    report = run_dir / summarize.REPORT_FILE
+    print(f"\nreport:  {run_dir / VERDICT_FILE}")
+    report = run_dir / REPORT_FILE
     print(f"reframe: {report}" + ("" if report.exists() else " (none)"))
     for path in written[1:]:
         print(f"prom:    {path}")
@@ -387,7 +387,7 @@ def stop_without_gpu(args, run_dir: Path, facts: dict[str, Any], node: str, node
 def _test_names(run_dir: Path, checks: list[str]) -> list[str]:
     """The ReFrame test names (display names' first word) that ran ``checks`` in a run's report."""
     try:
-        report = verdict.load_report(run_dir / summarize.REPORT_FILE)
+        report = verdict.load_report(run_dir / REPORT_FILE)
     except verdict.ReportError:
         return []
     names = {
@@ -414,7 +414,7 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
             break
         retry_dir = run_dir / f"{verdict.RETRY_PREFIX}{k}"
         retry_dir.mkdir()
-        write_text_atomic(retry_dir / summarize.RETRIED_FILE, json.dumps(checks) + "\n")
+        write_text_atomic(retry_dir / RETRIED_FILE, json.dumps(checks) + "\n")
         print(f"   {', '.join(checks)}: a figure outside its band; measuring again (attempt {k + 1} of "
               f"{args.retries + 1}, {retry_dir})")  # fmt: skip
         pattern = f"^({'|'.join(names)})( |$)"
@@ -454,7 +454,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
     outcome = run_reframe(argv, work, timeout_s, work / "reframe.out")
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
     try:
-        report = verdict.load_report(work / "reframe-report.json")
+        report = verdict.load_report(work / REPORT_FILE)
     except verdict.ReportError as err:
         print(f"gpuaccept run: no verdicts: {outcome.report_error or err}", file=sys.stderr)
         return EXIT_NOT_RUN
@@ -507,7 +507,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     sp.add_argument(
         "--reframe-config",
         help="the ReFrame configuration (the gpuaccept_reframe role's); default: written into the run directory "
-        "from the role's template (gpuaccept reframe-config)",
+        "by gpuaccept.rfmconfig (gpuaccept reframe-config)",
     )
     sp.add_argument("--bench-dir", help=f"prebuilt benchmarks, for a generated configuration ({rfmconfig.BENCH_DIR})")
     sp.add_argument("--checks-dir", default=CHECKS_DIR, help="the ReFrame checks (%(default)s)")
@@ -535,7 +535,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
 
     sp = sub.add_parser(
         "reframe-config",
-        help="write this node's ReFrame configuration from the gpuaccept_reframe role's template (no Ansible)",
+        help="write this node's ReFrame configuration as the gpuaccept_reframe role does (no Ansible)",
     )
     sp.add_argument("--output", required=True, help="the ReFrame configuration file to write (atomically)")
     sp.add_argument("--node-type", default="auto", help="the node type, or auto (default: detect it)")
@@ -549,7 +549,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
 def cmd_reframe_config(args: argparse.Namespace) -> int:
     facts = _load_facts(args.facts)
     out = Path(args.output)
-    facts_file = Path(args.facts) if args.facts else out.with_name("node-facts.json")
+    facts_file = Path(args.facts) if args.facts else out.with_name(FACTS_FILE)
     if not args.facts:
         write_text_atomic(facts_file, json.dumps(facts, indent=2, sort_keys=True) + "\n")
     node_type = resolve_node_type(args.node_type, Path(args.reference_dir), facts)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 # multinode: checks between nodes (MPI), run through a scheduler across several nodes at once (docs/fleet.md).
 SUITES = ("nightly", "commission", "evaluation", "multinode")
-POWER_FILE = "power.json"  # the power sampler's document beside a sampled check's own
 
 
 @dataclass(frozen=True)
@@ -23,7 +22,7 @@ class Check:
     # The judge's rules beyond the generic ones (gpuaccept.judge.rules): "hpl" (HPL's residual rule), "throttle"
     # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules).
     rules: tuple[str, ...] = ()
-    # Run under the power sampler: its document (POWER_FILE) joins the check's, with GFLOP/s per watt of this
+    # Run under the power sampler: its document (layout.POWER_FILE) joins the check's, with GFLOP/s per watt of this
     # metric ("" none).
     power_sampled: bool = False
     efficiency_metric: str = ""

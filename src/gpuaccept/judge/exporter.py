@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from gpuaccept import __version__
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
 from gpuaccept.judge.verdict import FAIL, INFO, NOT_RUN, PASS, WAIVED, Verdict
+from gpuaccept.layout import METRICS_FILE
 
 # benchmark unit -> (Prometheus base-unit suffix, factor to that unit)
 UNITS: dict[str, tuple[str, float]] = {
@@ -162,7 +163,7 @@ def render(verdict: Verdict) -> str:
 def write(verdict: Verdict, run_dir: str | Path, textfile_dir: str | Path | None = None) -> list[Path]:
     """Write the run's ``gpuaccept.prom`` and, if asked, the copy node_exporter reads."""
     text = render(verdict)
-    written = [write_text_atomic(Path(run_dir) / "gpuaccept.prom", text)]
+    written = [write_text_atomic(Path(run_dir) / METRICS_FILE, text)]
     if textfile_dir:
         directory, name = Path(textfile_dir), textfile_name(verdict.suite)
         try:

@@ -25,7 +25,8 @@ from typing import Any
 
 import jsonschema
 
-BENCH_SCHEMA = "gpuaccept.bench/1"
+from gpuaccept.layout import BENCH_SCHEMA
+
 MAX_DOCUMENT_BYTES = 256 << 20  # the largest document a tool writes is a few MB (the bandwidth sweep)
 HPL_THRESHOLD_MAX = 16.0  # HPL's own default; a larger one accepts wrong answers
 

@@ -17,12 +17,9 @@ from typing import Any
 
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
 from gpuaccept.judge import exporter, rules, verdict
+from gpuaccept.layout import FACTS_FILE, METRICS_FILE, REPORT_FILE, RETRIED_FILE, VERDICT_FILE
 
 LOCK_FILE = ".gpuaccept.lock"
-VERDICT_FILE = "verdict.json"
-REPORT_FILE = "reframe-report.json"
-FACTS_FILE = "node-facts.json"
-RETRIED_FILE = "retried.json"  # in <run>/retry-<k>/: the checks measured again there
 
 
 def read_facts(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -75,7 +72,7 @@ def judge_run_dir(
     if not run_dir.is_dir():
         raise OutputError(f"{run_dir}: no such run directory (a run directory is made by the run, never here)")
     with locked(run_dir / LOCK_FILE):
-        for name in (VERDICT_FILE, "gpuaccept.prom"):
+        for name in (VERDICT_FILE, METRICS_FILE):
             clean_stale_temps(run_dir, name)
         input_errors: list[str] = []
         if facts is None:

@@ -21,7 +21,7 @@ import tabulate
 
 from gpuaccept import __version__
 from gpuaccept.judge import bounds, health_rules, metric_table, rules
-from gpuaccept.judge.checks import CHECKS, POWER_FILE, SUITES, in_suite
+from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 from gpuaccept.judge.references import (
     NODE_BASELINE_FILE,
     NodeType,
@@ -31,6 +31,7 @@ from gpuaccept.judge.references import (
     load_node_type,
     with_node_baseline,
 )
+from gpuaccept.layout import POWER_FILE, REFRAME_LOG
 
 PASS, FAIL, NOT_RUN, WAIVED, INFO = "pass", "fail", "not_run", "waived", "info"
 SCHEMA = "gpuaccept.verdict/1"
@@ -295,7 +296,7 @@ def _skip_reason(tc: dict[str, Any], run_dir: str | Path | None) -> str:
     if run_dir is None:
         return ""
     try:
-        text = rules.read_text_input(Path(run_dir) / "reframe.log", "ReFrame's log")
+        text = rules.read_text_input(Path(run_dir) / REFRAME_LOG, "ReFrame's log")
     except rules.DocumentError:
         return ""
     for line in text.splitlines():

@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept import __version__
+from gpuaccept.layout import BENCH_SCHEMA, PROJECT_ROOT
 from gpuaccept.probe import facts
-
-SCHEMA = "gpuaccept.bench/1"
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 def git_revision(root: Path = PROJECT_ROOT) -> str:
@@ -61,7 +59,7 @@ def header(
     """The common top of a document; the caller adds cuda, devices, parameters, results, metrics, waived,
     verification and errors."""
     doc: dict[str, Any] = {
-        "schema": SCHEMA,
+        "schema": BENCH_SCHEMA,
         "tool": tool,
         "tool_version": __version__,
         "git_revision": git_revision(),

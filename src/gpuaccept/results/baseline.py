@@ -29,6 +29,7 @@ import yaml
 from gpuaccept.judge import metric_table
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.references import GPU_DIR, GPU_SCHEMA, NODE_BASELINE_SCHEMA, SCHEMA, SCHEMA_V1
+from gpuaccept.layout import VERDICT_FILE
 from gpuaccept.probe import peaks
 
 FLOORS = {"GB/s": 0.05, "TFLOP/s": 0.05, "GFLOP/s": 0.10, "us": 0.25, "ratio": 0.10}
@@ -80,7 +81,7 @@ def verdict_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
     name = CHECKS[check].result_file
     docs: dict[tuple, dict[str, Any]] = {}
     for run_dir in run_dirs:
-        for path in sorted(Path(run_dir).rglob("verdict.json")):
+        for path in sorted(Path(run_dir).rglob(VERDICT_FILE)):
             if any(path.parent.rglob(name)):
                 continue  # the document itself is there: find_documents reads it
             try:
@@ -105,7 +106,7 @@ def verdict_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
             docs.setdefault(
                 key,
                 {
-                    "tool": "verdict.json",
+                    "tool": VERDICT_FILE,
                     "origin": str(path),
                     "started_utc": when,
                     "host": {"hostname": verdict.get("node")},

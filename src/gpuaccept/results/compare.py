@@ -22,6 +22,7 @@ import tabulate
 
 from gpuaccept.judge import summarize, verdict
 from gpuaccept.judge.references import ReferenceError, load_node_type
+from gpuaccept.layout import FACTS_FILE, REPORT_FILE, VERDICT_FILE
 
 SCHEMA = "gpuaccept.verdict/1"
 
@@ -69,11 +70,11 @@ def find_verdicts(paths: list[Path], every_run: bool = False) -> list[tuple[Path
         if path.is_file():
             files = [path]
         elif path.is_dir():
-            files = sorted(path.rglob("verdict.json"))
+            files = sorted(path.rglob(VERDICT_FILE))
         else:
             raise ValueError(f"{path}: no such file or directory")
         if not files:
-            raise ValueError(f"{path}: no verdict.json under it (run 'gpuaccept summarize' on its run directories)")
+            raise ValueError(f"{path}: no {VERDICT_FILE} under it (run 'gpuaccept summarize' on its run directories)")
         for f in files:
             try:
                 doc = json.loads(f.read_text(encoding="utf-8"))
@@ -100,12 +101,12 @@ def _rejudged_rows(run: Path, doc: dict[str, Any], reference_dir: str | Path | N
         load_node_type(reference_dir, str(doc.get("node_type")))
     except ReferenceError as err:
         return [{"check": "references", "metric": None, "status": "fail", "reason": str(err)}]
-    if not (run / "reframe-report.json").exists():
+    if not (run / REPORT_FILE).exists():
         return recorded
-    facts_file = run / "node-facts.json"
+    facts_file = run / FACTS_FILE
     facts, problems = summarize.read_facts(facts_file) if facts_file.exists() else (doc.get("facts") or {}, [])
     try:
-        report, report_error = verdict.load_report(run / "reframe-report.json"), None
+        report, report_error = verdict.load_report(run / REPORT_FILE), None
     except verdict.ReportError as err:
         report, report_error = None, str(err)
     v = verdict.build(report, facts, reference_dir, str(doc.get("node_type")), str(doc.get("suite")),

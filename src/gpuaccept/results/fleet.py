@@ -15,6 +15,7 @@ from typing import Any
 import tabulate
 
 from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
+from gpuaccept.layout import VERDICT_FILE
 
 MISSING = "missing"
 UNREADABLE = "unreadable"  # a verdict.json whose rows or failed checks are not what the judge writes
@@ -84,7 +85,7 @@ def collect(results: str | Path, suite: str | None = None, nodes: list[str] | No
     if not results.is_dir():
         raise FleetError(f"{results}: not a directory (the results tree the playbooks fetch to)")
     newest: dict[tuple[str, str], Entry] = {}
-    for path in sorted(results.glob("*/*/verdict.json")):
+    for path in sorted(results.glob(f"*/*/{VERDICT_FILE}")):
         entry = _entry(path)
         if suite and entry.suite != suite:
             continue

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept import __version__, atomic
+from gpuaccept.layout import BENCH_SCHEMA
 
-BENCH_SCHEMA = "gpuaccept.bench/1"
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
 SWEEP_CASES = (

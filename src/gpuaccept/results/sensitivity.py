@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuaccept import layout
 from gpuaccept.judge import references, summarize, verdict
 
 
@@ -40,14 +41,14 @@ def _gating(v: verdict.Verdict) -> list[verdict.Row]:
 
 
 def _judge(run: Path, reference_dir: Path, adjust: verdict.Adjust | None = None) -> verdict.Verdict:
-    recorded = json.loads((run / summarize.VERDICT_FILE).read_text(encoding="utf-8"))
-    facts_file = run / summarize.FACTS_FILE
+    recorded = json.loads((run / layout.VERDICT_FILE).read_text(encoding="utf-8"))
+    facts_file = run / layout.FACTS_FILE
     facts = json.loads(facts_file.read_text(encoding="utf-8")) if facts_file.exists() else recorded.get("facts") or {}
-    report = verdict.load_report(run / summarize.REPORT_FILE)
+    report = verdict.load_report(run / layout.REPORT_FILE)
     v = verdict.build(report, facts, reference_dir, recorded["node_type"], recorded["suite"], run_dir=run,
                       adjust=adjust)  # fmt: skip
     for attempt, retry_dir, checks in summarize.retries(run):  # the last attempt of a retried check is judged
-        again = verdict.build(verdict.load_report(retry_dir / summarize.REPORT_FILE), facts, reference_dir,
+        again = verdict.build(verdict.load_report(retry_dir / layout.REPORT_FILE), facts, reference_dir,
                               recorded["node_type"], recorded["suite"], run_dir=retry_dir, adjust=adjust)  # fmt: skip
         v = verdict.merge_retry(v, again, checks, attempt)
     return v

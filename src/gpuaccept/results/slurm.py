@@ -6,7 +6,7 @@ The inventory (``ansible-inventory --list``, group and host variables merged) gi
 (``gpuaccept_slurm_partition``; optional ``gpuaccept_slurm_reservation`` for commissioning and
 ``gpuaccept_slurm_access``, more sbatch options). Each node type becomes one ReFrame partition of system
 ``gpuaccept`` whose jobs go to that Slurm partition, so ``reframe --distribute`` runs one job per node of it.
-The environments and logging are those of the gpuaccept_reframe role's template, rendered here, so local and
+The environments and logging are those of a node's own configuration (gpuaccept.rfmconfig), so local and
 Slurm runs log and build alike.
 """
 
@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import redact
+from gpuaccept import redact, rfmconfig
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import summarize, verdict
 from gpuaccept.judge.references import check_name
+from gpuaccept.layout import REPORT_FILE, VERDICT_FILE
 
-TEMPLATE = Path(__file__).resolve().parents[3] / "roles" / "gpuaccept_reframe" / "templates" / "reframe_settings.py.j2"
 SCHEDULERS = ("squeue", "slurm")  # squeue: no accounting database needed; slurm: sacct
 LAUNCHERS = ("local", "srun", "mpirun")
 
@@ -105,27 +105,6 @@ def partitions(inventory: dict[str, Any], limit: list[str] | None = None) -> lis
     return list(found.values())
 
 
-def _render_base(nvcc: str) -> dict[str, Any]:
-    """The role's template rendered with one placeholder partition: its environments and logging."""
-    import jinja2  # noqa: PLC0415  (Ansible's dependency: present wherever the playbooks run)
-
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    env.filters["to_json"] = json.dumps
-    env.filters["comment"] = lambda text: "\n".join(f"# {line}" for line in str(text).splitlines())
-    text = env.from_string(TEMPLATE.read_text(encoding="utf-8")).render(
-        ansible_managed="",
-        inventory_hostname="slurm",
-        _gpuaccept_reframe_node_type="slurm",
-        _gpuaccept_reframe_facts_file="",
-        _gpuaccept_reframe_gpus=[],
-        _gpuaccept_reframe_extras={},
-        _gpuaccept_reframe_nvcc=nvcc,
-    )
-    scope: dict[str, Any] = {}
-    exec(compile(text, str(TEMPLATE), "exec"), scope)  # our own template, rendered above
-    return scope["site_configuration"]
-
-
 def site_config(
     parts: list[Partition],
     reference_dir: str | Path,
@@ -144,7 +123,7 @@ def site_config(
         raise SlurmError(f"scheduler {scheduler!r}: use one of {', '.join(SCHEDULERS)}")
     if launcher not in LAUNCHERS:
         raise SlurmError(f"launcher {launcher!r}: use one of {', '.join(LAUNCHERS)}")
-    config = _render_base(nvcc)
+    config = rfmconfig.site_configuration("slurm", 0, {}, nvcc)  # its environments and logging
     system = config["systems"][0]
     system["descr"] = "GPU nodes under acceptance test, through Slurm (generated from the inventory)"
     system["partitions"] = []
@@ -261,7 +240,7 @@ def judge(
                     + (f"; test cases without a node: {', '.join(orphans)}" if orphans else "")
                 )
             else:
-                write_text_atomic(run_dir / "reframe-report.json", json.dumps(mine, indent=2) + "\n")
+                write_text_atomic(run_dir / REPORT_FILE, json.dumps(mine, indent=2) + "\n")
             # The one judge, as for a node's own run: its facts (gathered on the node through srun; missing
             # facts are a failed input row naming the file), its share of the report, its node type.
             result, _written = summarize.judge_run_dir(
@@ -280,7 +259,7 @@ def announce(judged: list[verdict.Verdict], run_id: str, pushgateway_url: str | 
     """After a Slurm run is judged (``gpuaccept run --slurm-inventory``, ``gpuaccept slurm-judge``): each node's
     verdict line and file, its push to the Pushgateway, and the drain of a rejected node, as asked."""
     for r in judged:
-        print(f"{verdict.headline(r)}  -> {Path(r.run_dir) / 'verdict.json'}")
+        print(f"{verdict.headline(r)}  -> {Path(r.run_dir) / VERDICT_FILE}")
         if pushgateway_url:
             from gpuaccept.judge import pushgateway  # noqa: PLC0415
 
