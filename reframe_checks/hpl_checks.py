@@ -347,10 +347,12 @@ class GpuHplCuda(HplOutputCheck):
             launch = " ".join(shlex.quote(c) for c in command)
             self.prerun_cmds = [
                 f"(cd sweep && {launch} > HPL.out 2> stderr.txt) || echo 'gpuaccept: the sweep failed' >&2",
+                # kept under names of their own: ReFrame keeps files by their base name
+                "cp sweep/HPL.dat HPL.sweep.dat; cp sweep/HPL.out HPL.sweep.out; cp sweep/stderr.txt HPL.sweep.err",
                 shlex.join([python, "-m", "gpuaccept.probe.hpl_dat", *sizing, "--threshold", str(self.threshold),
                             "--sweep", "sweep/HPL.out", "--output", "HPL.dat"]),
             ]  # fmt: skip
-            self.keep_files = [*self.keep_files, "sweep/HPL.dat", "sweep/HPL.out", "sweep/stderr.txt"]
+            self.keep_files = [*self.keep_files, "HPL.sweep.dat", "HPL.sweep.out", "HPL.sweep.err"]
         else:
             n = self.hpl_n or hpl_dat.problem_size(memory, 1, self.memory_fraction, self.nb)
             write_text_atomic(

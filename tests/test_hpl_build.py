@@ -290,3 +290,52 @@ def test_role_installs_an_hpc_benchmarks_tarball_and_writes_hpl_dat_and_descript
     assert desc["command"][:3] == ["mpirun", "--bind-to", "none"] and "{ranks}" in desc["command"]
     rc, out = play(tmp_path, "gpuaccept_hpl", extra)
     assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]
+
+
+REF_HPL_CUDA = """\
+schema: gpuaccept.references/1
+node_type: ci_hpl_cuda
+description: CI host with one synthetic GPU (synthetic test references for HPL-CUDA's sizing path)
+match: {gpu_model: NVIDIA Test GPU, gpu_count: 1}
+sources:
+  synthetic: {kind: synthetic, date: 2026-11-25, reference: "tests/test_hpl_build.py: plumbing test"}
+checks:
+  hpl_cuda:
+    tflops: {informational: the host's netlib HPL stands in for HPL-CUDA here, unit: TFLOP/s, source: synthetic}
+    tflops_per_gpu: {informational: the same, unit: TFLOP/s, source: synthetic}
+    residual_max: {informational: judged by HPL's rule in the output, unit: ratio, source: synthetic}
+"""
+
+
+def test_hpl_cuda_check_sweeps_nb_and_depth_then_runs_the_chosen_setting_through_reframe(built, tmp_path, monkeypatch):
+    """GpuHplCuda's own path on a CPU: the sweep (every NB with every depth, no residual check), the choice
+    written into HPL.dat by gpuaccept.probe.hpl_dat, then the checked run, and the document recording what the
+    sweep measured and what ran. The role's host xhpl stands in for the GPU build (same driver, same output), so
+    the check's commands, files and parsing are the ones a GPU node runs."""
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_hpl_cuda.yaml").write_text(REF_HPL_CUDA)
+    facts = node_facts.gather()
+    facts["gpus"] = [{"index": 0, "name": "NVIDIA Test GPU", "memory_bytes": 85520809984}]
+    facts_file = tmp_path / "node-facts.json"
+    facts_file.write_text(json.dumps(facts))
+    config = render_config(tmp_path / "settings.py", "ci_hpl_cuda", refs, facts, facts_file)
+    monkeypatch.setenv("GPUACCEPT_HPL_CUDA_DESCRIPTOR", str(built / "gpuaccept-hpl-host.json"))
+    monkeypatch.setenv("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    proc = run_reframe(config, tmp_path, "commission", "-n", "^GpuHplCuda$", "-S", "GpuHplCuda.sample_power=false",
+                       "-S", "GpuHplCuda.hpl_n=768", "-S", "GpuHplCuda.sweep_n=512",
+                       "-S", "GpuHplCuda.sweep_nbs=32,64", "-S", "GpuHplCuda.sweep_depths=0,1")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    (doc_path,) = (tmp_path / "reframe" / "output").rglob("hpl_cuda.json")
+    doc = json.loads(doc_path.read_text())
+    sizing = doc["parameters"]["backend"]["sizing"]
+    rows = sizing["rows"]
+    assert sorted((r["nb"], r["depth"]) for r in rows) == [(32, 0), (32, 1), (64, 0), (64, 1)]
+    best = max(rows, key=lambda r: r["gflops"])
+    assert sizing["chosen"] == {"nb": best["nb"], "depth": best["depth"]}
+    assert sizing["run"] == {"n": 768, "nb": best["nb"], "depth": best["depth"]}
+    assert doc["verification"]["passed"] and doc["metrics"]["residual_max"]["value"] < 16
+    kept = doc_path.parent
+    assert "-1.0         threshold" in (kept / "HPL.sweep.dat").read_text()
+    assert len(hpl.parse_file(kept / "HPL.sweep.out").runs) == 4
+    assert (kept / "HPL.dat").read_text().splitlines()[7].split()[0] == str(best["nb"])

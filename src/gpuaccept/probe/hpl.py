@@ -124,7 +124,8 @@ def parse(text: str, source: str = "<output>") -> HplOutput:
                     gflops_per_gpu=_num(m["per_gpu"]) if m["per_gpu"] else None,
                 )
             )
-            in_table = False
+            # The table goes on: with a threshold of 0 or below HPL prints its header once and then one row per
+            # test, with no residual line between them (gpuaccept.probe.hpl_dat.render_sweep's sweeps).
     return out
 
 
