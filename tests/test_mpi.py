@@ -143,9 +143,9 @@ def test_mpi_check_through_reframe(tmp_path, monkeypatch, lat_ref, verdict):
     facts_file.write_text(json.dumps(facts))
     config = render_config(tmp_path / "settings.py", "ci_mpi", refs, facts, facts_file)
     text = config.read_text()
-    assert "'launcher': 'local'" in text and "'features': []" in text
+    assert '"launcher": "local"' in text and '"features": []' in text
     config.write_text(
-        text.replace("'launcher': 'local'", "'launcher': 'mpirun'").replace("'features': []", "'features': ['mpi']")
+        text.replace('"launcher": "local"', '"launcher": "mpirun"').replace('"features": []', '"features": ["mpi"]')
     )
     proc = run_reframe(
         config, tmp_path, "multinode", "-S", "ranks_per_node=2", "-S", "bench_opts=--quick,--size,262144,--window,8"
