@@ -156,37 +156,46 @@ MATGEN_PROBE = r"""
 #include <stdlib.h>
 #include "hpl.h"
 #include "gpuaccept_hpl_lcg.h"
-/* netlib's HPL_pdmatgen (one process) and HPL_dmatgen against gpuaccept_hpl_lcg.h, entry by entry. */
+/* netlib's HPL_pdmatgen on a 1 x Q grid (Q = the ranks) against gpuaccept_hpl_lcg.h and its column map, entry by
+   entry on every rank; on one rank HPL_dmatgen too. */
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  int q = 1, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &q);
   HPL_T_grid grid;
-  HPL_grid_init(MPI_COMM_WORLD, HPL_ROW_MAJOR, 1, 1, &grid);
+  HPL_grid_init(MPI_COMM_WORLD, HPL_ROW_MAJOR, 1, q, &grid);
+  MPI_Comm_rank(grid.row_comm, &me);
   const int seeds[3] = {100, 42, -7};
-  const int m = 97, n = 45, lda = 101;
+  const int m = 97, n = 45, nb = 8, lda = 101, cols = HPL_numroc(n, nb, nb, grid.mycol, 0, q);
   double *a = malloc(sizeof(double) * lda * n), *b = malloc(sizeof(double) * lda * n);
   long bad = 0, seen = 0;
   for (int s = 0; s < 3; ++s) {
-    HPL_pdmatgen(&grid, m, n, 32, a, lda, seeds[s]);
-    HPL_dmatgen(m, n, b, lda, seeds[s]);
+    HPL_pdmatgen(&grid, m, n, nb, a, lda, seeds[s]);
+    if (q == 1) HPL_dmatgen(m, n, b, lda, seeds[s]);
     const uint64_t first = gpuaccept_hpl_first(seeds[s]);
-    for (int j = 0; j < n; ++j)
+    for (int jl = 0; jl < cols; ++jl) {
+      const long long j = gpuaccept_hpl_global_col(jl, nb, grid.mycol, q);
       for (int i = 0; i < m; ++i, ++seen) {
         const double v = gpuaccept_hpl_value(gpuaccept_hpl_jump(first, (uint64_t)j * m + i));
-        if (v != a[i + (size_t)j * lda] || v != b[i + (size_t)j * lda]) ++bad;
+        if (v != a[i + (size_t)jl * lda] || (q == 1 && v != b[i + (size_t)jl * lda])) ++bad;
       }
+    }
   }
-  printf("entries %ld mismatches %ld\n", seen, bad);
+  long all[2] = {seen, bad};
+  MPI_Allreduce(MPI_IN_PLACE, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0) printf("entries %ld mismatches %ld\n", all[0], all[1]);
   HPL_grid_exit(&grid);
   MPI_Finalize();
-  return bad != 0;
+  return all[1] != 0;
 }
 """
 
 
-def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path):
-    """gpuaccept_hpl_lcg.h (what the GPU's HPL_pdmatgen computes per entry) against netlib's own HPL_pdmatgen
-    and HPL_dmatgen, from the role's host build: every entry equal, for three seeds (HPL's 100, another, a
-    negative one)."""
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path, ranks):
+    """gpuaccept_hpl_lcg.h (what the GPU's HPL_pdmatgen computes per entry, and which global column each local
+    column is on a 1 x Q grid) against netlib's own HPL_pdmatgen on that grid, and on one rank HPL_dmatgen, from
+    the role's host build: every entry equal on every rank, for three seeds (HPL's 100, another, a negative one)."""
     tree = next(built.glob("build-*/host"))
     (tmp_path / "probe.c").write_text(MATGEN_PROBE)
     desc = json.loads((built / "gpuaccept-hpl-host.json").read_text())
@@ -198,8 +207,9 @@ def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path):
          f"-l:{cpu_blas.name}", "-lm"],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
-    res = subprocess.run(["mpirun", "-np", "1", str(tmp_path / "probe")], capture_output=True, text=True,
-                         timeout=120, check=False, env={**os.environ, **MPI_ENV})  # fmt: skip
+    env = {**os.environ, **MPI_ENV, "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    res = subprocess.run(["mpirun", "-np", str(ranks), str(tmp_path / "probe")], capture_output=True, text=True,
+                         timeout=120, check=False, env=env)  # fmt: skip
     assert res.stdout.strip() == f"entries {3 * 97 * 45} mismatches 0", res.stdout + res.stderr
 
 

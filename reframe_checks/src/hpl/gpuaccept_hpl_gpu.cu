@@ -1,27 +1,41 @@
-// gpuaccept's GPU-resident HPL: HPL 2.3's HPL_pdmatgen and HPL_pdgesv for one rank on one GPU, linked in front of
-// netlib's libhpl.a (roles/gpuaccept_hpl builds xhpl with this object first on the link line), so that HPL's own
-// driver (HPL_pddriver, HPL_pdinfo), HPL.dat, timer, result rows and residual check stay HPL's.
+// gpuaccept's GPU-resident HPL: HPL 2.3's HPL_pdmatgen and HPL_pdgesv with one GPU per MPI rank, linked in front
+// of netlib's libhpl.a (roles/gpuaccept_hpl builds xhpl with this object first on the link line), so that HPL's
+// own driver (HPL_pddriver, HPL_pdinfo), HPL.dat, timer, result rows and residual check stay HPL's.
+//
+// The grid is 1 x Q: P = 1 process row, Q ranks (one per GPU), each holding every row of its columns, dealt out
+// in blocks of NB columns as HPL deals them. Any P > 1 stops with a message (HPL_pabort).
 //
 // What changes:
-// - HPL_pdmatgen generates HPL's matrix [A b] on the GPU (gpuaccept_hpl_lcg.h: the same sequence, entry by entry)
-//   and keeps it there. After a solve, the second call (HPL_pdtest regenerates [A b] for its residual check) also
-//   copies it into HPL's host array, so the check reads the same matrix through HPL's own host code.
-// - HPL_pdgesv factors [A b] in place on the GPU, right-looking, NB columns at a time: the panel by cuSOLVER's
-//   getrf (partial pivoting over the whole column), its row interchanges applied to the columns to the right by
-//   one kernel, the block row by cuBLAS DTRSM and the trailing matrix by cuBLAS DGEMM. With HPL.dat's look-ahead
-//   depth of 1 or more, the next panel's columns are updated and factored on a high-priority stream while the
-//   rest of the trailing update runs (depth 1; deeper settings run as 1). b is the matrix's last column, so the
-//   forward solve happens with the factorisation, as in HPL; the back-solve U x = y runs on the GPU (DTRSV) and
-//   x is copied into HPL's solution vector. Everything HPL_pdgesv does is inside HPL's timer.
-// - One process, P = Q = 1: any other grid stops with a message (HPL_pabort).
+// - HPL_pdmatgen generates each rank's columns of HPL's matrix [A b] on its GPU (gpuaccept_hpl_lcg.h: the same
+//   global matrix, entry by entry, on any grid) and keeps them there. HPL's host array is left untouched, apart
+//   from b when HPL_pdtest regenerates [A b] for its residual check.
+// - HPL_pdgesv factors [A b] in place on the GPUs, right-looking, NB columns at a time. The panel's owner
+//   factors it with cuSOLVER's getrf (partial pivoting over the whole column) and, with Q > 1, broadcasts the
+//   factored panel and its pivots to the other ranks (through pinned host memory and MPI_Bcast on HPL's row
+//   communicator). Every rank applies the pivots' row interchanges to its own columns with one kernel, then
+//   cuBLAS DTRSM (block row) and DGEMM (trailing matrix). With HPL.dat's look-ahead depth of 1 or more, the next
+//   panel's owner updates and factors that panel on a high-priority stream while the rest of the trailing update
+//   runs, and the next panel's broadcast happens while the GPUs update (depth 1; deeper settings run as 1).
+//   b is the matrix's last column, so the forward solve happens with the factorisation, as in HPL. The
+//   back-solve U x = y runs on the GPUs block column by block column (DTRSV on the diagonal block, DGEMV above
+//   it), y passed from rank to rank; each rank copies its part of x into HPL's solution vector. Everything
+//   HPL_pdgesv does is inside HPL's timer.
+// - HPL_pdtest's residual check reads the regenerated matrix through HPL_pdlange and HPL_dgemv; xhpl is linked
+//   with -Wl,--wrap for both (Make.gpuaccept), and the wrappers compute the norms and A x on the GPU when they
+//   are handed HPL's host matrix, and call HPL's own code for anything else. The host's memory then holds no
+//   copy of A, so N is bounded by the GPUs' memory, not the host's.
 //
-// Build: nvcc -c -I<HPL>/include -I<MPI include> gpuaccept_hpl_gpu.cu; link xhpl with this object before libhpl.a
-// and -lcusolver -lcublas -lcudart -lstdc++ (Make.gpuaccept's GPUobj and LAlib).
+// GPU choice: the rank's node-local index modulo the GPUs it sees (gpuaccept-hpl-rank.sh shows each rank one).
+//
+// Build: nvcc -c -I<HPL>/include -I<MPI include> gpuaccept_hpl_gpu.cu; link xhpl with this object before libhpl.a,
+// -Wl,--wrap=HPL_pdlange,--wrap=HPL_dgemv, and -lcusolver -lcublas -lcudart -lstdc++ (Make.gpuaccept's GPUobj
+// and LAlib).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <mpi.h>  // before HPL's C headers: MPI's own C++ declarations cannot sit inside extern "C"
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -49,24 +63,48 @@ void solver_check(cusolverStatus_t s, const char* what, int line) {
 #define BLAS(x) blas_check((x), #x, __LINE__)
 #define SOLVER(x) solver_check((x), #x, __LINE__)
 
-// The matrix on the GPU, kept from HPL_pdmatgen to HPL_pdgesv.
+// This rank's columns of [A b] on its GPU, kept from HPL_pdmatgen to HPL_pdgesv and HPL_pdtest's check.
 struct DeviceMatrix {
   double* a = nullptr;
   size_t ld = 0;  // leading dimension on the GPU (M rounded up to 32 entries)
-  int m = 0, n = 0;
-  bool solved = false;  // HPL_pdgesv ran since the last generation: the next generation feeds HPL's check
+  int m = 0, n = 0, nb = 0;  // the global matrix and its blocking
+  int cols = 0;              // this rank's columns of the global n
+  const double* host = nullptr;  // HPL's host array this matrix stands for (the wrappers' key)
+  int host_ld = 0;
 };
 DeviceMatrix g_mat;
+cublasHandle_t g_check_blas = nullptr;  // the residual check's handle, made on first use
 
-__global__ void generate(double* a, size_t ld, int m, int n, uint64_t first) {
-  // One thread per 64 consecutive rows of one column: one jump, then 64 steps of the sequence.
+int g_device = -1;  // the GPU this rank uses, chosen once
+
+void choose_device(MPI_Comm all) {  // all: the grid's ranks (HPL may leave some out)
+  if (g_device >= 0) return;
+  MPI_Comm node;
+  int local = 0, count = 0;
+  MPI_Comm_split_type(all, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  CUDA(cudaGetDeviceCount(&count));
+  g_device = local % count;
+  CUDA(cudaSetDevice(g_device));
+  char bus[32] = "?";
+  cudaDeviceGetPCIBusId(bus, (int)sizeof(bus), g_device);
+  int rank = 0;
+  MPI_Comm_rank(all, &rank);
+  std::fprintf(stderr, "gpuaccept HPL: rank %d (node-local %d) on GPU %d of %d visible, PCI %s\n", rank, local,
+               g_device, count, bus);
+}
+
+// One thread per 64 consecutive rows of one local column: one jump, then 64 steps of the sequence.
+__global__ void generate(double* a, size_t ld, int m, int cols, int nb, int q, int npcol, uint64_t first) {
   const int chunks = (m + 63) / 64;
   const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= (long long)chunks * n) return;
-  const int j = (int)(t / chunks), i0 = (int)(t % chunks) * 64;
+  if (t >= (long long)chunks * cols) return;
+  const int jl = (int)(t / chunks), i0 = (int)(t % chunks) * 64;
+  const long long j = gpuaccept_hpl_global_col(jl, nb, q, npcol);
   uint64_t x = gpuaccept_hpl_jump(first, (uint64_t)j * (uint64_t)m + (uint64_t)i0);
   const int i1 = i0 + 64 < m ? i0 + 64 : m;
-  double* col = a + (size_t)j * ld;
+  double* col = a + (size_t)jl * ld;
   for (int i = i0; i < i1; ++i) {
     col[i] = gpuaccept_hpl_value(x);
     x = GPUACCEPT_HPL_MULT * x + GPUACCEPT_HPL_IADD;
@@ -75,62 +113,98 @@ __global__ void generate(double* a, size_t ld, int m, int n, uint64_t first) {
 
 // Applies one panel's row interchanges, given as the rows they move (dst[t] receives the old row src[t]), to the
 // columns [c0, c0 + gridDim.x): one block per column reads every moved entry before writing any.
+constexpr int kSwapThreads = 256, kSwapPerThread = 16;
+constexpr int kMaxMoves = kSwapThreads * kSwapPerThread;  // a panel moves at most 2 NB rows: NB <= kMaxMoves / 2
 __global__ void swap_rows(double* a, size_t ld, int c0, const int* src, const int* dst, int count) {
-  constexpr int kPerThread = 16;
   double* col = a + (size_t)(c0 + blockIdx.x) * ld;
-  double v[kPerThread];
+  double v[kSwapPerThread];
 #pragma unroll
-  for (int r = 0; r < kPerThread; ++r) {
+  for (int r = 0; r < kSwapPerThread; ++r) {
     const int t = threadIdx.x + r * blockDim.x;
     if (t < count) v[r] = col[src[t]];
   }
   __syncthreads();
 #pragma unroll
-  for (int r = 0; r < kPerThread; ++r) {
+  for (int r = 0; r < kSwapPerThread; ++r) {
     const int t = threadIdx.x + r * blockDim.x;
     if (t < count) col[dst[t]] = v[r];
   }
 }
-constexpr int kSwapThreads = 256;  // with kPerThread 16: up to 4096 moved rows, 2 NB for NB <= 2048
+
+// Column sums (out[c] = sum_i |a(i, c)|, one block per column) and row sums (out[i] = sum_c |a(i, c)|).
+__global__ void column_abs_sums(const double* a, size_t ld, int m, double* out) {
+  __shared__ double part[256];
+  const double* col = a + (size_t)blockIdx.x * ld;
+  double s = 0.0;
+  for (int i = threadIdx.x; i < m; i += blockDim.x) s += fabs(col[i]);
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
+}
+__global__ void row_abs_sums(const double* a, size_t ld, int m, int cols, double* out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  double s = 0.0;
+  for (int c = 0; c < cols; ++c) s += fabs(a[(size_t)c * ld + i]);
+  out[i] = s;
+}
+
+// The columns with global index below g that process column q holds (HPL_numroc with the first block on 0).
+int local_columns(int g, int nb, int q, int npcol) { return HPL_numroc(g, nb, nb, q, 0, npcol); }
 
 }  // namespace
 
 extern "C" void HPL_pdmatgen(const HPL_T_grid* GRID, const int M, const int N, const int NB, double* A,
                              const int LDA, const int ISEED) {
-  (void)NB;
   int nprow, npcol, myrow, mycol;
   (void)HPL_grid_info(GRID, &nprow, &npcol, &myrow, &mycol);
-  if (nprow * npcol != 1) {
-    HPL_pabort(__LINE__, "HPL_pdmatgen", "gpuaccept's GPU HPL runs one process (P = Q = 1); HPL.dat asks %d x %d",
-               nprow, npcol);
+  if (nprow != 1) {
+    HPL_pabort(__LINE__, "HPL_pdmatgen", "gpuaccept's GPU HPL deals columns only (P = 1, Q = ranks); HPL.dat asks "
+               "P x Q = %d x %d", nprow, npcol);
   }
   if (M <= 0 || N <= 0) return;
+  choose_device(GRID->all_comm);
+  const int cols = local_columns(N, NB, mycol, npcol);
   const size_t ld = ((size_t)M + 31) / 32 * 32;
-  if (g_mat.a == nullptr || g_mat.ld != ld || g_mat.n != N) {
+  if (g_mat.a == nullptr || g_mat.ld != ld || g_mat.cols != cols) {
     if (g_mat.a != nullptr) CUDA(cudaFree(g_mat.a));
     g_mat.a = nullptr;
-    const size_t bytes = ld * (size_t)N * sizeof(double);
+    const size_t bytes = ld * (size_t)(cols > 0 ? cols : 1) * sizeof(double);
     const cudaError_t e = cudaMalloc(&g_mat.a, bytes);
     if (e != cudaSuccess) {
       size_t free_b = 0, total_b = 0;
       cudaGetLastError();
       cudaMemGetInfo(&free_b, &total_b);
-      HPL_pabort(__LINE__, "HPL_pdmatgen", "cannot keep the %d x %d matrix on the GPU: %.2f GB asked, %.2f GB free "
-                 "of %.2f (lower N in HPL.dat)", M, N, bytes / 1e9, free_b / 1e9, total_b / 1e9);
+      HPL_pabort(__LINE__, "HPL_pdmatgen", "cannot keep this rank's %d x %d columns on GPU %d: %.2f GB asked, "
+                 "%.2f GB free of %.2f (lower N in HPL.dat)", M, cols, g_device, bytes / 1e9, free_b / 1e9,
+                 total_b / 1e9);
     }
   }
   g_mat.ld = ld;
   g_mat.m = M;
   g_mat.n = N;
-  const long long threads = (long long)((M + 63) / 64) * N;
-  generate<<<(unsigned)((threads + 255) / 256), 256>>>(g_mat.a, ld, M, N, gpuaccept_hpl_first(ISEED));
-  CUDA(cudaGetLastError());
-  if (g_mat.solved) {  // HPL_pdtest's check: the same matrix in HPL's host array
-    CUDA(cudaMemcpy2D(A, (size_t)LDA * sizeof(double), g_mat.a, ld * sizeof(double), (size_t)M * sizeof(double),
-                      (size_t)N, cudaMemcpyDeviceToHost));
+  g_mat.nb = NB;
+  g_mat.cols = cols;
+  g_mat.host = A;
+  g_mat.host_ld = LDA;
+  if (cols > 0) {
+    const long long threads = (long long)((M + 63) / 64) * cols;
+    generate<<<(unsigned)((threads + 255) / 256), 256>>>(g_mat.a, ld, M, cols, NB, mycol, npcol,
+                                                          gpuaccept_hpl_first(ISEED));
+    CUDA(cudaGetLastError());
+  }
+  // b (HPL_pdtest's [A b], global column N - 1) in HPL's host array too: HPL's check reads and overwrites it.
+  const int b = N - 1;
+  if (N > M && HPL_indxg2p(b, NB, NB, 0, npcol) == mycol) {
+    const int lb = local_columns(b, NB, mycol, npcol);
+    CUDA(cudaMemcpy(A + (size_t)lb * LDA, g_mat.a + (size_t)lb * ld, (size_t)M * sizeof(double),
+                    cudaMemcpyDeviceToHost));
   }
   CUDA(cudaDeviceSynchronize());
-  g_mat.solved = false;
 }
 
 namespace {
@@ -141,22 +215,32 @@ struct Solver {
   cublasHandle_t main_h = nullptr, ahead_h = nullptr;
   cusolverDnHandle_t solver = nullptr;
   double* work = nullptr;
-  int* ipiv = nullptr;        // device: the panels' pivots, 1-based within each panel
+  int* ipiv = nullptr;        // device: the panels' pivots, 1-based within each panel (owned panels)
   int* info = nullptr;        // device: one getrf info per panel
   int* moves = nullptr;       // device: two buffers of (src[2 nb], dst[2 nb])
-  int* host_ipiv = nullptr;   // pinned
+  int* host_ipiv = nullptr;   // pinned: every panel's pivots (own or broadcast)
   int* host_moves = nullptr;  // pinned, two buffers as on the device
-  std::vector<cudaEvent_t> panel_done, moves_ready, main_done;
+  double* panel[2] = {nullptr, nullptr};       // device: a broadcast panel (Q > 1), rows [j, n), packed
+  double* host_panel[2] = {nullptr, nullptr};  // pinned: the panel on its way through MPI (Q > 1)
+  double* y = nullptr;        // device: the back-solve's right-hand side
+  double* host_y = nullptr;   // pinned: y on its way to the next rank
+  std::vector<cudaEvent_t> panel_done, panel_ready, moves_ready, main_done;
 
   ~Solver() {
-    for (auto* v : {&panel_done, &moves_ready, &main_done})
+    for (auto* v : {&panel_done, &panel_ready, &moves_ready, &main_done})
       for (cudaEvent_t e : *v) cudaEventDestroy(e);
     cudaFree(work);
     cudaFree(ipiv);
     cudaFree(info);
     cudaFree(moves);
+    cudaFree(y);
     cudaFreeHost(host_ipiv);
     cudaFreeHost(host_moves);
+    cudaFreeHost(host_y);
+    for (int i = 0; i < 2; ++i) {
+      cudaFree(panel[i]);
+      cudaFreeHost(host_panel[i]);
+    }
     if (solver) cusolverDnDestroy(solver);
     if (main_h) cublasDestroy(main_h);
     if (ahead_h) cublasDestroy(ahead_h);
@@ -191,22 +275,22 @@ int panel_moves(const int* ipiv, int j, int jb, std::vector<int>& cur, std::vect
   return count;
 }
 
-// Row interchanges, DTRSM and DGEMM of one panel (rows [j, n), columns [j, j + jb)) on the columns [c0, c1).
-void update(cublasHandle_t h, cudaStream_t s, double* a, size_t ld, int n, int j, int jb, int c0, int c1,
-            const int* src, const int* dst, int count) {
+// Row interchanges, DTRSM and DGEMM of one panel (l: its rows [j, n), leading dimension ldl) on this rank's
+// local columns [c0, c1) of a.
+void update(cublasHandle_t h, cudaStream_t s, const double* l, size_t ldl, double* a, size_t ld, int n, int j,
+            int jb, int c0, int c1, const int* src, const int* dst, int count) {
   if (c1 <= c0) return;
   if (count > 0) {
     swap_rows<<<(unsigned)(c1 - c0), kSwapThreads, 0, s>>>(a, ld, c0, src, dst, count);
     CUDA(cudaGetLastError());
   }
   const double one = 1.0, minus_one = -1.0;
-  double* l11 = a + (size_t)j * ld + j;
   double* u12 = a + (size_t)c0 * ld + j;
   BLAS(cublasDtrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT, jb, c1 - c0, &one,
-                   l11, (int)ld, u12, (int)ld));
+                   l, (int)ldl, u12, (int)ld));
   const int rows = n - j - jb;
   if (rows > 0) {
-    BLAS(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, rows, c1 - c0, jb, &minus_one, l11 + jb, (int)ld, u12, (int)ld,
+    BLAS(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, rows, c1 - c0, jb, &minus_one, l + jb, (int)ldl, u12, (int)ld,
                      &one, a + (size_t)c0 * ld + j + jb, (int)ld));
   }
 }
@@ -214,20 +298,22 @@ void update(cublasHandle_t h, cudaStream_t s, double* a, size_t ld, int n, int j
 }  // namespace
 
 extern "C" void HPL_pdgesv(HPL_T_grid* GRID, HPL_T_palg* ALGO, HPL_T_pmat* A) {
-  (void)GRID;
-  const int n = A->n, nb = A->nb;
+  const int n = A->n, nb = A->nb, npcol = GRID->npcol, me = GRID->mycol;
   A->info = 0;
   if (n <= 0) return;
-  if (g_mat.a == nullptr || g_mat.m != n || g_mat.n != n + 1) {
-    HPL_pabort(__LINE__, "HPL_pdgesv", "no %d x %d matrix on the GPU (HPL_pdmatgen must run first)", n, n + 1);
+  if (g_mat.a == nullptr || g_mat.m != n || g_mat.n != n + 1 || g_mat.nb != nb) {
+    HPL_pabort(__LINE__, "HPL_pdgesv", "no %d x %d matrix with NB %d on the GPU (HPL_pdmatgen must run first)", n,
+               n + 1, nb);
   }
-  if (nb <= 0 || 2 * nb > kSwapThreads * 16) {
-    HPL_pabort(__LINE__, "HPL_pdgesv", "NB %d: gpuaccept's GPU HPL takes 1 <= NB <= %d", nb, kSwapThreads * 8);
+  if (nb <= 0 || 2 * nb > kMaxMoves) {
+    HPL_pabort(__LINE__, "HPL_pdgesv", "NB %d: gpuaccept's GPU HPL takes 1 <= NB <= %d", nb, kMaxMoves / 2);
   }
-  const bool look_ahead = ALGO->depth >= 1;
+  const bool look_ahead = ALGO->depth >= 1, shared = npcol > 1;
   double* a = g_mat.a;
   const size_t ld = g_mat.ld;
-  const int panels = (n + nb - 1) / nb;
+  const int panels = (n + nb - 1) / nb, cols = g_mat.cols;  // cols: this rank's columns of [A b]
+  auto owner = [&](int k) { return k % npcol; };
+  auto local = [&](int g) { return local_columns(g, nb, me, npcol); };  // own columns left of global column g
 
   Solver s;
   int lo = 0, hi = 0;
@@ -247,9 +333,17 @@ extern "C" void HPL_pdgesv(HPL_T_grid* GRID, HPL_T_palg* ALGO, HPL_T_pmat* A) {
   CUDA(cudaMalloc(&s.info, (size_t)panels * sizeof(int)));
   CUDA(cudaMemsetAsync(s.info, 0, (size_t)panels * sizeof(int), s.main_s));
   CUDA(cudaMalloc(&s.moves, (size_t)8 * nb * sizeof(int)));
+  CUDA(cudaMalloc(&s.y, (size_t)n * sizeof(double)));
   CUDA(cudaMallocHost(&s.host_ipiv, (size_t)n * sizeof(int)));
   CUDA(cudaMallocHost(&s.host_moves, (size_t)8 * nb * sizeof(int)));
-  for (auto* v : {&s.panel_done, &s.moves_ready, &s.main_done}) {
+  CUDA(cudaMallocHost(&s.host_y, (size_t)n * sizeof(double)));
+  if (shared) {
+    for (int i = 0; i < 2; ++i) {
+      CUDA(cudaMalloc(&s.panel[i], (size_t)n * nb * sizeof(double)));
+      CUDA(cudaMallocHost(&s.host_panel[i], (size_t)n * nb * sizeof(double)));
+    }
+  }
+  for (auto* v : {&s.panel_done, &s.panel_ready, &s.moves_ready, &s.main_done}) {
     v->resize(panels);
     for (cudaEvent_t& e : *v) CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
@@ -259,49 +353,209 @@ extern "C" void HPL_pdgesv(HPL_T_grid* GRID, HPL_T_palg* ALGO, HPL_T_pmat* A) {
 
   cudaStream_t ahead = look_ahead ? s.ahead_s : s.main_s;
   cublasHandle_t ahead_h = look_ahead ? s.ahead_h : s.main_h;
-  auto factor = [&](int k) {  // panel k on the look-ahead stream, its pivots to the host
-    const int j = k * nb, jb = n - j < nb ? n - j : nb;
-    SOLVER(cusolverDnDgetrf(s.solver, n - j, jb, a + (size_t)j * ld + j, (int)ld, s.work, s.ipiv + j, s.info + k));
+  auto rows_of = [&](int k, int* j, int* jb) {
+    *j = k * nb;
+    *jb = n - *j < nb ? n - *j : nb;
+  };
+  // Panel k (its owner only) on the look-ahead stream: getrf, its pivots to the host, and with Q > 1 the
+  // factored panel to pinned memory for the broadcast.
+  auto factor = [&](int k) {
+    int j, jb;
+    rows_of(k, &j, &jb);
+    double* p = a + (size_t)local(j) * ld + j;
+    SOLVER(cusolverDnDgetrf(s.solver, n - j, jb, p, (int)ld, s.work, s.ipiv + j, s.info + k));
     CUDA(cudaMemcpyAsync(s.host_ipiv + j, s.ipiv + j, (size_t)jb * sizeof(int), cudaMemcpyDeviceToHost, ahead));
+    if (shared) {
+      CUDA(cudaMemcpy2DAsync(s.host_panel[k % 2], (size_t)(n - j) * sizeof(double), p, ld * sizeof(double),
+                             (size_t)(n - j) * sizeof(double), (size_t)jb, cudaMemcpyDeviceToHost, ahead));
+    }
     CUDA(cudaEventRecord(s.panel_done[k], ahead));
+    CUDA(cudaEventRecord(s.panel_ready[k], ahead));
+  };
+  // Panel k from its owner to every rank (Q > 1): the host blocks in MPI_Bcast while the GPU works on.
+  auto share = [&](int k) {
+    int j, jb;
+    rows_of(k, &j, &jb);
+    const int root = owner(k);
+    if (root == me) {
+      CUDA(cudaEventSynchronize(s.panel_done[k]));
+    } else if (k >= 2) {
+      CUDA(cudaEventSynchronize(s.panel_ready[k - 2]));  // the pinned buffer's last upload is done
+    }
+    MPI_Bcast(s.host_ipiv + j, jb, MPI_INT, root, GRID->row_comm);
+    const size_t count = (size_t)(n - j) * jb;
+    for (size_t off = 0; off < count; off += (size_t)INT_MAX / 2) {  // MPI counts are ints
+      const size_t part = count - off < (size_t)INT_MAX / 2 ? count - off : (size_t)INT_MAX / 2;
+      MPI_Bcast(s.host_panel[k % 2] + off, (int)part, MPI_DOUBLE, root, GRID->row_comm);
+    }
+    if (root != me) {
+      CUDA(cudaMemcpyAsync(s.panel[k % 2], s.host_panel[k % 2], count * sizeof(double), cudaMemcpyHostToDevice,
+                           ahead));
+      CUDA(cudaEventRecord(s.panel_ready[k], ahead));
+    }
+  };
+  auto panel_of = [&](int k, const double** l, size_t* ldl) {
+    int j, jb;
+    rows_of(k, &j, &jb);
+    if (owner(k) == me) {
+      *l = a + (size_t)local(j) * ld + j;
+      *ldl = ld;
+    } else {
+      *l = s.panel[k % 2];
+      *ldl = (size_t)(n - j);
+    }
   };
 
-  factor(0);
+  if (owner(0) == me) factor(0);
+  if (shared) share(0);
   for (int k = 0; k < panels; ++k) {
-    const int j = k * nb, jb = n - j < nb ? n - j : nb;
+    int j, jb;
+    rows_of(k, &j, &jb);
     const int next = j + jb, next_jb = n - next < nb ? n - next : nb;  // next_jb <= 0: no next panel
-    CUDA(cudaEventSynchronize(s.panel_done[k]));
+    if (owner(k) == me) CUDA(cudaEventSynchronize(s.panel_done[k]));  // its pivots (others had them from MPI)
+    if (k >= 2) CUDA(cudaEventSynchronize(s.moves_ready[k - 2]));     // the pinned moves buffer is free again
     int* hm = s.host_moves + (size_t)(k % 2) * 4 * nb;
     int* dm = s.moves + (size_t)(k % 2) * 4 * nb;
     const int count = panel_moves(s.host_ipiv + j, j, jb, cur, touched, hm, hm + 2 * nb);
+    if (k > 0) CUDA(cudaStreamWaitEvent(ahead, s.main_done[k - 1], 0));  // buffers of parity k % 2 are free
     CUDA(cudaMemcpyAsync(dm, hm, (size_t)4 * nb * sizeof(int), cudaMemcpyHostToDevice, ahead));
     CUDA(cudaEventRecord(s.moves_ready[k], ahead));
-    int main_from = next;
-    if (next_jb > 0) {  // the next panel's columns first, then the next panel itself
-      if (k > 0) CUDA(cudaStreamWaitEvent(ahead, s.main_done[k - 1], 0));
-      update(ahead_h, ahead, a, ld, n, j, jb, next, next + next_jb, dm, dm + 2 * nb, count);
+    const double* l;
+    size_t ldl;
+    panel_of(k, &l, &ldl);
+    int main_from = local(next);
+    if (next_jb > 0 && owner(k + 1) == me) {  // the next panel's columns first, then the next panel itself
+      update(ahead_h, ahead, l, ldl, a, ld, n, j, jb, main_from, main_from + next_jb, dm, dm + 2 * nb, count);
       factor(k + 1);
-      main_from = next + next_jb;
+      main_from += next_jb;
     }
-    // The rest of the trailing matrix and b (column n).
+    // The rest of this rank's trailing columns, b among them on its owner.
     CUDA(cudaStreamWaitEvent(s.main_s, s.moves_ready[k], 0));
-    update(s.main_h, s.main_s, a, ld, n, j, jb, main_from, n + 1, dm, dm + 2 * nb, count);
+    CUDA(cudaStreamWaitEvent(s.main_s, s.panel_ready[k], 0));
+    update(s.main_h, s.main_s, l, ldl, a, ld, n, j, jb, main_from, cols, dm, dm + 2 * nb, count);
     CUDA(cudaEventRecord(s.main_done[k], s.main_s));
+    if (shared && next_jb > 0) share(k + 1);
   }
-  // Back-solve U x = y (y: the last column, L^-1 P b), then x into HPL's solution vector.
-  CUDA(cudaStreamWaitEvent(s.main_s, s.panel_done[panels - 1], 0));
-  BLAS(cublasDtrsv(s.main_h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n, a, (int)ld,
-                   a + (size_t)n * ld, 1));
-  CUDA(cudaMemcpyAsync(A->X, a + (size_t)n * ld, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, s.main_s));
+
+  // Back-solve U x = y, block column by block column from the last; y (L^-1 P b, global column n) starts on
+  // b's owner and moves to the owner of the block column being solved.
+  CUDA(cudaStreamSynchronize(ahead));
+  int holder = HPL_indxg2p(n, nb, nb, 0, npcol);
+  if (holder == me) {
+    CUDA(cudaMemcpyAsync(s.y, a + (size_t)local(n) * ld, (size_t)n * sizeof(double), cudaMemcpyDeviceToDevice,
+                         s.main_s));
+  }
+  const double one = 1.0, minus_one = -1.0;
+  for (int k = panels - 1; k >= 0; --k) {
+    int j, jb;
+    rows_of(k, &j, &jb);
+    const int o = owner(k);
+    if (o != holder) {  // y's first j + jb entries to the block column's owner
+      const int len = j + jb;
+      if (me == holder) {
+        CUDA(cudaMemcpyAsync(s.host_y, s.y, (size_t)len * sizeof(double), cudaMemcpyDeviceToHost, s.main_s));
+        CUDA(cudaStreamSynchronize(s.main_s));
+        MPI_Send(s.host_y, len, MPI_DOUBLE, o, k, GRID->row_comm);
+      } else if (me == o) {
+        MPI_Recv(s.host_y, len, MPI_DOUBLE, holder, k, GRID->row_comm, MPI_STATUS_IGNORE);
+        CUDA(cudaMemcpyAsync(s.y, s.host_y, (size_t)len * sizeof(double), cudaMemcpyHostToDevice, s.main_s));
+      }
+      holder = o;
+    }
+    if (me != o) continue;
+    const int lj = local(j);
+    const double* u = a + (size_t)lj * ld;  // the block column's rows [0, j + jb)
+    BLAS(cublasDtrsv(s.main_h, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, jb, u + j, (int)ld,
+                     s.y + j, 1));
+    if (j > 0) {
+      BLAS(cublasDgemv(s.main_h, CUBLAS_OP_N, j, jb, &minus_one, u, (int)ld, s.y + j, 1, &one, s.y, 1));
+    }
+    CUDA(cudaMemcpyAsync(A->X + lj, s.y + j, (size_t)jb * sizeof(double), cudaMemcpyDeviceToHost, s.main_s));
+  }
   std::vector<int> info(panels);
   CUDA(cudaMemcpyAsync(info.data(), s.info, (size_t)panels * sizeof(int), cudaMemcpyDeviceToHost, s.main_s));
-  CUDA(cudaStreamSynchronize(s.main_s));
   CUDA(cudaDeviceSynchronize());
+  int first = INT_MAX;  // getrf's first zero pivot, 1-based in its panel: HPL's info is the global column
   for (int k = 0; k < panels; ++k) {
-    if (info[k] > 0) {  // getrf's first zero pivot, 1-based in the panel: HPL's info is the global column
-      A->info = k * nb + info[k];
+    if (owner(k) == me && info[k] > 0) {
+      first = k * nb + info[k];
       break;
     }
   }
-  g_mat.solved = true;
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, GRID->row_comm);
+  A->info = first == INT_MAX ? 0 : first;
+}
+
+// HPL_pdtest's residual check on the GPU: xhpl is linked with --wrap=HPL_pdlange,--wrap=HPL_dgemv, so HPL's own
+// calls land here; HPL's host matrix (the array HPL_pdmatgen last filled) is read from the GPU, anything else
+// goes to HPL's own code.
+extern "C" double __real_HPL_pdlange(const HPL_T_grid*, const HPL_T_NORM, const int, const int, const int,
+                                     const double*, const int);
+extern "C" void __real_HPL_dgemv(const enum HPL_ORDER, const enum HPL_TRANS, const int, const int, const double,
+                                 const double*, const int, const double*, const int, const double, double*,
+                                 const int);
+
+namespace {
+bool is_device_matrix(const double* A, int lda) {
+  return g_mat.a != nullptr && A == g_mat.host && lda == g_mat.host_ld;
+}
+}  // namespace
+
+extern "C" double __wrap_HPL_pdlange(const HPL_T_grid* GRID, const HPL_T_NORM NORM, const int M, const int N,
+                                     const int NB, const double* A, const int LDA) {
+  if (!is_device_matrix(A, LDA) || (NORM != HPL_NORM_1 && NORM != HPL_NORM_I) || M != g_mat.m ||
+      N != g_mat.n - 1 || NB != g_mat.nb) {  // A of [A b]: b and x are HPL's own host vectors
+    return __real_HPL_pdlange(GRID, NORM, M, N, NB, A, LDA);
+  }
+  // The first N global columns: this rank's share of them, all M rows (P = 1).
+  const int cols = local_columns(N, NB, GRID->mycol, GRID->npcol);
+  const size_t len = NORM == HPL_NORM_1 ? (size_t)cols : (size_t)M;
+  std::vector<double> sums(len, 0.0);
+  double* d = nullptr;
+  CUDA(cudaMalloc(&d, (len > 0 ? len : 1) * sizeof(double)));
+  if (NORM == HPL_NORM_1 && cols > 0) {
+    column_abs_sums<<<(unsigned)cols, 256>>>(g_mat.a, g_mat.ld, M, d);
+  } else if (NORM == HPL_NORM_I && M > 0) {
+    row_abs_sums<<<(unsigned)((M + 255) / 256), 256>>>(g_mat.a, g_mat.ld, M, cols, d);
+  }
+  CUDA(cudaGetLastError());
+  if (len > 0) CUDA(cudaMemcpy(sums.data(), d, len * sizeof(double), cudaMemcpyDeviceToHost));
+  CUDA(cudaFree(d));
+  double norm = 0.0;
+  if (NORM == HPL_NORM_1) {  // largest column sum: this rank's, then over the process row
+    for (double v : sums) norm = v > norm ? v : norm;
+    MPI_Allreduce(MPI_IN_PLACE, &norm, 1, MPI_DOUBLE, MPI_MAX, GRID->row_comm);
+  } else {  // largest row sum: the rows summed over the process row first
+    MPI_Allreduce(MPI_IN_PLACE, sums.data(), (int)len, MPI_DOUBLE, MPI_SUM, GRID->row_comm);
+    for (double v : sums) norm = v > norm ? v : norm;
+  }
+  return norm;
+}
+
+extern "C" void __wrap_HPL_dgemv(const enum HPL_ORDER ORDER, const enum HPL_TRANS TRANS, const int M, const int N,
+                                 const double ALPHA, const double* A, const int LDA, const double* X, const int INCX,
+                                 const double BETA, double* Y, const int INCY) {
+  if (!is_device_matrix(A, LDA) || ORDER != HplColumnMajor || TRANS != HplNoTrans || M != g_mat.m ||
+      N > g_mat.cols) {
+    __real_HPL_dgemv(ORDER, TRANS, M, N, ALPHA, A, LDA, X, INCX, BETA, Y, INCY);
+    return;
+  }
+  // y = beta y + alpha A x with A this rank's first N local columns on the GPU; x and y in host memory.
+  if (g_check_blas == nullptr) BLAS(cublasCreate(&g_check_blas));
+  double *dx = nullptr, *dy = nullptr;
+  CUDA(cudaMalloc(&dx, (size_t)(N > 0 ? N : 1) * sizeof(double)));
+  CUDA(cudaMalloc(&dy, (size_t)M * sizeof(double)));
+  if (N > 0) CUDA(cudaMemcpy2D(dx, sizeof(double), X, (size_t)INCX * sizeof(double), sizeof(double), (size_t)N,
+                               cudaMemcpyHostToDevice));
+  CUDA(cudaMemcpy2D(dy, sizeof(double), Y, (size_t)INCY * sizeof(double), sizeof(double), (size_t)M,
+                    cudaMemcpyHostToDevice));
+  if (N > 0) {
+    BLAS(cublasDgemv(g_check_blas, CUBLAS_OP_N, M, N, &ALPHA, g_mat.a, (int)g_mat.ld, dx, 1, &BETA, dy, 1));
+  } else {
+    BLAS(cublasDscal(g_check_blas, M, &BETA, dy, 1));
+  }
+  CUDA(cudaMemcpy2D(Y, (size_t)INCY * sizeof(double), dy, sizeof(double), sizeof(double), (size_t)M,
+                    cudaMemcpyDeviceToHost));
+  CUDA(cudaFree(dx));
+  CUDA(cudaFree(dy));
 }

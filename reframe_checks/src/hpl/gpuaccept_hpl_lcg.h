@@ -42,3 +42,11 @@ GPUACCEPT_HD double gpuaccept_hpl_value(uint64_t x) {
   const double lo = (double)(uint32_t)(x & 0xffffffffULL), hi = (double)(uint32_t)(x >> 32);
   return 0.5 - (lo / 2147483648.0 * 0.5 + hi) / 2147483648.0 * 0.5;
 }
+
+// HPL's block-cyclic column distribution over Q process columns (HPL_indxl2g with the first block on process
+// column 0): the global index of local column jl on process column q, blocks of NB columns dealt out in turn.
+// With P = 1 every process holds all rows, so the entry (i, jl) of a process's local matrix is the global
+// entry (i, gpuaccept_hpl_global_col(jl, nb, q, Q)).
+GPUACCEPT_HD long long gpuaccept_hpl_global_col(long long jl, int nb, int q, int npcol) {
+  return ((jl / nb) * npcol + q) * (long long)nb + jl % nb;
+}
