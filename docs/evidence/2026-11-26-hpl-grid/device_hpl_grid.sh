@@ -59,10 +59,13 @@ for nb in $SWEEP_NBS; do run sweep-r$RANKS-n$SWEEP_N-nb$nb-d1 $SWEEP_N $nb $RANK
 BIG_NB=$(for f in "$OUT"/runs/sweep-*/HPL.out; do awk '/^WR/ {print $7, $3}' "$f"; done | sort -g | tail -1 | cut -d' ' -f2)
 echo "fastest NB of the sweep: $BIG_NB"
 BIG_N=$(PYTHONPATH=src python3 -c "
-import torch; from gpuaccept.probe.hpl_dat import problem_size
+import os, torch; from gpuaccept.probe.hpl_dat import problem_size
 total = min(torch.cuda.mem_get_info(i)[1] for i in range(torch.cuda.device_count()))
-print(problem_size(total, $RANKS, $FRACTION, $BIG_NB, 1, $RANKS))")
-echo "big N=$BIG_N ($FRACTION of the smallest GPU x $RANKS ranks, NB $BIG_NB)"
+host = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+# as GpuHplCuda: one rank's (untouched) host array must pass the kernel's overcommit check
+memory = min(total, int(host * 0.95 / $FRACTION))
+print(problem_size(memory, $RANKS, $FRACTION, $BIG_NB, 1, $RANKS))")
+echo "big N=$BIG_N ($FRACTION of min(smallest GPU, 0.95 RAM / $FRACTION) x $RANKS ranks, NB $BIG_NB)"
 for r in $(seq 1 $BIG_RUNS); do run big-r$RANKS-n$BIG_N-nb$BIG_NB-d1-$r $BIG_N $BIG_NB $RANKS 1 $GPUS; done
 if [ "$SHARED_N" -gt 0 ]; then  # the multi-rank path's cost on one GPU: 1 rank against 2 ranks sharing it
   run shared-r1-n$SHARED_N $SHARED_N $BIG_NB 1 1 0
