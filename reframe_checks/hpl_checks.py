@@ -245,13 +245,16 @@ class GpuHplCuda(HplOutputCheck):
     """HPL-CUDA: HPL 2.3's driver, HPL.dat, timer, output and residual check with gpuaccept's GPU-resident
     HPL_pdmatgen and HPL_pdgesv (reframe_checks/src/hpl/gpuaccept_hpl_gpu.cu): the matrix generated and kept in
     GPU memory, panels by cuSOLVER, updates by cuBLAS, the next panel factored while the rest of the update runs.
-    One process on one GPU (the node's first; a grid over several GPUs is not written yet).
+    One MPI rank per GPU (``gpu_count`` of the partition), on a 1 x ranks grid: every rank holds all rows of its
+    columns, the panel's owner broadcasts it.
 
-    Sizing, written into the document's ``parameters.backend``: N from ``memory_fraction`` of the GPU's memory
-    (capped so that HPL's host copy of the matrix for its residual check fits ``host_memory_fraction`` of RAM);
-    NB and the look-ahead depth from a short sweep before the run (``sweep_n``, every ``sweep_nbs`` with every
-    ``sweep_depths``, timed without residual checks, gpuaccept.probe.hpl_dat.render_sweep), the fastest taken. Only
-    the full run's result row, with its PASSED residual, is the figure.
+    Sizing, written into the document's ``parameters.backend``: N from ``memory_fraction`` of the GPUs' memory
+    (the smallest GPU's, times the ranks). HPL's host array is reserved but never filled (the residual check
+    reads the matrix on the GPUs), so it only has to pass the kernel's overcommit check: one rank's share stays
+    below ``host_memory_fraction`` of what that policy grants (no limit with vm.overcommit_memory = 1). NB and
+    the look-ahead depth come from a short sweep before the run (``sweep_n``, every ``sweep_nbs`` with every
+    ``sweep_depths``, on the same grid, timed without residual checks, gpuaccept.probe.hpl_dat.render_sweep),
+    the fastest taken. Only the full run's result row, with its PASSED residual, is the figure.
 
     Not run unless the gpuaccept_hpl role built it (gpuaccept_hpl_source_path/url, nvcc) and wrote its descriptor.
     Metrics: ``tflops`` (node), ``tflops_per_gpu``, ``residual_max``; energy and power of all of xhpl (the solve
@@ -263,10 +266,11 @@ class GpuHplCuda(HplOutputCheck):
     #: :type: :class:`int`
     hpl_n = variable(int, value=0)
 
-    #: The largest share of host RAM the host copy of the matrix may take (HPL checks its residual on the host).
+    #: The largest share of what the kernel lets one rank reserve (gpuaccept.probe.hpl_dat.reservable_bytes)
+    #: that its host array for the matrix may take (HPL allocates it; the GPU HPL leaves it untouched).
     #:
     #: :type: :class:`float`
-    host_memory_fraction = variable(float, value=0.8)
+    host_memory_fraction = variable(float, value=0.95)
 
     #: The sweep's matrix order (0: no sweep, ``nb`` and depth 1).
     #:
@@ -315,34 +319,43 @@ class GpuHplCuda(HplOutputCheck):
                 gpus = json.load(handle).get("gpus") or []
         except (OSError, ValueError) as err:
             raise SanityError(f"{socket.gethostname()}: cannot read the node facts {facts_file}: {err}") from None
-        gpu_memory = int(gpus[0].get("memory_bytes") or 0) if gpus else 0
-        if gpu_memory < 1:
+        ranks = int(extras.get("gpu_count") or 0)
+        gpu_memory = min(int(g.get("memory_bytes") or 0) for g in gpus) if gpus else 0
+        if ranks < 1 or gpu_memory < 1:
             raise SanityError(
-                f"{socket.gethostname()}: no GPU memory in the node facts {facts_file}: regenerate the ReFrame "
-                "configuration with the gpuaccept_reframe role"
+                f"{socket.gethostname()}: gpu_count={ranks} (partition extras), GPU memory {gpu_memory} bytes "
+                f"({facts_file}): regenerate the ReFrame configuration with the gpuaccept_reframe role"
             )
         host_memory = _host_memory_bytes()
-        # The matrix is N x N doubles on the GPU and once more in HPL's host array for the residual check.
-        memory = min(gpu_memory, int(host_memory * self.host_memory_fraction / self.memory_fraction))
-        self.ranks = 1
+        # Each rank holds N x N / ranks doubles on its GPU and reserves as much in HPL's (untouched) host array,
+        # which the kernel's overcommit policy must grant.
+        try:
+            reservable = hpl_dat.host_reservable_bytes(ranks)
+        except (OSError, ValueError) as err:
+            raise SanityError(f"{socket.gethostname()}: cannot tell what HPL's host array may reserve: {err}") from None
+        memory = gpu_memory
+        if reservable is not None:
+            memory = min(gpu_memory, int(reservable * self.host_memory_fraction / self.memory_fraction))
+        self.ranks = ranks
         python = sys.executable
-        command = [str(c).replace("{ranks}", "1") for c in desc["command"]]
+        command = [str(c).replace("{ranks}", str(ranks)) for c in desc["command"]]
         self.env_vars = {
             **self.env_vars,
             **{str(k): str(v) for k, v in (desc.get("env") or {}).items()},
-            "OMP_NUM_THREADS": str(len(os.sched_getaffinity(0))),
-            "MKL_NUM_THREADS": str(len(os.sched_getaffinity(0))),
+            "OMP_NUM_THREADS": str(max(1, len(os.sched_getaffinity(0)) // ranks)),
+            "MKL_NUM_THREADS": str(max(1, len(os.sched_getaffinity(0)) // ranks)),
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
         }
-        sizing = ["--ranks", "1", "--memory-bytes", str(memory), "--fraction", str(self.memory_fraction)]
+        grid = ["--ranks", str(ranks), "--grid", "columns"]
+        sizing = [*grid, "--memory-bytes", str(memory), "--fraction", str(self.memory_fraction)]
         if self.hpl_n:
-            sizing = ["--ranks", "1", "--n", str(self.hpl_n)]
+            sizing = [*grid, "--n", str(self.hpl_n)]
         if self.sweep_n > 0:
             os.makedirs(os.path.join(self.stagedir, "sweep"), exist_ok=True)
             write_text_atomic(
                 os.path.join(self.stagedir, "sweep", "HPL.dat"),
-                hpl_dat.render_sweep(self.sweep_n, self.sweep_nbs, self.sweep_depths),
+                hpl_dat.render_sweep(self.sweep_n, self.sweep_nbs, self.sweep_depths, q=ranks),
             )
             launch = " ".join(shlex.quote(c) for c in command)
             self.prerun_cmds = [
@@ -354,20 +367,22 @@ class GpuHplCuda(HplOutputCheck):
             ]  # fmt: skip
             self.keep_files = [*self.keep_files, "HPL.sweep.dat", "HPL.sweep.out", "HPL.sweep.err"]
         else:
-            n = self.hpl_n or hpl_dat.problem_size(memory, 1, self.memory_fraction, self.nb)
+            n = self.hpl_n or hpl_dat.problem_size(memory, ranks, self.memory_fraction, self.nb, 1, ranks)
             write_text_atomic(
                 os.path.join(self.stagedir, "HPL.dat"),
-                hpl_dat.render(hpl_dat.HplDat(n=n, nb=self.nb, p=1, q=1, threshold=self.threshold)),
+                hpl_dat.render(hpl_dat.HplDat(n=n, nb=self.nb, p=1, q=ranks, threshold=self.threshold)),
             )
         self.backend = {
             "hpl": desc.get("hpl", "netlib HPL 2.3 driver + gpuaccept GPU-resident HPL_pdmatgen/HPL_pdgesv"),
             "descriptor": self.descriptor,
             "blas": desc.get("blas"),
-            "ranks": 1,
-            "gpus_used": 1,
+            "ranks": ranks,
+            "grid": f"1 x {ranks}",
+            "gpus_used": ranks,
             "gpus_on_node": len(gpus),
             "gpu_memory_bytes": gpu_memory,
             "host_memory_bytes": host_memory,
+            "host_reservable_bytes": reservable,
             "memory_fraction": self.memory_fraction,
             "host_memory_fraction": self.host_memory_fraction,
         }

@@ -458,3 +458,51 @@ def test_the_sweep_picks_the_fastest_nb_and_depth_and_writes_the_full_runs_hpl_d
     assert "empty.out: no HPL result row" in capsys.readouterr().err
     text = hpl_dat.render_sweep(32768, [768, 1024], [0, 1])
     assert "-1.0         threshold" in text and "768 1024     NBs" in text and "0 1          DEPTHs" in text
+
+
+def test_the_gpu_hpls_grid_is_one_row_of_ranks_in_the_sweep_and_the_run(tmp_path):
+    """``--grid columns`` (GpuHplCuda): P = 1, Q = ranks, N in whole blocks of NB x Q; the sweep on the same grid."""
+    argv = ["--ranks", "2", "--grid", "columns", "--memory-bytes", str(143771 << 20), "--fraction", "0.92",
+            "--nb", "1280", "--output", str(tmp_path / "HPL.dat")]  # fmt: skip
+    assert hpl_dat.main(argv) == 0
+    dat = (tmp_path / "HPL.dat").read_text().splitlines()
+    n = int(dat[5].split()[0])
+    assert (dat[10].split()[0], dat[11].split()[0]) == ("1", "2") and n % (1280 * 2) == 0
+    assert n == hpl_dat.problem_size(143771 << 20, 2, 0.92, 1280, 1, 2) and 8 * n * n <= 0.92 * 2 * (143771 << 20)
+    sweep = hpl_dat.render_sweep(40960, [1024], [1], 1, 4).splitlines()
+    assert (sweep[10].split()[0], sweep[11].split()[0]) == ("1", "4")
+    # Without --grid, HPL's own square grid as before.
+    assert hpl_dat.main(["--ranks", "4", "--n", "8192", "--output", str(tmp_path / "sq.dat")]) == 0
+    assert [line.split()[0] for line in (tmp_path / "sq.dat").read_text().splitlines()[10:12]] == ["2", "2"]
+
+
+MEMINFO = """MemTotal:       131850000 kB
+MemFree:        130000000 kB
+SwapTotal:        2000000 kB
+CommitLimit:     67925000 kB
+Committed_AS:     1925000 kB
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "ranks", "expected"),
+    [
+        (1, 1, None),  # always overcommit: no limit (the lent H200's setting)
+        (0, 1, (131850000 + 2000000) * 1024),  # heuristic: any one allocation up to RAM + swap
+        (0, 4, (131850000 + 2000000) * 1024),  # ... each rank's on its own
+        (2, 2, (67925000 - 1925000) * 1024 // 2),  # strict: what the commit limit leaves, shared by the ranks
+    ],
+)
+def test_what_hpls_host_array_may_reserve_follows_the_overcommit_policy(mode, ranks, expected):
+    assert hpl_dat.reservable_bytes(mode, MEMINFO, ranks) == expected
+
+
+def test_an_unknown_overcommit_policy_or_meminfo_without_its_fields_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="overcommit mode 3"):
+        hpl_dat.reservable_bytes(3, MEMINFO, 1)
+    with pytest.raises(ValueError, match="CommitLimit"):
+        hpl_dat.reservable_bytes(2, "MemTotal: 1 kB\n", 1)
+    (tmp_path / "sys" / "vm").mkdir(parents=True)
+    (tmp_path / "sys" / "vm" / "overcommit_memory").write_text("0\n")
+    (tmp_path / "meminfo").write_text(MEMINFO)
+    assert hpl_dat.host_reservable_bytes(1, str(tmp_path)) == (131850000 + 2000000) * 1024

@@ -15,7 +15,7 @@ RANKS=${RANKS:-1}; GPUS=${GPUS:-0}; SWEEP_N=${SWEEP_N:-40960}; SWEEP_NBS=${SWEEP
 FRACTION=${FRACTION:-0.92}; SMALL=${SMALL:-1}; BIG_RUNS=${BIG_RUNS:-2}; SHARED_N=${SHARED_N:-0}
 REPO=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/runs"
 exec > >(tee -a "$OUT/console.log") 2>&1
-echo "== $(date -u +%FT%TZ) $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || cat .devq/gitrev) RANKS=$RANKS GPUS=$GPUS"
+echo "== $(date -u +%FT%TZ) $(cat .devq/gitrev 2>/dev/null || git -C "$REPO" rev-parse --short HEAD) RANKS=$RANKS GPUS=$GPUS"
 nvidia-smi --query-gpu=index,name,serial,pci.bus_id,memory.total,power.limit,clocks.max.sm,driver_version --format=csv | tee "$OUT/gpu.csv"
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
 lscpu | head -20 > "$OUT/lscpu.txt"; free -g > "$OUT/free.txt"; cat /proc/sys/vm/overcommit_memory > "$OUT/overcommit.txt"
@@ -61,12 +61,14 @@ echo "fastest NB of the sweep: $BIG_NB"
 BIG_N=$(PYTHONPATH=src python3 -c "
 import os, torch; from gpuaccept.probe.hpl_dat import problem_size
 total = min(torch.cuda.mem_get_info(i)[1] for i in range(torch.cuda.device_count()))
-host = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+from gpuaccept.probe.hpl_dat import host_reservable_bytes
 # as GpuHplCuda: one rank's (untouched) host array must pass the kernel's overcommit check
-memory = min(total, int(host * 0.95 / $FRACTION))
+host = host_reservable_bytes($RANKS)
+memory = total if host is None else min(total, int(host * 0.95 / $FRACTION))
 print(problem_size(memory, $RANKS, $FRACTION, $BIG_NB, 1, $RANKS))")
-echo "big N=$BIG_N ($FRACTION of min(smallest GPU, 0.95 RAM / $FRACTION) x $RANKS ranks, NB $BIG_NB)"
+echo "big N=$BIG_N ($FRACTION of the smallest GPU (capped by what the host lets a rank reserve) x $RANKS ranks, NB $BIG_NB)"
 for r in $(seq 1 $BIG_RUNS); do run big-r$RANKS-n$BIG_N-nb$BIG_NB-d1-$r $BIG_N $BIG_NB $RANKS 1 $GPUS; done
+[ -n "${SINGLE_N:-}" ] && run single-r1-n$SINGLE_N-nb$BIG_NB $SINGLE_N $BIG_NB 1 1 0
 if [ "$SHARED_N" -gt 0 ]; then  # the multi-rank path's cost on one GPU: 1 rank against 2 ranks sharing it
   run shared-r1-n$SHARED_N $SHARED_N $BIG_NB 1 1 0
   run shared-r2-n$SHARED_N $SHARED_N $BIG_NB 2 1 0,0

@@ -60,6 +60,41 @@ def problem_size(memory_bytes: int, ranks: int, fraction: float, nb: int, p: int
     return n
 
 
+def reservable_bytes(overcommit_mode: int, meminfo: str, ranks: int) -> int | None:
+    """What one of ``ranks`` processes may reserve (malloc without touching) under the kernel's overcommit policy
+    (``/proc/sys/vm/overcommit_memory`` and ``/proc/meminfo``'s text): None without a limit (mode 1); RAM plus
+    swap for any one allocation (mode 0, the heuristic refuses only larger ones); an equal share of what the
+    commit limit leaves (mode 2, every reservation counts).
+
+    HPL_pdtest reserves each rank's share of the matrix in host memory; gpuaccept's GPU HPL never fills it, so
+    this, not free RAM, bounds N on the host side."""
+    fields = {}
+    for line in meminfo.splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            fields[name.strip()] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+    if ranks < 1:
+        raise ValueError(f"ranks must be >= 1, not {ranks}")
+    if overcommit_mode == 1:
+        return None
+    need = ("MemTotal", "SwapTotal") if overcommit_mode == 0 else ("CommitLimit", "Committed_AS")
+    missing = [n for n in need if n not in fields]
+    if overcommit_mode not in (0, 2) or missing:
+        raise ValueError(f"overcommit mode {overcommit_mode} with /proc/meminfo lacking {missing or need}")
+    if overcommit_mode == 0:
+        return fields["MemTotal"] + fields["SwapTotal"]
+    return max(0, fields["CommitLimit"] - fields["Committed_AS"]) // ranks
+
+
+def host_reservable_bytes(ranks: int, root: str = "/proc") -> int | None:
+    """:func:`reservable_bytes` for this host."""
+    with open(f"{root}/sys/vm/overcommit_memory", encoding="ascii") as handle:
+        mode = int(handle.read().strip())
+    with open(f"{root}/meminfo", encoding="ascii") as handle:
+        return reservable_bytes(mode, handle.read(), ranks)
+
+
 def timed_problem_size(
     memory_bytes: int, fraction: float, gflops: float, seconds: float, nb: int, p: int = 1, q: int = 1
 ) -> int:
@@ -115,15 +150,15 @@ def render(d: HplDat) -> str:
     return _render(d, (d.nb,), (d.depth,), f"{d.threshold:.1f}")
 
 
-def render_sweep(n: int, nbs: Sequence[int], depths: Sequence[int]) -> str:
-    """HPL.dat for the short sweep that ranks NB and look-ahead depth settings on one process: every NB with every
-    depth at order ``n``, with a threshold of -1, so that HPL times each setting and skips its residual check.
-    The sweep only ranks settings; the run whose figure counts is a separate, checked one (:func:`choose`)."""
+def render_sweep(n: int, nbs: Sequence[int], depths: Sequence[int], p: int = 1, q: int = 1) -> str:
+    """HPL.dat for the short sweep that ranks NB and look-ahead depth settings on the run's P x Q grid: every NB
+    with every depth at order ``n``, with a threshold of -1, so that HPL times each setting and skips its residual
+    check. The sweep only ranks settings; the run whose figure counts is a separate, checked one (:func:`choose`)."""
     if not nbs or not depths or len(nbs) > 20 or len(depths) > 20:
         raise ValueError(f"HPL.dat sweep: 1 to 20 NBs and depths each (got {list(nbs)}, {list(depths)})")
     if any(d < 0 for d in depths):
         raise ValueError(f"HPL.dat sweep: depths must be >= 0, not {list(depths)}")
-    return _render(HplDat(n=n, nb=max(nbs), p=1, q=1), tuple(nbs), tuple(depths), "-1.0")
+    return _render(HplDat(n=n, nb=max(nbs), p=p, q=q), tuple(nbs), tuple(depths), "-1.0")
 
 
 def choose(sweep_output: str, source: str = "<sweep>") -> tuple[int, int, list[dict]]:
@@ -194,6 +229,8 @@ def render_hpccinf(d: HplDat) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m gpuaccept.probe.hpl_dat", description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, required=True, help="MPI ranks: one per GPU (hpcc: one per host)")
+    ap.add_argument("--grid", choices=("square", "columns"), default="square",
+                    help="P x Q: as square as possible (HPL's own), or 1 x ranks (gpuaccept's GPU HPL)")
     ap.add_argument("--memory-bytes", type=int, help="memory per rank (GPU HBM, or host RAM / ranks)")
     ap.add_argument("--fraction", type=float, default=0.85, help="share of the memory for the matrix (0.85)")
     ap.add_argument("--n", type=int, help="matrix order (instead of --memory-bytes/--fraction)")
@@ -209,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.sweep:
             with open(args.sweep, encoding="utf-8") as handle:
                 args.nb, args.depth, _ = choose(handle.read(), args.sweep)
-        p, q = grid(args.ranks)
+        p, q = grid(args.ranks) if args.grid == "square" else (1, args.ranks)
         if args.n is None:
             if args.memory_bytes is None:
                 ap.error("give --n or --memory-bytes")
