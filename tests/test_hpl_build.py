@@ -317,16 +317,20 @@ checks:
 """
 
 
-def test_hpl_cuda_check_sweeps_nb_and_depth_then_runs_the_chosen_setting_through_reframe(built, tmp_path, monkeypatch):
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_hpl_cuda_check_sweeps_nb_and_depth_then_runs_the_chosen_setting_through_reframe(
+    built, tmp_path, monkeypatch, gpus
+):
     """GpuHplCuda's own path on a CPU: the sweep (every NB with every depth, no residual check), the choice
     written into HPL.dat by gpuaccept.probe.hpl_dat, then the checked run, and the document recording what the
-    sweep measured and what ran. The role's host xhpl stands in for the GPU build (same driver, same output), so
-    the check's commands, files and parsing are the ones a GPU node runs."""
+    sweep measured and what ran; one rank per GPU of the node facts on a 1 x ranks grid. The role's host xhpl
+    stands in for the GPU build (same driver, same output, the same grid), so the check's commands, files and
+    parsing are the ones a GPU node runs."""
     refs = tmp_path / "refs"
     refs.mkdir()
     (refs / "ci_hpl_cuda.yaml").write_text(REF_HPL_CUDA)
     facts = node_facts.gather()
-    facts["gpus"] = [{"index": 0, "name": "NVIDIA Test GPU", "memory_bytes": 85520809984}]
+    facts["gpus"] = [{"index": i, "name": "NVIDIA Test GPU", "memory_bytes": 85520809984} for i in range(gpus)]
     facts_file = tmp_path / "node-facts.json"
     facts_file.write_text(json.dumps(facts))
     config = render_config(tmp_path / "settings.py", "ci_hpl_cuda", refs, facts, facts_file)
@@ -349,3 +353,8 @@ def test_hpl_cuda_check_sweeps_nb_and_depth_then_runs_the_chosen_setting_through
     assert "-1.0         threshold" in (kept / "HPL.sweep.dat").read_text()
     assert len(hpl.parse_file(kept / "HPL.sweep.out").runs) == 4
     assert (kept / "HPL.dat").read_text().splitlines()[7].split()[0] == str(best["nb"])
+    for name in ("HPL.dat", "HPL.sweep.dat"):  # P = 1, Q = the GPUs, in the sweep and the run
+        assert [line.split()[0] for line in (kept / name).read_text().splitlines()[10:12]] == ["1", str(gpus)]
+    backend = doc["parameters"]["backend"]
+    assert (backend["ranks"], backend["grid"], backend["gpus_used"]) == (gpus, f"1 x {gpus}", gpus)
+    assert {r.q for r in hpl.parse_file(kept / "HPL.sweep.out").runs} == {gpus}

@@ -173,13 +173,14 @@ def test_each_shipped_node_type_expects_exactly_the_checks_it_has_references_for
 
 
 def test_a_check_that_ran_without_references_is_reported_not_judged(nightly):
-    """HPL-CUDA ran on the H200 (an optional backend its type has no references for): shown, not counted."""
-    refs = references.load_node_type(REFERENCE_DIR, "h200")
+    """HPL-CUDA's recorded H100 run judged as an A100 (an optional backend that type has no references for): shown,
+    not counted."""
+    refs = references.load_node_type(REFERENCE_DIR, "a100_sxm4_80gb")
     assert "hpl_cuda" not in refs.checks
     run = next((EVIDENCE / "2026-11-23-h100-evaluation" / "runs" / "results").iterdir())
     facts = json.loads((run / "node-facts.json").read_text()) if (run / "node-facts.json").exists() else {}
-    v = verdict.build(verdict.load_report(run / "reframe-report.json"), facts, REFERENCE_DIR, "h200", "evaluation",
-                      run_dir=run)  # fmt: skip
+    v = verdict.build(verdict.load_report(run / "reframe-report.json"), facts, REFERENCE_DIR, "a100_sxm4_80gb",
+                      "evaluation", run_dir=run)  # fmt: skip
     hpl = [r for r in v.rows if r.check == "hpl_cuda"]
     assert hpl and all(not r.expected for r in hpl)
     assert {r.status for r in hpl if r.metric} <= {"info", "waived"}
