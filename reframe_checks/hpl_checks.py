@@ -5,8 +5,9 @@
 - ``GpuHplNvidia`` (key ``hpl_nvidia``): NVIDIA HPC-Benchmarks' ``xhpl``, installed from a site artifact by
   the gpuaccept_hpl role; reported as not run ("artifact not configured") where the role has not installed it.
 - ``GpuHplCuda`` (key ``hpl_cuda``): HPL 2.3's driver with gpuaccept's GPU-resident HPL_pdmatgen/HPL_pdgesv
-  (the matrix in GPU memory, cuSOLVER and cuBLAS), one process on one GPU, NB and look-ahead from a short sweep,
-  built by the gpuaccept_hpl role from the source tarball; reported as not run where the role has not built it.
+  (the matrix in GPU memory, cuSOLVER and cuBLAS), one MPI rank per GPU on a 1 x GPUs grid, NB and look-ahead
+  from a short sweep, built by the gpuaccept_hpl role from the source tarball; reported as not run where the
+  role has not built it.
 - ``HostHpl`` (key ``hpl_host``): netlib's HPL 2.3 against MKL on the host (gpuaccept_hpl role), one rank per
   core; Debian's ``hpcc`` (OpenBLAS) where it is not built; not run where neither is there.
 
