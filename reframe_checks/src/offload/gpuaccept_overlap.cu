@@ -357,6 +357,7 @@ struct Ctx {
   float* m_in_dev = nullptr;   // device pointers of the mapped host buffers
   float* m_out_dev = nullptr;
   DevBuf d_in, d_out, u_in, u_out;  // device buffers; managed buffers (u_*), where managed runs
+  std::string managed_why;  // why the managed buffers could not be allocated ("" where they were)
   StreamSet ss;
   EventPair ev;
 };
@@ -553,10 +554,11 @@ void measure_intensity(State& st, Ctx& c, const Options& o, const GpuResult& r, 
     if (!o.managed) {
       m.not_run = "not asked for (--no-managed)";
       ir.methods.push_back(m);
-    } else if (c.u_in.p == nullptr) {
-      m.not_run = r.managed_memory != 1 ? "the device has no managed memory (cudaDevAttrManagedMemory = 0)"
-                                        : "the device cannot prefetch managed memory "
-                                          "(cudaDevAttrConcurrentManagedAccess = 0)";
+    } else if (c.u_in.p == nullptr || c.u_out.p == nullptr) {
+      m.not_run = !c.managed_why.empty()     ? c.managed_why
+                  : r.managed_memory != 1 ? "the device has no managed memory (cudaDevAttrManagedMemory = 0)"
+                                          : "the device cannot prefetch managed memory "
+                                            "(cudaDevAttrConcurrentManagedAccess = 0)";
       ir.methods.push_back(m);
     } else {
       const cudaMemLocation on_gpu = device_location(c.dev), on_host = host_location();
@@ -621,9 +623,15 @@ void measure_gpu(State& st, const Options& o, int dev) {
     CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&c.m_out_dev), c.h_out.p, 0));
   }
   if (o.managed && r.managed_memory == 1 && r.concurrent_managed_access == 1) {
-    c.u_in.alloc_managed(dev, c.bytes);
-    c.u_out.alloc_managed(dev, c.bytes);
-    std::memcpy(c.u_in.p, c.h_in.p, c.bytes);  // written on the host: the input starts there
+    try {
+      c.u_in.alloc_managed(dev, c.bytes);
+      c.u_out.alloc_managed(dev, c.bytes);
+      std::memcpy(c.u_in.p, c.h_in.p, c.bytes);  // written on the host: the input starts there
+    } catch (const CallError& e) {  // an allocation refused: the method is not run, the others are
+      cudaGetLastError();
+      c.managed_why = std::string("managed memory could not be allocated: ") + e.what();
+      st.note("gpu " + std::to_string(dev) + ": " + c.managed_why);
+    }
   } else if (o.managed) {
     st.note("gpu " + std::to_string(dev) + ": managed method not run (cudaDevAttrManagedMemory = " +
             std::to_string(r.managed_memory) + ", cudaDevAttrConcurrentManagedAccess = " +
