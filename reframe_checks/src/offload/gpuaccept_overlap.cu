@@ -492,7 +492,9 @@ void measure_intensity(State& st, Ctx& c, const Options& o, const GpuResult& r, 
   const int it = ir.iters;
   cudaStream_t s0 = c.ss.s[0];
   // The kernel alone, on device-resident data.
-  ir.kernel_samples_s = repeat(o.reps, [&] { return time_on(s0, c.ev, [&] { launch(c, c.d_in.f(), c.d_out.f(), c.n, it, s0); }); });
+  ir.kernel_samples_s = repeat(o.reps, [&] {
+    return time_on(s0, c.ev, [&] { launch(c, c.d_in.f(), c.d_out.f(), c.n, it, s0); });
+  });
   ir.kernel_s = median(ir.kernel_samples_s);
 
   // (a) Synchronous copies on the legacy default stream.
@@ -734,7 +736,10 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
   j.kv("element", "float32").kv("bytes_per_element_moved", kBytesPerElement).kv("flops_per_fma", kFlopsPerIter);
   j.kv("kernel", "out[i] = in[i] after iters steps of v = fmaf(v, 0.999, 0.001); iters = intensity * 8 / 2");
   j.kv("verification_samples", kSamples).kv("mapped", o.mapped).kv("managed", o.managed).kv("quick", o.quick);
-  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING"});
+  // CUDA_DEVICE_MAX_CONNECTIONS: hardware queues the streams share (8 by default); more streams than queues can
+  // wait on each other's work.
+  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
+                        "CUDA_DEVICE_MAX_CONNECTIONS"});
   j.end_object();
 
   j.key("results").begin_object();
