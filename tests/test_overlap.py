@@ -5,8 +5,11 @@ numbers (no GPU output): nothing is asserted about timings a GPU gave."""
 import copy
 import json
 import math
+import subprocess
+import sys
 
 import pytest
+from conftest import ROOT
 
 from gpuaccept import cli
 from gpuaccept.judge import metric_table
@@ -235,3 +238,17 @@ def test_cli_names_a_bad_document(tmp_path, capsys):
     path.write_text(json.dumps(doc))
     assert cli.main(["overlap-model", str(path)]) != 0
     assert "copies.bidir.seconds" in capsys.readouterr().err
+
+
+def test_the_model_runs_on_the_standard_library_alone(tmp_path):
+    # python -S: no site-packages, so nothing beyond the standard library (a GPU machine with only the benchmark).
+    src, out = tmp_path / "overlap.json", tmp_path / "annotated.json"
+    src.write_text(json.dumps(hand_doc()))
+    res = subprocess.run([sys.executable, "-S", "-m", "gpuaccept.probe.overlap", str(src), "--output", str(out)],
+                         capture_output=True, text=True, check=False, env={"PYTHONPATH": str(ROOT / "src")})
+    assert res.returncode == 0, res.stderr
+    assert json.loads(out.read_text())["metrics"]["model_rank_tau_min"]["value"] == 1
+    assert "best measured mapped" in res.stderr
+    res = subprocess.run([sys.executable, "-S", "-m", "gpuaccept.probe.overlap", str(tmp_path / "none.json")],
+                         capture_output=True, text=True, check=False, env={"PYTHONPATH": str(ROOT / "src")})
+    assert res.returncode == 1 and "none.json" in res.stderr

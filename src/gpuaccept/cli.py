@@ -461,24 +461,7 @@ def cmd_overlap_model(args: argparse.Namespace) -> int:
     except overlap.OverlapError as err:
         raise InputError(f"{doc_path}: {err}") from None
     write_text_atomic(doc_path, json.dumps(doc, indent=1) + "\n")
-    for g in doc["results"]["model"]["per_gpu"]:
-        d = g["duplex"]
-        print(f"gpu {g['gpu']}: {g['copy_engines']} copy engines; H2D+D2H at once {d['bidir_s'] * 1e3:.2f} ms, "
-              f"one way {d['h2d_s'] * 1e3:.2f} / {d['d2h_s'] * 1e3:.2f} ms: "
-              f"{d['fraction_overlapped']:.2f} overlapped ({'full duplex' if d['full_duplex'] else 'NOT full duplex'})")
-        for row in g["intensities"]:
-            errs = ", ".join(
-                f"{m['method']} {m['measured_s'] * 1e3:.2f}/{m['predicted_s'] * 1e3:.2f} ms ({m['rel_error']:+.0%})"
-                for m in row["methods"]
-                if m.get("run")
-            )
-            print(f"  {row['flop_per_byte']:g} flop/B: tau {row['rank_tau']:.2f}, best measured "
-                  f"{row['best_measured']}, predicted {row['best_predicted']}; measured/predicted: {errs}")
-    for name in ("model_rel_error_max", "model_rank_tau_min"):
-        if name in doc["metrics"]:
-            print(f"{name}: {doc['metrics'][name]['value']:.3f}")
-        else:
-            print(f"{name}: waived: {doc['waived'][name]}")
+    print(overlap.summary(doc))
     return 0
 
 

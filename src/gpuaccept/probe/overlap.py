@@ -39,7 +39,10 @@ informational metrics ``model_rel_error_max`` and ``model_rank_tau_min`` to the 
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -319,3 +322,67 @@ def annotate(doc: dict[str, Any], bw_doc: dict[str, Any] | None = None, source: 
     else:
         waived["model_rank_tau_min"] = why
     return doc
+
+
+def summary(doc: dict[str, Any]) -> str:
+    """A few lines for a terminal: per GPU the duplex figures, per intensity the order and each method's measured
+    and predicted time, then the model's metrics."""
+    lines = []
+    for g in doc["results"]["model"]["per_gpu"]:
+        d = g["duplex"]
+        lines.append(
+            f"gpu {g['gpu']}: {g['copy_engines']} copy engines; H2D+D2H at once {d['bidir_s'] * 1e3:.2f} ms, one way "
+            f"{d['h2d_s'] * 1e3:.2f} / {d['d2h_s'] * 1e3:.2f} ms: {d['fraction_overlapped']:.2f} overlapped "
+            f"({'full duplex' if d['full_duplex'] else 'NOT full duplex'})"
+        )
+        for row in g["intensities"]:
+            times = ", ".join(
+                f"{m['method']} {m['measured_s'] * 1e3:.2f}/{m['predicted_s'] * 1e3:.2f} ms ({m['rel_error']:+.0%})"
+                for m in row["methods"]
+                if m.get("run")
+            )
+            lines.append(
+                f"  {row['flop_per_byte']:g} flop/B: tau {row['rank_tau']:.2f}, best measured {row['best_measured']}, "
+                f"predicted {row['best_predicted']}; measured/predicted: {times}"
+            )
+    for name in ("model_rel_error_max", "model_rank_tau_min"):
+        if name in doc["metrics"]:
+            lines.append(f"{name}: {doc['metrics'][name]['value']:.3f}")
+        else:
+            lines.append(f"{name}: waived: {doc['waived'][name]}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gpuaccept.probe.overlap DOC [--bandwidth BW] [--output OUT]``: the model without gpuaccept's
+    other dependencies (the standard library alone), for a machine that has only the benchmark; writes the
+    annotated document to OUT (default: stdout) and the summary to stderr. ``gpuaccept overlap-model`` annotates
+    in place."""
+    ap = argparse.ArgumentParser(prog="python -m gpuaccept.probe.overlap", description=main.__doc__)
+    ap.add_argument("document", help="a gpuaccept-overlap JSON document")
+    ap.add_argument("--bandwidth", help="a gpuaccept-bw document of the same node: its fitted PCIe model")
+    ap.add_argument("--output", help="where to write the annotated document (default: stdout)")
+    args = ap.parse_args(argv)
+    try:
+        with open(args.document, encoding="utf-8") as f:
+            doc = json.load(f)
+        bw_doc = None
+        if args.bandwidth:
+            with open(args.bandwidth, encoding="utf-8") as f:
+                bw_doc = json.load(f)
+        annotate(doc, bw_doc, args.bandwidth or "")
+    except (OSError, json.JSONDecodeError, OverlapError) as err:
+        print(f"{ap.prog}: {err}", file=sys.stderr)
+        return 1
+    text = json.dumps(doc, indent=1) + "\n"
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    print(summary(doc), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
