@@ -45,6 +45,8 @@ def test_sync_adds_the_three_parts():
     (4.0, 1, 4, 25.0),    # every transfer on the one engine: 12.5 + 12.5
     (20.0, 1, 4, 27.0),   # kernel dominates: equation 3
     (20.0, 1, 1, 42.0),
+    # No copy engine (outside the seed): nothing overlaps, 12.5 + tE + 12.5.
+    (4.0, 0, 4, 29.0),
 ])  # fmt: skip
 def test_streams_follow_equations_3_to_5(kernel_s, engines, n, want):
     assert overlap.predict_streams(inputs(kernel_s, engines), n) == pytest.approx(want)

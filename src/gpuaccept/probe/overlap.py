@@ -20,7 +20,8 @@ The predictions (seed 002, figure 7; ``B`` bytes each way, ``tE`` the kernel alo
 - ``streams_<n>`` with 1 copy engine (equations 3 and 4, no implicit synchronisation): the seed gives one
   formula for a dominant kernel and one for dominant transfers and no rule to choose; each is a lower bound of
   the other scenario's schedule too (the first chunk in, every kernel, the last chunk out; every transfer on the
-  one engine), so the larger of the two is used.
+  one engine), so the larger of the two is used. With no copy engine (``asyncEngineCount`` 0, outside the seed)
+  nothing overlaps: ``Thd(B) + ghd (n-1) + tE + Tdh(B) + gdh (n-1)``.
 - ``mapped`` (equation 6, every component overlapped at warp granularity, only the latencies exposed):
   ``max((L+o)hd + B Ghd + (L+o)dh, (L+o)hd + tE + (L+o)dh, (L+o)hd + (L+o)dh + B Gdh)``.
 - ``managed``: the seed has no formula. Predicted as ``sync`` (prefetch in, kernel, prefetch out, in stream
@@ -94,6 +95,8 @@ def predict_streams(p: Inputs, n: int) -> float:
     hd_one = p.h2d.lo_s + p.bytes_h2d / n * p.h2d.G
     dh_one = p.d2h.lo_s + p.bytes_d2h / n * p.d2h.G
     te, te_n = p.kernel_s, p.kernel_s / n
+    if p.copy_engines < 1:  # no copy engine: copies cannot overlap kernels (outside the seed), chunk after chunk
+        return hd_all + te + dh_all
     if p.copy_engines >= 2:  # equation 5
         return max(hd_all + te_n + dh_one, hd_one + te + dh_one, hd_one + te_n + dh_all)
     dominant_kernel = hd_one + te + dh_one  # equation 3
