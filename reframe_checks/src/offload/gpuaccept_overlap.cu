@@ -659,8 +659,9 @@ const char* kTiming =
     "cudaEvent pair around each repetition (sync: on the legacy default stream around cudaMemcpy, kernel, "
     "cudaMemcpy; streams: recorded on stream 0, the other streams wait on it and stream 0 waits on each stream's "
     "end before the closing event); one untimed warm-up, then the median of parameters.repetitions repetitions; "
-    "1-byte copies (L+o, and kGapN back-to-back for g): median of parameters.small_copy_repetitions; managed: the "
-    "input prefetched to the host and the output to the GPU untimed before each repetition";
+    "1-byte copies (L+o, and parameters.gap_copies back to back for g): median of "
+    "parameters.small_copy_repetitions; managed: the input prefetched to the host and the output to the GPU "
+    "untimed before each repetition";
 
 double fraction_overlapped(const GpuResult& r) {
   // 1: H2D and D2H at once take as long as the slower alone (full duplex); 0: as long as both one after the other.
