@@ -1,9 +1,9 @@
 """GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw), cuBLASLt GEMM (gpuaccept-gemm), NCCL collectives
-(gpuaccept-nccl).
+(gpuaccept-nccl), compute/transfer overlap (gpuaccept-overlap).
 
 They run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
 compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md,
-docs/checks/nccl.md.
+docs/checks/nccl.md, docs/checks/overlap.md.
 """
 
 import os
@@ -48,6 +48,13 @@ class NcclBuild(BenchBuild):
         nccl_home = (self.current_partition.extras or {}).get("nccl_home")
         if nccl_home and not self.prebuilt():  # prebuilt: linked from bench_dir, nothing compiled
             self.build_system.options = [f"NCCL_HOME={shlex.quote(str(nccl_home))}", *self.build_system.options]
+
+
+class OverlapBuild(BenchBuild):
+    """Builds gpuaccept-overlap with nvcc (prebuilt by the gpuaccept_bench role's ``gpu`` target)."""
+
+    make_targets = ["overlap"]
+    binaries = ["gpuaccept-overlap"]
 
 
 @rfm.simple_test
@@ -139,3 +146,37 @@ class GpuPower(GpuBenchCheck):
         self.executable_opts = ["-m", "gpuaccept", "powercheck", "--gemm", gemm, "--precision", self.precision,
                                 *self.executable_opts]  # fmt: skip
         self.keep_files = [*self.keep_files, "power_gemm_*.json"]
+
+
+@rfm.simple_test
+class GpuOverlap(GpuBenchCheck):
+    """Compute/transfer overlap (seed 002): a kernel of tunable arithmetic intensity over data that starts and ends in
+    pinned host memory, moved by synchronous copies, asynchronous copies in 1-16 streams, mapped (zero-copy) host
+    memory and managed memory with prefetch, each verified; then ``gpuaccept overlap-model`` predicts each method
+    from the same run's PCIe model (L+o, G, g per direction) and copy-engine count (docs/checks/overlap.md).
+
+    Metrics (informational: the host's and the link's): duplex_overlap_min (H2D and D2H at once, 1 full duplex),
+    stream_speedup_min (sync over the best streamed time), model_rel_error_max, model_rank_tau_min.
+    """
+
+    check_key = "overlap"
+    binary = "gpuaccept-overlap"
+    descr = CHECKS["overlap"].title
+    tags = tags_for("overlap")
+    time_limit = "30m"
+    build = fixture(OverlapBuild, scope="environment")
+
+    @run_before("run")
+    def add_model(self):
+        """After the benchmark, ``gpuaccept overlap-model`` adds the predictions and the model's metrics to its
+        document; the job still exits with the benchmark's status (or 4 when only the model failed)."""
+        model = " ".join(
+            shlex.quote(a) for a in (sys.executable, "-m", "gpuaccept", "overlap-model", self.result_file)
+        )
+        self.postrun_cmds = [
+            *self.postrun_cmds,
+            "_gpuaccept_rc=$?",
+            f"if [ -f {shlex.quote(self.result_file)} ]; then {model} || "
+            "{ [ $_gpuaccept_rc -eq 0 ] && _gpuaccept_rc=4; }; fi",
+            "exit $_gpuaccept_rc",
+        ]

@@ -21,7 +21,7 @@ from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
 from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, PROJECT_ROOT, REPORT_FILE, VERDICT_FILE
-from gpuaccept.probe import crosscheck, facts, health, peaks, power, powercheck
+from gpuaccept.probe import crosscheck, facts, health, overlap, peaks, power, powercheck
 from gpuaccept.results import baseline, compare, sensitivity
 
 EXIT_REJECTED = 1
@@ -449,6 +449,22 @@ def cmd_powercheck(args: argparse.Namespace) -> int:
     return powercheck.run(args, ["gpuaccept", *sys.argv[1:]])
 
 
+def cmd_overlap_model(args: argparse.Namespace) -> int:
+    doc_path = Path(args.document)
+    doc = _load_json(args.document, "gpuaccept-overlap document")
+    if doc.get("schema") != BENCH_SCHEMA:
+        raise InputError(f"{doc_path}: not a {BENCH_SCHEMA} document")
+    bw_doc = _load_json(args.bandwidth, "gpuaccept-bw document") if args.bandwidth else None
+    source = f"{args.bandwidth} (gpuaccept-bw's fit)" if args.bandwidth else ""
+    try:
+        overlap.annotate(doc, bw_doc, source)
+    except overlap.OverlapError as err:
+        raise InputError(f"{doc_path}: {err}") from None
+    write_text_atomic(doc_path, json.dumps(doc, indent=1) + "\n")
+    print(overlap.summary(doc))
+    return 0
+
+
 def cmd_peaks(args: argparse.Namespace) -> int:
     path = Path(args.peaks) if args.peaks else Path(args.reference_dir) / peaks.DEFAULT_PATH
     table = peaks.load(path)
@@ -678,6 +694,16 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
     sp.add_argument("--quick", action="store_true", help="nightly: shorter idle and load phases")
     sp.set_defaults(func=cmd_powercheck)
+
+    sp = sub.add_parser(
+        "overlap-model",
+        help="add seed 002's predictions (sync, streams, mapped, managed) and their errors to a gpuaccept-overlap "
+        "document (in place)",
+    )
+    sp.add_argument("document", help="a gpuaccept-overlap JSON document")
+    sp.add_argument("--bandwidth", help="a gpuaccept-bw document of the same node: its fitted PCIe model (L+o, G, g) "
+                    "instead of the overlap run's own copies")  # fmt: skip
+    sp.set_defaults(func=cmd_overlap_model)
 
     sp = sub.add_parser(
         "peaks",

@@ -110,6 +110,17 @@ CHECKS: dict[str, Check] = {
             "power_check.json",
             rules=("throttle",),
         ),
+        # Seed 002's compute/transfer overlap (docs/checks/overlap.md): evaluation only, and optional until a node type
+        # has measured it (its figures are the host's and the link's: reported, not judged).
+        Check(
+            "overlap",
+            "compute/transfer overlap: sync copies, 1-16 streams, mapped and managed memory, measured and predicted "
+            "by seed 002's PCIe model (gpuaccept-overlap)",
+            ("evaluation",),
+            True,
+            "overlap.json",
+            optional=True,
+        ),
         # Application checks (docs/checks/md.md): vendor evaluation only, so that commissioning does not need
         # OpenMM and a licensed NAMD on every node. NAMD is the operator's (its licence forbids carrying it), so its
         # checks are optional like xhpl: expected of a node type only once the site measured it (gpuaccept baseline).

@@ -156,6 +156,14 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
         )
         for check in ("namd_apoa1", "namd_stmv")
     },
+    # Compute/transfer overlap (gpuaccept-overlap, seed 002; docs/checks/overlap.md): min/max over the node's GPUs,
+    # each measured alone.
+    "overlap": (
+        ("duplex_overlap_min", "ratio", GPU),  # H2D and D2H at once: 1 full duplex, 0 serialised
+        ("stream_speedup_min", "ratio", GPU),  # sync over the best streamed time
+        ("model_rel_error_max", "ratio", GPU),  # seed 002's predictions against the measured times
+        ("model_rank_tau_min", "ratio", GPU),  # Kendall's tau of the predicted against the measured order
+    ),
     # NCCL collectives over every GPU of the node (nccl-tests' bus bandwidth, the best message size).
     "nccl": (
         ("*_busbw_gbps_*", "GB/s", NODE),
@@ -193,6 +201,9 @@ _OWNER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
     # a rule (value 1), not against another machine's figure; the rates are the host's.
     "cpu_gemm": (("blas_optimized_core", NODE), ("*", HOST)),
     "hpl_host": (("*", HOST),),
+    # How copies overlap and how well the PCIe model predicts them are the host's and the link's (host memory, the
+    # IOMMU, the driver, the VM), not the GPU model's.
+    "overlap": (("*", HOST),),
     "power": (("host_power_load_w", HOST),),
     **{check: (("cpu_ns_per_day", HOST), ("speedup_vs_cpu", HOST)) for check in ("md_apoa1", "md_apoa1_x12")},
     **{check: (("cpu_*", HOST), ("speedup_vs_cpu", HOST)) for check in ("namd_apoa1", "namd_stmv")},
