@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import NODE_TYPE_EXISTS, REFERENCE_DIR, ROOT
 
 NO_GPU = ("no NVIDIA GPU/driver on localhost: nvidia-smi not found (no NVIDIA kernel module): install the driver "
           "with playbooks/provision.yml, or run on a GPU node")  # fmt: skip
@@ -98,6 +98,19 @@ def test_a_known_node_type_and_host_only_reach_the_playbook(tree):
     assert res.returncode == 0, res.stdout + res.stderr
     call = (tree / "calls").read_text()
     assert "-e gpuaccept_host_only=true" in call and "-e gpuaccept_node_type=h200" in call
+
+
+@pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
+def test_the_node_types_it_takes_are_those_that_exist(tree, name, exists):
+    """The same answer as gpuaccept.judge.references.node_type_exists, on the shipped reference files' names."""
+    refs = tree / "reference_values"
+    shutil.rmtree(refs)
+    (refs / "gpus").mkdir(parents=True)
+    for path in [*REFERENCE_DIR.glob("*.yaml"), *REFERENCE_DIR.glob("gpus/*.yaml")]:
+        (refs / path.relative_to(REFERENCE_DIR)).write_text("node_type: x\n")
+    res = accept(tree, "0 0", "commission", "inventories/local", "-e", f"gpuaccept_node_type={name}")
+    assert res.returncode == (0 if exists else 4), res.stdout + res.stderr
+    assert (tree / "calls").exists() is exists
 
 
 def test_a_known_sku_times_a_count_reaches_the_playbook(tree):

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EVIDENCE, H100_ACCEPTED_ALL, H100_COMMISSION, H100_DEGRADED, REFERENCE_DIR, ROOT
+from conftest import (
+    EVIDENCE,
+    H100_ACCEPTED_ALL,
+    H100_COMMISSION,
+    H100_DEGRADED,
+    NODE_TYPE_EXISTS,
+    REFERENCE_DIR,
+    ROOT,
+)
 
 from gpuaccept.cli import main
 from gpuaccept.judge import health_rules, metric_table, references, verdict
@@ -277,23 +285,7 @@ def test_the_h100_is_recognised_by_the_pci_device_id_nvml_reported():
     assert references.detect_sku(REFERENCE_DIR, renamed).name == "h200"
 
 
-#: Node types that exist and that do not, as every gate must answer: gpuaccept.judge.references.node_type_exists,
-#: gpuaccept run (tests/test_run.py), scripts/accept.sh (tests/test_accept.py) and the playbooks' preflight (here).
-EXISTS = {
-    "h100_sxm5_80gb": True,  # a node type file
-    "h100_sxm5_80gb_x2": True,  # a node type file of that name
-    "h100_sxm5_80gb_x3": True,  # no file: <sku>_x<count> of a known GPU SKU
-    "h200_x1": True,
-    "nosuch_x3": False,  # no such GPU SKU
-    "h100_sxm5_80gb_x0": False,  # no GPU
-    "h100_sxm5_80gb_x03": False,
-    "h100_sxm5_80gb_x10000": False,
-    "h100_sxm5_80gb_x": False,
-    "a100_sxm4_80gb_x3": True,
-}
-
-
-@pytest.mark.parametrize(("name", "exists"), EXISTS.items())
+@pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
 def test_a_node_type_exists_when_it_has_a_file_or_is_a_known_sku_times_a_count(name, exists):
     assert references.node_type_exists(REFERENCE_DIR, name) is exists
     if exists:
@@ -315,7 +307,7 @@ PREFLIGHT_PLAY = """---
 """
 
 
-@pytest.mark.parametrize("name", ["h100_sxm5_80gb_x3", "nosuch_x3", "h100_sxm5_80gb_x0", "h200"])
+@pytest.mark.parametrize("name", ["h100_sxm5_80gb_x3", "nosuch_x3", "h100_sxm5_80gb_x0", "h100_sxm5_80gb"])
 def test_the_playbooks_preflight_accepts_the_node_types_that_exist(tmp_path, name):
     """playbooks/tasks/preflight.yml, run with ansible-playbook (host checks alone: no GPU probe): the node types
     it lets through are those node_type_exists says exist; a refusal names the type and lists what exists."""
@@ -332,7 +324,7 @@ def test_the_playbooks_preflight_accepts_the_node_types_that_exist(tmp_path, nam
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     out = proc.stdout + proc.stderr
-    assert (proc.returncode == 0) is EXISTS.get(name, True), out[-3000:]
+    assert (proc.returncode == 0) is NODE_TYPE_EXISTS[name], out[-3000:]
     if proc.returncode:
         assert f"unknown node type '{name}': no {REFERENCE_DIR}/{name}.yaml; known node types: a100_sxm4_80gb, " in out
         assert "<sku>_x<count> for the known GPU SKUs: a100_sxm4_80gb, h100_sxm5_80gb, h200 (or auto" in out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REFERENCE_DIR, ROOT
+from conftest import NODE_TYPE_EXISTS, REFERENCE_DIR, ROOT
 
 from gpuaccept import rfmconfig, run
 from gpuaccept.probe import facts as node_facts
@@ -100,11 +100,13 @@ def test_an_unknown_node_type_stops_at_once_listing_the_known_ones(tmp_path, nod
         assert "<sku>_x<count> for the known GPU SKUs: a100_sxm4_80gb, h100_sxm5_80gb, h200" in proc.stderr
 
 
-def test_a_known_sku_times_a_count_is_a_node_type_the_run_takes():
+@pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
+def test_the_node_types_the_run_takes_are_those_that_exist(name, exists):
     """``<sku>_x<count>`` of a known GPU SKU, with no file of its own, is a node type (per-GPU references only):
     the run takes it, as the judge does (gpuaccept.judge.references.node_type_exists)."""
-    run.check_node_type("h100_sxm5_80gb_x3", REFERENCE_DIR)
-    for name in ("nosuch_x3", "h100_sxm5_80gb_x0"):
+    if exists:
+        run.check_node_type(name, REFERENCE_DIR)
+    else:
         with pytest.raises(run.RunError, match=f"unknown node type '{name}'"):
             run.check_node_type(name, REFERENCE_DIR)
 
