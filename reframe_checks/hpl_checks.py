@@ -61,6 +61,26 @@ def _load_descriptor(path: str) -> dict:
     return desc
 
 
+def _node_gpus(extras: dict) -> tuple[int, int, int]:
+    """(ranks, the smallest GPU's memory in bytes, the GPUs in the node facts) of an HPL of one rank per GPU: the
+    partition's ``gpu_count`` and the node facts it names (``facts_file``), both written by gpuaccept.rfmconfig. A
+    SanityError naming the node and the file when the facts cannot be read, or there is no GPU or no memory."""
+    facts_file = extras.get("facts_file")
+    try:
+        with open(str(facts_file), encoding="utf-8") as handle:
+            gpus = json.load(handle).get("gpus") or []
+        memory = min((int(g.get("memory_bytes") or 0) for g in gpus), default=0)
+    except (OSError, ValueError) as err:
+        raise SanityError(f"{socket.gethostname()}: cannot read the node facts {facts_file}: {err}") from None
+    ranks = int(extras.get("gpu_count") or 0)
+    if ranks < 1 or memory < 1:
+        raise SanityError(
+            f"{socket.gethostname()}: gpu_count={ranks} (partition extras), GPU memory {memory} bytes "
+            f"({facts_file}): regenerate the ReFrame configuration with the gpuaccept_reframe role"
+        )
+    return ranks, memory, len(gpus)
+
+
 def _host_memory_bytes() -> int:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
@@ -145,8 +165,9 @@ class HplOutputCheck(BenchCheck):
     def hpl_output_path(self) -> str:
         return os.path.join(self.stagedir, str(self.stdout))
 
-    def run_backend(self) -> dict:
-        """What only the run can tell of its backend, merged into ``backend`` for the document."""
+    def run_backend(self, out: hpl.HplOutput) -> dict:
+        """What only the run can tell of its backend (``out``: its output, parsed), merged into ``backend`` for
+        the document."""
         return {}
 
     @run_after("setup")
@@ -173,7 +194,7 @@ class HplOutputCheck(BenchCheck):
             unit=self.metric_unit,
             per_gpu=self.per_gpu,
             errors=errors,
-            backend={**self.backend, **self.run_backend(), "command": command},
+            backend={**self.backend, **self.run_backend(out), "command": command},
             started_utc=utc_iso(started) if started else "",
             elapsed_s=(ended - started) if started and ended else None,
             command_line=command,
@@ -218,20 +239,7 @@ class GpuHplNvidia(HplOutputCheck):
         extras = self.current_partition.extras or {}
         with open(self.descriptor, encoding="utf-8") as handle:
             desc = json.load(handle)
-        self.ranks = int(extras.get("gpu_count") or 0)
-        memory = 0
-        facts_file = extras.get("facts_file")
-        try:
-            with open(str(facts_file), encoding="utf-8") as handle:
-                gpus = json.load(handle).get("gpus") or []
-            memory = min(int(g.get("memory_bytes") or 0) for g in gpus) if gpus else 0
-        except (OSError, ValueError) as err:
-            raise SanityError(f"{socket.gethostname()}: cannot read the node facts {facts_file}: {err}") from None
-        if self.ranks < 1 or memory < 1:
-            raise SanityError(
-                f"{socket.gethostname()}: gpu_count={self.ranks} (partition extras), GPU memory {memory} bytes "
-                f"({facts_file}): regenerate the ReFrame configuration with the gpuaccept_reframe role"
-            )
+        self.ranks, memory, _ = _node_gpus(extras)
         p, q = hpl_dat.grid(self.ranks)
         n = hpl_dat.problem_size(memory, self.ranks, self.memory_fraction, self.nb, p, q)
         dat = hpl_dat.HplDat(n=n, nb=self.nb, p=p, q=q, threshold=self.threshold)
@@ -313,20 +321,7 @@ class GpuHplCuda(HplOutputCheck):
     @run_after("setup")
     def write_hpl_dat(self):
         desc = _load_descriptor(self.descriptor)
-        extras = self.current_partition.extras or {}
-        facts_file = extras.get("facts_file")
-        try:
-            with open(str(facts_file), encoding="utf-8") as handle:
-                gpus = json.load(handle).get("gpus") or []
-        except (OSError, ValueError) as err:
-            raise SanityError(f"{socket.gethostname()}: cannot read the node facts {facts_file}: {err}") from None
-        ranks = int(extras.get("gpu_count") or 0)
-        gpu_memory = min(int(g.get("memory_bytes") or 0) for g in gpus) if gpus else 0
-        if ranks < 1 or gpu_memory < 1:
-            raise SanityError(
-                f"{socket.gethostname()}: gpu_count={ranks} (partition extras), GPU memory {gpu_memory} bytes "
-                f"({facts_file}): regenerate the ReFrame configuration with the gpuaccept_reframe role"
-            )
+        ranks, gpu_memory, gpus_on_node = _node_gpus(self.current_partition.extras or {})
         host_memory = _host_memory_bytes()
         # Each rank holds N x N / ranks doubles on its GPU and reserves as much in HPL's (untouched) host array,
         # which the kernel's overcommit policy must grant.
@@ -380,7 +375,7 @@ class GpuHplCuda(HplOutputCheck):
             "ranks": ranks,
             "grid": f"1 x {ranks}",
             "gpus_used": ranks,
-            "gpus_on_node": len(gpus),
+            "gpus_on_node": gpus_on_node,
             "gpu_memory_bytes": gpu_memory,
             "host_memory_bytes": host_memory,
             "host_reservable_bytes": reservable,
@@ -390,7 +385,7 @@ class GpuHplCuda(HplOutputCheck):
         self.keep_files = [*self.keep_files, "HPL.dat"]
         self.executable, self.executable_opts = command[0], command[1:]
 
-    def run_backend(self) -> dict:
+    def run_backend(self, out: hpl.HplOutput) -> dict:
         """What the sweep measured and what the run used (``sizing`` in the document's backend)."""
         sweep = {"n": self.sweep_n, "nbs": list(self.sweep_nbs), "depths": list(self.sweep_depths)}
         if self.sweep_n > 0:
@@ -401,13 +396,9 @@ class GpuHplCuda(HplOutputCheck):
                 sweep.update(rows=rows, chosen={"nb": nb, "depth": depth})
             except (OSError, ValueError) as err:
                 sweep["error"] = str(err)
-        try:
-            out = hpl.parse_file(self.hpl_output_path())
-            if out.runs:
-                run = out.runs[0]
-                sweep["run"] = {"n": run.n, "nb": run.nb, "depth": int(run.tv[2]) if run.tv[2:3].isdigit() else None}
-        except OSError:
-            pass
+        if out.runs:
+            run = out.runs[0]
+            sweep["run"] = {"n": run.n, "nb": run.nb, "depth": int(run.tv[2]) if run.tv[2:3].isdigit() else None}
         return {"sizing": sweep}
 
 

@@ -22,7 +22,18 @@ finish() {  # finish STATUS [WHY]: the closing line, then exit
   exit "$1"
 }
 
-known_types() { find "$REFERENCE_DIR" -maxdepth 1 -name '*.yaml' -printf '%f\n' 2>/dev/null | sed 's/\.yaml$//' | sort | paste -sd, - | sed 's/,/, /g'; }
+listed() {  # listed DIR: the names of its *.yaml files, or none
+  local names
+  names=$(find "$1" -maxdepth 1 -name '*.yaml' -printf '%f\n' 2>/dev/null | sed 's/\.yaml$//' | sort | paste -sd, - | sed 's/,/, /g')
+  echo "${names:-none}"
+}
+# Whether a node type exists: gpuaccept.judge.references.node_type_exists's rule (the tool environment may not
+# be there yet): its reference file, or <sku>_x<count> (count 1 to 9999) of a known GPU SKU (gpus/<sku>.yaml).
+node_type_exists() {
+  [[ $1 =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$ ]] || return 1
+  [ -e "$REFERENCE_DIR/$1.yaml" ] && return 0
+  [[ $1 =~ ^(.+)_x([1-9][0-9]{0,3})$ ]] && [ -e "$REFERENCE_DIR/gpus/${BASH_REMATCH[1]}.yaml" ]
+}
 
 # Bad input stops here, before anything slow.
 [[ " ${SUITES[*]} " == *" $suite "* ]] ||
@@ -45,8 +56,8 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     esac
   done
 done
-if [ -n "$node_type" ] && [ "$node_type" != auto ] && [ ! -f "$REFERENCE_DIR/$node_type.yaml" ]; then
-  finish 4 "unknown node type '$node_type': no $REFERENCE_DIR/$node_type.yaml; known node types: $(known_types) (or auto)"
+if [ -n "$node_type" ] && [ "$node_type" != auto ] && ! node_type_exists "$node_type"; then
+  finish 4 "unknown node type '$node_type': no $REFERENCE_DIR/$node_type.yaml; known node types: $(listed "$REFERENCE_DIR"); <sku>_x<count> for the known GPU SKUs: $(listed "$REFERENCE_DIR/gpus") (or auto)"
 fi
 extra=()
 case ${host_only,,} in 1 | true | yes) extra+=(-e gpuaccept_host_only=true) ;; esac

@@ -9,6 +9,22 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_DIR = ROOT / "reference_values"
+#: Node types of REFERENCE_DIR that exist and that do not, as every gate must answer:
+#: gpuaccept.judge.references.node_type_exists and the playbooks' preflight (tests/test_node_types.py),
+#: gpuaccept run (tests/test_run.py) and scripts/accept.sh (tests/test_accept.py).
+NODE_TYPE_EXISTS = {
+    "h100_sxm5_80gb": True,  # a node type file
+    "h100_sxm5_80gb_x2": True,  # a node type file of that name
+    "h100_sxm5_80gb_x3": True,  # no file: <sku>_x<count> of a known GPU SKU
+    "h200_x1": True,
+    "a100_sxm4_80gb_x3": True,
+    "nosuch_x3": False,  # no such GPU SKU
+    "h100_sxm5_80gb_x0": False,  # no GPU
+    "h100_sxm5_80gb_x03": False,
+    "h100_sxm5_80gb_x10000": False,
+    "h100_sxm5_80gb_x": False,
+    "h200_x1_x2": False,  # the SKU would be h200_x1
+}
 
 
 

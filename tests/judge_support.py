@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from conftest import EVIDENCE, REFERENCE_DIR
 
-from gpuaccept.judge import metric_table, summarize, verdict
+from gpuaccept.judge import metric_table, verdict
 from gpuaccept.judge.references import SCHEMA_V1, MetricReference, load_node_type
 
 DERIVED = verdict.DERIVED_METRICS
@@ -84,20 +84,6 @@ def references_of_verdict(recorded: dict, out_dir: Path) -> Path:
     plain = json.loads(json.dumps(doc))  # the loader's line-keeping mappings as plain data
     (out_dir / f"{name}.yaml").write_text(yaml.safe_dump(plain, sort_keys=False))
     return out_dir
-
-
-def rejudge(run: Path, reference_dir: Path) -> tuple[dict, verdict.Verdict]:
-    recorded = json.loads((run / "verdict.json").read_text())
-    facts_file = run / "node-facts.json"
-    facts = json.loads(facts_file.read_text()) if facts_file.exists() else recorded.get("facts") or {}
-    report = verdict.load_report(run / "reframe-report.json")
-    v = verdict.build(report, facts, reference_dir, recorded["node_type"], recorded["suite"], run_dir=run)
-    # The checks gpuaccept run measured again (retry-N/ beside the report), merged as it merged them.
-    for attempt, retry_dir, checks in summarize.retries(run):
-        again = verdict.build(verdict.load_report(retry_dir / "reframe-report.json"), facts, reference_dir,
-                              recorded["node_type"], recorded["suite"], run_dir=retry_dir)  # fmt: skip
-        v = verdict.merge_retry(v, again, checks, attempt)
-    return recorded, v
 
 
 def ref_entry(ref: MetricReference) -> dict:

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import NODE_TYPE_EXISTS, REFERENCE_DIR, ROOT
 
 NO_GPU = ("no NVIDIA GPU/driver on localhost: nvidia-smi not found (no NVIDIA kernel module): install the driver "
           "with playbooks/provision.yml, or run on a GPU node")  # fmt: skip
@@ -22,7 +22,8 @@ def tree(tmp_path):
     shutil.copy(ROOT / "scripts" / "accept.sh", tmp_path / "scripts" / "accept.sh")
     for suite in ("commission", "nightly", "evaluation"):
         (tmp_path / "playbooks" / f"{suite}.yml").write_text("---\n")
-    for name in ("h100_sxm5_80gb", "h200"):
+    for name in ("h100_sxm5_80gb", "h200", "gpus/h100_sxm5_80gb"):
+        (tmp_path / "reference_values" / f"{name}.yaml").parent.mkdir(exist_ok=True)
         (tmp_path / "reference_values" / f"{name}.yaml").write_text("node_type: x\n")
 
     def script(path: str, body: str) -> None:
@@ -77,6 +78,13 @@ def test_the_exit_status_and_the_closing_line(tree, play, status, last):
          "unknown node type 'h100_pcie': no reference_values/h100_pcie.yaml; known node types: h100_sxm5_80gb, h200"),
         (["commission", "inventories/local", "-egpuaccept_node_type=H100 gpuaccept_serial=2"],
          "unknown node type 'H100'"),
+        (["commission", "inventories/local", "-e", "gpuaccept_node_type=nosuch_x3"],
+         "unknown node type 'nosuch_x3': no reference_values/nosuch_x3.yaml; known node types: h100_sxm5_80gb, h200; "
+         "<sku>_x<count> for the known GPU SKUs: h100_sxm5_80gb (or auto)"),
+        (["commission", "inventories/local", "-e", "gpuaccept_node_type=h100_sxm5_80gb_x0"],
+         "unknown node type 'h100_sxm5_80gb_x0'"),
+        (["commission", "inventories/local", "-e", "gpuaccept_node_type=../reference_values/h200"],
+         "unknown node type '../reference_values/h200'"),
     ],
 )
 def test_bad_input_stops_before_anything_runs(tree, args, says):
@@ -90,3 +98,23 @@ def test_a_known_node_type_and_host_only_reach_the_playbook(tree):
     assert res.returncode == 0, res.stdout + res.stderr
     call = (tree / "calls").read_text()
     assert "-e gpuaccept_host_only=true" in call and "-e gpuaccept_node_type=h200" in call
+
+
+@pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
+def test_the_node_types_it_takes_are_those_that_exist(tree, name, exists):
+    """The same answer as gpuaccept.judge.references.node_type_exists, on the shipped reference files' names."""
+    refs = tree / "reference_values"
+    shutil.rmtree(refs)
+    (refs / "gpus").mkdir(parents=True)
+    for path in [*REFERENCE_DIR.glob("*.yaml"), *REFERENCE_DIR.glob("gpus/*.yaml")]:
+        (refs / path.relative_to(REFERENCE_DIR)).write_text("node_type: x\n")
+    res = accept(tree, "0 0", "commission", "inventories/local", "-e", f"gpuaccept_node_type={name}")
+    assert res.returncode == (0 if exists else 4), res.stdout + res.stderr
+    assert (tree / "calls").exists() is exists
+
+
+def test_a_known_sku_times_a_count_reaches_the_playbook(tree):
+    """``<sku>_x<count>`` of a known GPU SKU is a node type (gpuaccept.judge.references.node_type_exists)."""
+    res = accept(tree, "0 0", "commission", "inventories/local", "-e", "gpuaccept_node_type=h100_sxm5_80gb_x3")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "-e gpuaccept_node_type=h100_sxm5_80gb_x3" in (tree / "calls").read_text()

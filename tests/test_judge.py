@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import EVIDENCE, REFERENCE_DIR
-from judge_support import RETIRED_CHECKS, recorded_runs, references_of_verdict, rejudge
+from judge_support import RETIRED_CHECKS, recorded_runs, references_of_verdict
 
 from gpuaccept.atomic import OutputError
 from gpuaccept.judge import rules, summarize, verdict
+from gpuaccept.judge.summarize import rejudge
 
 # The merged harness's accepted commission run and a healthy nightly one (H100, docs/evidence).
 ACCEPTED = next((EVIDENCE / "2026-11-22-h100-integrated" / "fourth").glob("results/localhost/*-commission"))

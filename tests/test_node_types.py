@@ -3,12 +3,23 @@
 with no node type file gets per-GPU verdicts and NOT RUN node rows."""
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EVIDENCE, H100_ACCEPTED_ALL, H100_COMMISSION, H100_DEGRADED, REFERENCE_DIR
+from conftest import (
+    EVIDENCE,
+    H100_ACCEPTED_ALL,
+    H100_COMMISSION,
+    H100_DEGRADED,
+    NODE_TYPE_EXISTS,
+    REFERENCE_DIR,
+    ROOT,
+)
 
 from gpuaccept.cli import main
 from gpuaccept.judge import health_rules, metric_table, references, verdict
@@ -272,3 +283,48 @@ def test_the_h100_is_recognised_by_the_pci_device_id_nvml_reported():
     assert references.detect_sku(REFERENCE_DIR, renamed).name == "h100_sxm5_80gb"
     renamed["gpus"][0]["pci_device_id"] = "0x233510DE"
     assert references.detect_sku(REFERENCE_DIR, renamed).name == "h200"
+
+
+@pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
+def test_a_node_type_exists_when_it_has_a_file_or_is_a_known_sku_times_a_count(name, exists):
+    assert references.node_type_exists(REFERENCE_DIR, name) is exists
+    if exists:
+        assert references.load_node_type(REFERENCE_DIR, name).name == name
+    else:
+        with pytest.raises(ReferenceError, match=rf"unknown node type '{name}': .*known node types: a100_sxm4_80gb, "):
+            references.load_node_type(REFERENCE_DIR, name)
+    with pytest.raises(ReferenceError, match="is not a valid name"):
+        references.node_type_exists(REFERENCE_DIR, "../h200")
+
+
+PREFLIGHT_PLAY = """---
+- name: The playbooks' preflight (tests)
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Check the node type
+      ansible.builtin.import_tasks: {tasks}
+"""
+
+
+@pytest.mark.parametrize("name", ["h100_sxm5_80gb_x3", "nosuch_x3", "h100_sxm5_80gb_x0", "h100_sxm5_80gb"])
+def test_the_playbooks_preflight_accepts_the_node_types_that_exist(tmp_path, name):
+    """playbooks/tasks/preflight.yml, run with ansible-playbook (host checks alone: no GPU probe): the node types
+    it lets through are those node_type_exists says exist; a refusal names the type and lists what exists."""
+    playbook = tmp_path / "preflight.yml"
+    playbook.write_text(PREFLIGHT_PLAY.format(tasks=ROOT / "playbooks" / "tasks" / "preflight.yml"))
+    bin_dir = Path(sys.executable).parent
+    env = dict(os.environ, LC_ALL="C.UTF-8", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "at"))  # fmt: skip
+    env.pop("ANSIBLE_INVENTORY", None)
+    proc = subprocess.run(
+        [str(bin_dir / "ansible-playbook"), "-i", str(ROOT / "inventories" / "local"), str(playbook),
+         "-e", f"gpuaccept_node_type={name}", "-e", "gpuaccept_host_only=true",
+         "-e", f"gpuaccept_reframe_reference_dir={REFERENCE_DIR}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert (proc.returncode == 0) is NODE_TYPE_EXISTS[name], out[-3000:]
+    if proc.returncode:
+        assert f"unknown node type '{name}': no {REFERENCE_DIR}/{name}.yaml; known node types: a100_sxm4_80gb, " in out
+        assert "<sku>_x<count> for the known GPU SKUs: a100_sxm4_80gb, h100_sxm5_80gb, h200 (or auto" in out

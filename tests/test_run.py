@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REFERENCE_DIR, ROOT
+from conftest import NODE_TYPE_EXISTS, REFERENCE_DIR, ROOT
 
 from gpuaccept import rfmconfig, run
 from gpuaccept.probe import facts as node_facts
@@ -89,14 +89,26 @@ def test_a_node_without_a_gpu_stops_at_once_with_one_line_and_exit_3(tmp_path):
     assert (run_dir / run.EXIT_STATUS_FILE).read_text() == "3 cannot judge\n"
 
 
-@pytest.mark.parametrize("node_type", ["h100_pcie", "H100"])
+@pytest.mark.parametrize("node_type", ["h100_pcie", "H100", "nosuch_x3", "h100_sxm5_80gb_x0"])
 def test_an_unknown_node_type_stops_at_once_listing_the_known_ones(tmp_path, node_type):
     proc = gpuaccept_run(tmp_path, "--suite", "commission", "--node-type", node_type)
     assert proc.returncode == run.EXIT_INPUT, proc.stdout + proc.stderr
     assert not (tmp_path / "ci").exists()
-    if node_type == "h100_pcie":
+    if node_type != "H100":
         known = ", ".join(sorted(p.stem for p in REFERENCE_DIR.glob("*.yaml")))
-        assert "unknown node type 'h100_pcie'" in proc.stderr and f"known node types: {known}" in proc.stderr
+        assert f"unknown node type '{node_type}'" in proc.stderr and f"known node types: {known}" in proc.stderr
+        assert "<sku>_x<count> for the known GPU SKUs: a100_sxm4_80gb, h100_sxm5_80gb, h200" in proc.stderr
+
+
+@pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
+def test_the_node_types_the_run_takes_are_those_that_exist(name, exists):
+    """``<sku>_x<count>`` of a known GPU SKU, with no file of its own, is a node type (per-GPU references only):
+    the run takes it, as the judge does (gpuaccept.judge.references.node_type_exists)."""
+    if exists:
+        run.check_node_type(name, REFERENCE_DIR)
+    else:
+        with pytest.raises(run.RunError, match=f"unknown node type '{name}'"):
+            run.check_node_type(name, REFERENCE_DIR)
 
 
 def test_a_node_of_no_known_type_runs_its_host_checks_unjudged_and_says_how_to_make_one(tmp_path):

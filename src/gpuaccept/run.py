@@ -6,7 +6,8 @@ The suite role, the nightly timer's runner and scripts/slurm-accept.sh (``--dist
 without a usable GPU or driver stops at once with one line saying so and what to do (exit 3, a verdict written
 all the same), unless ``--host-only`` asks for the host checks alone or its node type expects no GPU. A node of
 no known node type still runs what it can and gets a verdict that names what did not run and why; a node type
-that has no reference file stops the run at once (exit 4), listing the known ones.
+that does not exist (no reference file, and not ``<sku>_x<count>`` of a known GPU SKU) stops the run at once
+(exit 4), listing the known ones.
 
 Exit status (docs/exit-status.md): 0 accepted; 1 rejected (a check or the node failed); 3 cannot judge (no
 usable GPU, ReFrame missing or stopped at the time limit, no report), with a verdict all the same; 4 bad input.
@@ -144,20 +145,13 @@ def _known_types(reference_dir: Path) -> str:
     return "known node types and what each expects: " + "; ".join(expects)
 
 
-def known_node_types(reference_dir: Path) -> list[str]:
-    """The node types that have a reference file (reference_values/<name>.yaml)."""
-    return sorted(p.stem for p in Path(reference_dir).glob("*.yaml"))
-
-
 def check_node_type(requested: str, reference_dir: Path) -> None:
-    """A node type the operator names must have a reference file: else the run stops at once (exit 4)."""
+    """A node type the operator names must exist (:func:`gpuaccept.judge.references.node_type_exists`: a
+    reference file, or ``<sku>_x<count>`` of a known GPU SKU): else the run stops at once (exit 4)."""
     if requested in ("auto", ""):
         return
-    references.check_name(requested)
-    if not references.reference_file(reference_dir, requested).is_file():
-        known = known_node_types(reference_dir)
-        raise RunError(f"unknown node type {requested!r}: no {reference_dir}/{requested}.yaml; known node types: "
-                       f"{', '.join(known) or 'none'} (or auto: detect it)")  # fmt: skip
+    if not references.node_type_exists(reference_dir, requested):
+        raise RunError(f"{references.unknown_node_type(reference_dir, requested)} (or auto: detect it)")
 
 
 def expects_no_gpu(node_type: str, reference_dir: Path) -> bool:

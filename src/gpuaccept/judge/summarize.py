@@ -47,6 +47,58 @@ def retries(run_dir: Path) -> list[tuple[int, Path, list[str]]]:
     return sorted(found)
 
 
+def judge_run(
+    run_dir: Path,
+    report: dict[str, Any] | None,
+    facts: dict[str, Any],
+    reference_dir: str | Path,
+    node_type: str,
+    suite: str,
+    expected_gpus: int | None = None,
+    report_error: str | None = None,
+    input_errors: list[str] | None = None,
+    adjust: verdict.Adjust | None = None,
+) -> verdict.Verdict:
+    """The verdict of ``run_dir`` from its ReFrame ``report``, with the checks its retries measured again
+    (``retry-<k>/``, :func:`retries`) taken from the last attempt (verdict.merge_retry); writes nothing. The
+    arguments are verdict.build's; a retry is judged with ``expected_gpus`` and ``adjust`` alone (its report is
+    its own, the run's input problems are the run's). A retry that left no report is said on stderr and left out:
+    the earlier attempt stands."""
+    result = verdict.build(report, facts, reference_dir, node_type, suite, expected_gpus=expected_gpus,
+                           report_error=report_error, run_dir=run_dir, input_errors=input_errors,
+                           adjust=adjust)  # fmt: skip
+    for attempt, retry_dir, checks in retries(run_dir):
+        try:
+            retry_report = verdict.load_report(retry_dir / REPORT_FILE)
+        except verdict.ReportError as err:
+            print(f"gpuaccept: attempt {attempt} of {', '.join(checks)} left no report: {err}", file=sys.stderr)
+            continue
+        again = verdict.build(retry_report, facts, reference_dir, node_type, suite, expected_gpus=expected_gpus,
+                              run_dir=retry_dir, adjust=adjust)  # fmt: skip
+        result = verdict.merge_retry(result, again, checks, attempt)
+    return result
+
+
+def read_recorded(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(recorded verdict, facts, ReFrame's report) of a judged run directory, to judge it again: the facts from
+    its node-facts.json, else those its verdict.json recorded. A missing or malformed verdict.json is the
+    caller's error (OSError, ValueError); a report that cannot be read is verdict.ReportError."""
+    recorded = json.loads((run_dir / VERDICT_FILE).read_text(encoding="utf-8"))
+    facts_file = run_dir / FACTS_FILE
+    facts = json.loads(facts_file.read_text(encoding="utf-8")) if facts_file.exists() else recorded.get("facts") or {}
+    return recorded, facts, verdict.load_report(run_dir / REPORT_FILE)
+
+
+def rejudge(
+    run_dir: Path, reference_dir: str | Path, adjust: verdict.Adjust | None = None
+) -> tuple[dict[str, Any], verdict.Verdict]:
+    """(recorded verdict, verdict now): a judged run directory judged again (:func:`judge_run`) against
+    ``reference_dir``, with the node type and suite it was judged with; writes nothing."""
+    recorded, facts, report = read_recorded(run_dir)
+    v = judge_run(run_dir, report, facts, reference_dir, recorded["node_type"], recorded["suite"], adjust=adjust)
+    return recorded, v
+
+
 def judge_run_dir(
     run_dir: Path,
     facts: dict[str, Any] | None,
@@ -61,7 +113,8 @@ def judge_run_dir(
     nothing_selected: bool = False,
     node: str | None = None,
 ) -> tuple[verdict.Verdict, list[Path]]:
-    """Judge ``run_dir`` and write its verdict and metrics; returns the verdict and the files written.
+    """Judge ``run_dir`` (:func:`judge_run`) and write its verdict and metrics; returns the verdict and the files
+    written.
     ``facts`` None: read ``facts_file`` (default: the run's node-facts.json). ``node_type_error``: why no node
     type could be resolved (the verdict then says so for every check). ``report_error``: why checks are missing
     from ReFrame's report, or why there is none, as the caller knows it (ReFrame did not start, or was stopped at
@@ -84,7 +137,8 @@ def judge_run_dir(
             load_error = None if nothing_selected else str(err)
         if node_type_error:
             input_errors.append(node_type_error)
-        result = verdict.build(
+        result = judge_run(
+            run_dir,
             report,
             facts,
             reference_dir,
@@ -92,19 +146,8 @@ def judge_run_dir(
             suite,
             expected_gpus=expected_gpus,
             report_error=report_error or load_error,
-            run_dir=run_dir,
             input_errors=input_errors,
         )
-        for attempt, retry_dir, checks in retries(run_dir):
-            try:
-                retry_report = verdict.load_report(retry_dir / REPORT_FILE)
-            except verdict.ReportError as err:
-                retry_report = None
-                print(f"gpuaccept: attempt {attempt} of {', '.join(checks)} left no report: {err}", file=sys.stderr)
-            if retry_report is not None:
-                again = verdict.build(retry_report, facts, reference_dir, node_type, suite,
-                                      expected_gpus=expected_gpus, run_dir=retry_dir)  # fmt: skip
-                result = verdict.merge_retry(result, again, checks, attempt)
         result.run_dir = str(run_dir.resolve())
         if node:
             result.node = node

@@ -9,12 +9,10 @@ healthy nodes only.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import layout
 from gpuaccept.judge import references, summarize, verdict
 
 
@@ -40,27 +38,13 @@ def _gating(v: verdict.Verdict) -> list[verdict.Row]:
             and (r.lower_bound is not None or r.upper_bound is not None)]  # fmt: skip
 
 
-def _judge(run: Path, reference_dir: Path, adjust: verdict.Adjust | None = None) -> verdict.Verdict:
-    recorded = json.loads((run / layout.VERDICT_FILE).read_text(encoding="utf-8"))
-    facts_file = run / layout.FACTS_FILE
-    facts = json.loads(facts_file.read_text(encoding="utf-8")) if facts_file.exists() else recorded.get("facts") or {}
-    report = verdict.load_report(run / layout.REPORT_FILE)
-    v = verdict.build(report, facts, reference_dir, recorded["node_type"], recorded["suite"], run_dir=run,
-                      adjust=adjust)  # fmt: skip
-    for attempt, retry_dir, checks in summarize.retries(run):  # the last attempt of a retried check is judged
-        again = verdict.build(verdict.load_report(retry_dir / layout.REPORT_FILE), facts, reference_dir,
-                              recorded["node_type"], recorded["suite"], run_dir=retry_dir, adjust=adjust)  # fmt: skip
-        v = verdict.merge_retry(v, again, checks, attempt)
-    return v
-
-
 def measure(runs: list[Path], reference_dir: Path, losses: list[float]) -> tuple[list[Figure], list[str]]:
     """(figures, notes): for each gating figure of the accepted runs, on how many runs each loss rejected the
     node; notes name the runs left out and why."""
     figures: dict[tuple[str, str], Figure] = {}
     notes: list[str] = []
     for run in runs:
-        base = _judge(run, reference_dir)
+        _, base = summarize.rejudge(run, reference_dir)  # with its retries, as gpuaccept run judged it
         if not base.accepted:
             notes.append(f"{run}: not accepted as recorded ({verdict.headline(base)}): left out")
             continue
@@ -78,7 +62,7 @@ def measure(runs: list[Path], reference_dir: Path, losses: list[float]) -> tuple
                 def worse(check: str, metric: str, value: float, target=target, factor=factor) -> float:
                     return value * factor if (check, metric) == target else value
 
-                worse_verdict = _judge(run, reference_dir, worse)
+                _, worse_verdict = summarize.rejudge(run, reference_dir, worse)
                 fig.caught[loss] = fig.caught.get(loss, 0) + (0 if worse_verdict.accepted else 1)
     order = {"gpu": 0, "link": 1, "node": 2, "host": 3}
     return sorted(figures.values(), key=lambda f: (order.get(f.owner, 9), f.check, f.metric)), notes
