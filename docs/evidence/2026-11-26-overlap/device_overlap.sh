@@ -3,7 +3,7 @@
 # (its fitted PCIe model), then seed 002's model twice (python -m gpuaccept.probe.overlap: the overlap run's own
 # copies, and the bandwidth check's fit). Also FP64 DGEMM through PyTorch (cuBLAS) at the sizes HPL-CUDA's updates
 # use, for HPL-CUDA's ceiling (issue 28). Everything under $OUT.
-# Usage: bash docs/evidence/2026-11-26-overlap/device_overlap.sh
+# Usage: bash docs/evidence/2026-11-26-overlap/device_overlap.sh (files in $OUT/results.tar.gz)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=/tmp/ob
 exec > >(tee -a "$OUT/console.log") 2>&1
@@ -33,3 +33,5 @@ for m, n, k in ((16384, 16384, 16384), (32768, 32768, 1024), (65536, 65536, 1024
     del a, b, c; torch.cuda.empty_cache()
 PY
 echo "== done $(date -u +%FT%TZ)"
+# the device tool brings back few files: everything in one archive beside the console
+cd "$OUT" && tar czf results.tar.gz --exclude=results.tar.gz --exclude=console.log . && find . -mindepth 1 ! -name results.tar.gz ! -name console.log -delete
