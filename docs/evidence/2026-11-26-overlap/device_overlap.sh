@@ -34,4 +34,4 @@ for m, n, k in ((16384, 16384, 16384), (32768, 32768, 1024), (65536, 65536, 1024
 PY
 echo "== done $(date -u +%FT%TZ)"
 # the device tool brings back few files: everything in one archive beside the console
-cd "$OUT" && tar czf results.tar.gz --exclude=results.tar.gz --exclude=console.log . && find . -mindepth 1 ! -name results.tar.gz ! -name console.log -delete
+cd "$OUT" && tar czf /tmp/results.tar.gz --exclude=console.log . && mv /tmp/results.tar.gz . && find . -mindepth 1 ! -name results.tar.gz ! -name console.log -delete
