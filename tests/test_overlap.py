@@ -254,3 +254,26 @@ def test_the_model_runs_on_the_standard_library_alone(tmp_path):
     res = subprocess.run([sys.executable, "-S", "-m", "gpuaccept.probe.overlap", str(tmp_path / "none.json")],
                          capture_output=True, text=True, check=False, env={"PYTHONPATH": str(ROOT / "src")})
     assert res.returncode == 1 and "none.json" in res.stderr
+
+
+OVERLAP_EVIDENCE = ROOT / "docs" / "evidence" / "2026-11-26-overlap"
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_recorded_gpu_runs_verify_and_the_model_reproduces_their_metrics(gpu):
+    """gpuaccept-overlap's own documents from the H100 and the H200 (docs/evidence/2026-11-26-overlap): verified,
+    3 copy engines; the model run again here gives the metrics recorded there, and shows what the runs found:
+    sync copies predicted within 1 % at every intensity, mapped memory slower than the model (which overlaps its
+    reads and writes in full), the 16-stream method measured fastest where the model puts mapped memory first."""
+    doc = json.loads((OVERLAP_EVIDENCE / gpu / "overlap.json").read_text())
+    recorded = json.loads((OVERLAP_EVIDENCE / gpu / "overlap-model.json").read_text())
+    assert doc["verification"]["passed"] and not doc["errors"]
+    again = overlap.annotate(copy.deepcopy(doc))
+    for name, metric in recorded["metrics"].items():
+        assert again["metrics"][name]["value"] == pytest.approx(metric["value"], rel=1e-12), name
+    (model,) = again["results"]["model"]["per_gpu"]
+    assert model["copy_engines"] == 3
+    low = model["intensities"][0]
+    rows = {m["method"]: m for m in low["methods"]}
+    assert abs(rows["sync"]["rel_error"]) < 0.15 and rows["mapped"]["rel_error"] < -0.15
+    assert (low["best_measured"], low["best_predicted"]) == ("streams_16", "mapped")
