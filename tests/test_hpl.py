@@ -506,3 +506,33 @@ def test_an_unknown_overcommit_policy_or_meminfo_without_its_fields_is_an_error(
     (tmp_path / "sys" / "vm" / "overcommit_memory").write_text("0\n")
     (tmp_path / "meminfo").write_text(MEMINFO)
     assert hpl_dat.host_reservable_bytes(1, str(tmp_path)) == (131850000 + 2000000) * 1024
+
+
+HPL_GRID = conftest.ROOT / "tests" / "fixtures" / "hpl_grid"
+
+
+def test_recorded_grid_runs_pass_hpls_rule_on_one_and_two_h200s():
+    """HPL-CUDA's 1 x Q grid on the H200s (tests/fixtures/hpl_grid, from docs/evidence/2026-11-26-hpl-grid): every
+    run printed PASSED, on 1 to 4 ranks; one H200 gave 47.06-47.36 TFLOP/s, two 85.27 and 85.38 on a 1 x 2 grid;
+    the H200 files report those figures and the band the GPU file proposes (0.94 x 47.14) passes them."""
+    from gpuaccept.judge import rules  # noqa: PLC0415
+
+    runs = {}
+    for path in sorted(HPL_GRID.glob("*.out")):
+        out = hpl.parse_file(path)
+        assert hpl_judged(out, expected_runs=1) == [], path
+        (run,) = out.runs
+        doc = hpl.to_document(out, "hpl_cuda", ranks=run.q)
+        assert doc["verification"]["passed"] and rules.hpl_problems(doc, path) == [], path
+        assert run.p == 1
+        runs[path.stem] = run
+    assert {runs[n].q for n in runs if "check-r" in n} == {3, 4}
+    one = sorted(round(r.tflops, 2) for n, r in runs.items() if r.q == 1 and r.n > 100000)
+    two = sorted(round(r.tflops, 2) for n, r in runs.items() if r.q == 2 and r.n > 100000)
+    assert one == [47.06, 47.14, 47.36] and two == [85.27, 85.38]
+    assert all(r.tv == "WR11C2R4" for r in runs.values())
+    gpu = conftest.shipped("h200")["checks"]["hpl_cuda"]["tflops_per_gpu"]["informational"]
+    assert "47.06 and 47.36" in gpu and "47.14" in gpu and f"{0.94 * 47.14:.1f}" in gpu
+    assert all(t > 0.94 * 47.14 for t in one) and 0.9 * min(one) < 0.94 * 47.14
+    node = conftest.shipped("h200_x2")["checks"]["hpl_cuda"]["tflops"]["informational"]
+    assert "85.27 and 85.38" in node
