@@ -8,6 +8,7 @@
 #      at the sweep's fastest NB, twice, with GPU power sampled by nvidia-smi every 500 ms.
 # Carried: .devq/hpl-2.3-icl-utk-edu.tar.gz (../shared/artifacts), .devq/libgpuaccept-mklblas.so
 # (scripts/mkl-blas-subset.sh on PyPI's mkl-static 2024.2.2: the host BLAS HPL's own code links).
+# BUILD_ONLY=1 stops after the build (xhpl in /tmp/hplgpu/hpl/bin/gpuaccept: device_reframe_hpl.sh).
 # Usage: RANKS=1 GPUS=0 SWEEP_N=40960 SWEEP_NBS="1024 1280" FRACTION=0.92 bash device_hpl_grid.sh
 # (every run's files end in $OUT/runs.tar.gz: the device tool brings back few files)
 set -uo pipefail
@@ -30,6 +31,7 @@ nvcc -O3 -std=c++17 -arch=sm_90 -DOMPI_SKIP_MPICXX -DAdd_ -DF77_INTEGER=int -DSt
   LAlib="-L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lcusolver -lcublas -lcudart -lstdc++ -L$B/lib -Wl,-rpath,$B/lib -lgpuaccept-mklblas" \
   > "$OUT/build.log" 2>&1) || { tail -30 "$OUT/build.log"; exit 1; }
 echo "built in $((SECONDS - t0)) s"; XHPL=$B/hpl/bin/gpuaccept/xhpl; WRAP=$REPO/roles/gpuaccept_hpl/files/gpuaccept-hpl-rank.sh
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 dat() {  # n nb q depth threshold -> HPL.dat text (gpuaccept.probe.hpl_dat: render, or render_sweep for -1), 1 x q
   if [ "$5" = -1 ]; then
