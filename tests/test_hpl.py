@@ -536,3 +536,22 @@ def test_recorded_grid_runs_pass_hpls_rule_on_one_and_two_h200s():
     assert all(t > 0.94 * 47.14 for t in one) and 0.9 * min(one) < 0.94 * 47.14
     node = conftest.shipped("h200_x2")["checks"]["hpl_cuda"]["tflops"]["informational"]
     assert "85.27 and 85.38" in node
+
+
+def test_the_recorded_gpu_run_of_the_hpl_cuda_check_judges_again_to_its_verdict():
+    """GpuHplCuda's run on the H100 through gpuaccept run (tests/fixtures/hpl_cuda_reframe): judged again here, the
+    check passes with HPL's PASSED, 45.48 TFLOP/s at the N and NB its sweep and sizing chose, the figures only
+    reported (an optional backend), as the recorded verdict said."""
+    from gpuaccept.judge import summarize  # noqa: PLC0415
+
+    run = conftest.ROOT / "tests" / "fixtures" / "hpl_cuda_reframe" / "20261125T231620Z-commission"
+    recorded, v = summarize.rejudge(run, REFERENCE_DIR)
+    rows = {r.metric: r for r in v.rows if r.check == "hpl_cuda"}
+    assert rows[None].status == "pass" and rows["tflops"].value == pytest.approx(45.48, abs=0.005)
+    assert {rows[m].status for m in ("tflops", "tflops_per_gpu", "residual_max")} == {"info"}
+    before = {(r["metric"], r["status"]) for r in recorded["rows"] if r["check"] == "hpl_cuda"}
+    assert {(r.metric, r.status) for r in v.rows if r.check == "hpl_cuda"} == before
+    doc = json.loads(next(run.rglob("hpl_cuda.json")).read_text())
+    sizing = doc["parameters"]["backend"]["sizing"]
+    assert sizing["chosen"] == {"nb": 1024, "depth": 1} and sizing["run"] == {"n": 98304, "nb": 1024, "depth": 1}
+    assert len(sizing["rows"]) == 6 and doc["parameters"]["backend"]["grid"] == "1 x 1"
