@@ -4,6 +4,7 @@ offline, side-by-side ratios, and bad input. The browser's view of it is tests/t
 import copy
 import json
 import re
+from pathlib import Path
 
 import pytest
 from conftest import EVIDENCE, H100_DEGRADED, H100_RUNS, H200_RUNS, H200X2
@@ -167,3 +168,115 @@ def test_md_section_shows_apoa1_beside_namd_3_0s_published_a100_figures():
     assert "h100: apoa1_3x2x2 (1,106,688 atoms) runs at 0.109 x the unit cell&#x27;s ns/day for 12 x" in section
     # md documents are not repeated under the other checks
     assert "gpuaccept-md-apoa1" not in page[page.index("id='other'") : page.index("id='power'")]
+
+
+# The H100's and the H200's annotated gpuaccept-overlap documents (tests/fixtures/overlap/README.md).
+OVERLAP = Path(__file__).resolve().parent / "fixtures" / "overlap"
+OVERLAP_METHODS = ("sync", "streams_1", "streams_2", "streams_4", "streams_8", "streams_16", "mapped", "managed")
+INTENSITY_ROW = re.compile(
+    r"<tr><td>0</td><td>([^<]+)</td><td>[^<]+</td><td>([^<]+)</td><td><span class=\"(pass|fail)\">([^<]+)</span>"
+    r"</td><td>([^<]+)</td>((?:<td>[^<]+</td>){8})</tr>"
+)
+
+
+def overlap_section(page):
+    return page[page.index("<h2 id='overlap'>") : page.index("<h2 id='gemm'>")]
+
+
+@pytest.fixture(scope="module")
+def overlap_page():
+    groups = [report.load_group(f"h100={OVERLAP / 'h100'}"), report.load_group(f"h200={OVERLAP / 'h200'}")]
+    return report.build(groups, "overlap", generated="2026-11-25")
+
+
+def test_overlap_section_names_the_best_method_per_intensity(overlap_page):
+    section = overlap_section(overlap_page)
+    for label in ("h100", "h200"):
+        part = section[section.index(f"<h3 id='overlap-{label}'>") :]
+        head = part[part.index('<table class="overlap">') : part.index("</thead>")]
+        for method in OVERLAP_METHODS[:-1]:
+            assert f"<th>{method} error</th>" in head
+        assert "<th>managed error (not modelled)</th>" in head
+        rows = INTENSITY_ROW.findall(part[: part.index("</table>")])
+        doc = json.loads((OVERLAP / label / "overlap-model.json").read_text())
+        expected = doc["results"]["model"]["per_gpu"][0]["intensities"]
+        assert [r[0] for r in rows] == ["0.25", "1", "4", "16", "64", "256", "1024", "4096"]
+        assert [r[1] for r in rows] == [e["best_measured"] for e in expected]
+        assert [r[3] for r in rows] == [e["best_predicted"] for e in expected]
+        # On both GPUs (docs/checks/overlap.md): 16 streams fastest, but mapped memory at 1024 flop/byte; the
+        # model always ranks mapped first, which is right only there.
+        assert [r[1] for r in rows] == ["streams_16"] * 6 + ["mapped", "streams_16"]
+        assert [r[2] for r in rows] == ["fail"] * 6 + ["pass", "fail"]
+        assert [float(r[4]) for r in rows] == pytest.approx([e["rank_tau"] for e in expected], abs=5e-5)
+        errors = [re.findall(r"<td>([^<]+)</td>", r[5]) for r in rows]
+        assert errors == [[f"{m['rel_error']:+.1%}" for m in e["methods"]] for e in expected]
+    # the H100 at 256 flop/byte: mapped 29.1 % slower than predicted, managed 47.4 %
+    h100_256 = next(r for r in INTENSITY_ROW.findall(section) if r[0] == "256")
+    assert re.findall(r"<td>([^<]+)</td>", h100_256[5])[-2:] == ["-29.1%", "-47.4%"]
+
+
+def test_overlap_plot_draws_each_methods_points_and_the_models_line(overlap_page):
+    plots = figures(overlap_page)
+    assert {"overlap:h100:gpu0", "overlap:h200:gpu0"} <= set(plots)
+    svg = plots["overlap:h100:gpu0"]
+    for method in OVERLAP_METHODS:
+        for kind in ("measured", "predicted"):
+            assert svg.count(f'id="overlap-h100-gpu0-{kind}-{method}"') == 1, (kind, method)
+        # the measured series: a marker per intensity; the model: one line through the 8 intensities
+        measured = svg[svg.index(f'id="overlap-h100-gpu0-measured-{method}"') :]
+        measured = measured[: measured.index('id="overlap-h100-gpu0-predicted-')]
+        assert measured.count("<use ") == 8, method
+        predicted = svg[svg.index(f'id="overlap-h100-gpu0-predicted-{method}"') :]
+        line = re.search(r' d="([^"]+)"', predicted).group(1)
+        assert line.count("L") == 7, method
+    assert "arithmetic intensity (flop/byte)" in svg and "256 MiB each way" in plots["overlap:h100:gpu0"]
+
+
+def test_overlap_full_duplex_figure_and_flag(overlap_page, tmp_path):
+    section = overlap_section(overlap_page)
+    duplex = dict(re.findall(r"<tr><td>(h[0-9]+)</td><td>0</td>(?:<td>[^<]+</td>){3}<td>([^<]+)</td>", section))
+    assert duplex == {"h100": "0.8326", "h200": "0.9079"}
+    assert section.count('<span class="pass">full duplex</span>') == 2 and "NOT full duplex" not in section
+    # The same H100 document without its model (as when the model step failed), and with H2D + D2H at once
+    # taking the sum of the two: the report models it itself, and flags the copies that no longer overlap.
+    doc = json.loads((OVERLAP / "h100" / "overlap-model.json").read_text())
+    del doc["results"]["model"]
+    copies = doc["results"]["per_gpu"][0]["copies"]
+    copies["bidir"]["seconds"] = copies["h2d"]["full_s"] + copies["d2h"]["full_s"]
+    (tmp_path / "overlap.json").write_text(json.dumps(doc))
+    section = overlap_section(report.build([report.load_group(f"serial={tmp_path}")], "serial"))
+    assert "<td>serial</td><td>0</td><td>4.861</td><td>4.87</td><td>9.731</td><td>0</td>" in section
+    assert '<span class="fail">NOT full duplex</span>' in section
+    assert len(INTENSITY_ROW.findall(section)) == 8
+
+
+def test_overlap_document_without_its_model_is_modelled_as_recorded(overlap_page, tmp_path):
+    doc = json.loads((OVERLAP / "h100" / "overlap-model.json").read_text())
+    del doc["results"]["model"]
+    (tmp_path / "overlap.json").write_text(json.dumps(doc))
+    raw = overlap_section(report.build([report.load_group(f"h100={tmp_path}")], "raw"))
+    recorded = overlap_section(overlap_page)
+    recorded = recorded[: recorded.index("<h3 id='overlap-h200'>")]
+    strip = re.compile(r"<figure.*?</figure>", re.S)
+    assert strip.sub("", raw).strip() == strip.sub("", recorded).strip()
+
+
+def test_a_run_without_overlap_has_no_overlap_section(page, tmp_path):
+    section = overlap_section(page)
+    assert "<h3" not in section and "<figure" not in section and "<table" not in section
+    assert "No gpuaccept-overlap documents among the inputs" in section
+    assert not any(p.startswith("overlap:") for p in figures(page))
+    # beside a column that has one: only that column's subsection
+    mixed = report.build([report.load_group(f"h200={OVERLAP / 'h200'}"), report.load_group(f"x={H200X2}")], "m")
+    assert re.findall(r"<h3 id='overlap-([^']+)'>", mixed) == ["h200"]
+    assert [p for p in figures(mixed) if p.startswith("overlap:")] == ["overlap:h200:gpu0"]
+
+
+def test_an_overlap_document_the_model_cannot_read_is_named(tmp_path):
+    doc = json.loads((OVERLAP / "h200" / "overlap-model.json").read_text())
+    del doc["results"]["model"]
+    del doc["results"]["per_gpu"][0]["copies"]["bidir"]
+    (tmp_path / "overlap.json").write_text(json.dumps(doc))
+    section = overlap_section(report.build([report.load_group(f"h200={tmp_path}")], "broken"))
+    assert "cannot be modelled: results.per_gpu[gpu=0].copies.bidir.seconds" in section
+    assert "<figure" not in section

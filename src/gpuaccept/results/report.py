@@ -1,6 +1,7 @@
 """One self-contained HTML evaluation report from run directories: inventory, verdicts, the bandwidth sweep,
-the NUMA x GPU matrix, the PCIe model, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and
-energy, and two or more node types side by side with ratios to a chosen baseline.
+the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and host GEMM
+scaling, other checks (HPL, NAMD...), power and energy, and two or more node types side by side with ratios to a
+chosen baseline.
 
 Inputs are groups of runs: ``[LABEL=]PATH``, where PATH is a run directory (results/<node>/<run>), a results
 tree holding many, or a folder of benchmark documents. Every ``gpuaccept.bench/1`` document under PATH is read
@@ -11,6 +12,7 @@ listed and left out of the figures and tables.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import html
 import io
@@ -28,6 +30,7 @@ from typing import Any
 
 from gpuaccept import __version__, atomic
 from gpuaccept.layout import BENCH_SCHEMA
+from gpuaccept.probe import overlap
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -322,6 +325,126 @@ def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
         f"model:{group.label}",
         f"{group.label}: PCIe model T(k) = (L + o) + k G fitted over sizes >= 64 KiB (seed 002), GPU 0",
     )
+
+
+def overlap_model(doc: dict[str, Any]) -> dict[str, Any]:
+    """``results.model`` of a gpuaccept-overlap document; a document that lacks it (the model step failed, or the
+    raw output) is annotated here, on a copy, with the run's own copies as the links (gpuaccept.probe.overlap).
+    Raises overlap.OverlapError, naming the key, when the document cannot be modelled."""
+    model = (doc.get("results") or {}).get("model")
+    if isinstance(model, dict) and model.get("per_gpu"):
+        return model
+    return overlap.annotate(copy.deepcopy(doc))["results"]["model"]
+
+
+def _methods(row: dict[str, Any]) -> list[str]:
+    return [str(m["method"]) for m in row["methods"] if m.get("method")]
+
+
+def plot_overlap(group: Group, doc: dict[str, Any], gpu: dict[str, Any], links_from: str) -> str:
+    """Time against arithmetic intensity (log-log): each method's measured points and seed 002's predicted line,
+    one colour per method."""
+    plt = _pyplot()
+    rows = sorted(gpu["intensities"], key=lambda r: r["flop_per_byte"])
+    methods = list(dict.fromkeys(m for r in rows for m in _methods(r)))
+    gid = f"overlap-{group.label}-gpu{gpu['gpu']}"  # each series' SVG group id
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for method, color in zip(methods, _colors(len(methods)), strict=True):
+        pts = [
+            (r["flop_per_byte"], m) for r in rows for m in r["methods"] if m.get("method") == method and m.get("run")
+        ]
+        if not pts:
+            continue
+        x = [p[0] for p in pts]
+        ax.plot(x, [p[1]["measured_s"] * 1e3 for p in pts], "o", ms=4, color=color, label=method,
+                gid=f"{gid}-measured-{method}")  # fmt: skip
+        ax.plot(x, [p[1]["predicted_s"] * 1e3 for p in pts], "-", lw=1, color=color,
+                gid=f"{gid}-predicted-{method}")  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flop/byte)")
+    ax.set_ylabel("time, host to host (ms)")
+    ax.set_title(f"{group.label}: GPU {gpu['gpu']}, {gpu['copy_engines']} copy engines")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, ncols=2, title="points: measured; lines: model", title_fontsize=7)
+    nbytes = next((g.get("bytes") for g in doc["results"].get("per_gpu") or [] if g.get("gpu") == gpu["gpu"]), None)
+    size = f"{nbytes / 2**20:.0f} MiB each way, " if isinstance(nbytes, (int, float)) else ""
+    return _svg(
+        fig,
+        f"overlap:{group.label}:gpu{gpu['gpu']}",
+        f"{group.label}: compute/transfer overlap on GPU {gpu['gpu']} ({doc.get('started_utc')}), {size}"
+        f"each method measured (points) and predicted by seed 002's model with links from {links_from} (lines; "
+        "managed: predicted as sync, its error is page migration's cost)",
+    )
+
+
+def overlap_tables(group: Group, gpu: dict[str, Any]) -> str:
+    """Per intensity: the fastest method measured and predicted, Kendall's tau, each method's model error; then
+    the full-duplex figure and its flag."""
+    rows = sorted(gpu["intensities"], key=lambda r: r["flop_per_byte"])
+    methods = list(dict.fromkeys(m for r in rows for m in _methods(r)))
+    modelled = {m["method"]: m.get("modelled", True) for r in rows for m in r["methods"] if m.get("run")}
+    head = ["GPU", "flop/byte", "kernel (ms)", "best measured", "best predicted", "Kendall's tau"]
+    head += [f"{m} error" + ("" if modelled.get(m, True) else " (not modelled)") for m in methods]
+    out = []
+    for r in rows:
+        by = {m.get("method"): m for m in r["methods"]}
+        row: list[Any] = [gpu["gpu"], r["flop_per_byte"], r["kernel_s"] * 1e3]
+        same = r["best_measured"] == r["best_predicted"]
+        row.append(r["best_measured"])
+        row.append(Markup(f'<span class="{"pass" if same else "fail"}">{html.escape(str(r["best_predicted"]))}</span>'))
+        row.append(r["rank_tau"])
+        for m in methods:
+            e = by.get(m) or {}
+            row.append(f"{e['rel_error']:+.1%}" if e.get("run") else f"not run: {e.get('not_run') or '?'}")
+        out.append(row)
+    d = gpu["duplex"]
+    flag = Markup(
+        '<span class="pass">full duplex</span>' if d["full_duplex"] else '<span class="fail">NOT full duplex</span>'
+    )
+    times = [d["h2d_s"] * 1e3, d["d2h_s"] * 1e3, d["bidir_s"] * 1e3]
+    duplex = _table(
+        ["group", "GPU", "H2D alone (ms)", "D2H alone (ms)", "both at once (ms)", "fraction overlapped", "flag"],
+        [[group.label, gpu["gpu"], *times, d["fraction_overlapped"], flag]],
+        "overlap-duplex",
+    )
+    return _table(head, out, "overlap") + duplex
+
+
+def overlap_section(groups: list[Group]) -> str:
+    """Per column with a gpuaccept-overlap document (the newest): per GPU the plot, the per-intensity table and
+    the full-duplex figure. Columns without one have no subsection."""
+    parts = []
+    for g in groups:
+        doc = g.newest("gpuaccept-overlap")
+        if not doc:
+            continue
+        parts.append(f"<h3 id='overlap-{html.escape(g.label)}'>{html.escape(g.label)}</h3>")
+        try:
+            model = overlap_model(doc)
+        except overlap.OverlapError as err:
+            parts.append(
+                f"<p class='fail'>The gpuaccept-overlap document of {html.escape(str(doc.get('started_utc')))} "
+                f"cannot be modelled: {html.escape(str(err))}</p>"
+            )
+            continue
+        for gpu in model["per_gpu"]:
+            parts.append(plot_overlap(g, doc, gpu, str(model.get("links_from", ""))))
+            parts.append(overlap_tables(g, gpu))
+    if not parts:
+        return (
+            "<p>No gpuaccept-overlap documents among the inputs (the evaluation suite's <code>overlap</code> "
+            "check).</p>"
+        )
+    note = (
+        "<p class='note'>Errors are (predicted - measured) / measured: negative where the method ran slower than "
+        f"the model says. Measured times within {overlap.TIE_REL:.0%} of each other count as ties for Kendall's "
+        "tau (1: the model orders the methods as measured). Best predicted in red where it is not the method "
+        "measured fastest. "
+        f"H2D and D2H count as full duplex from {overlap.FULL_DUPLEX_MIN} of the one-way time overlapped "
+        "(docs/checks/overlap.md).</p>"
+    )
+    return note + "\n".join(parts)
 
 
 def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
@@ -952,6 +1075,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
         doc = g.newest("gpuaccept-bw")
         if doc:
             parts.append(plot_model(g, doc) or "")
+    parts.append("<h2 id='overlap'>Compute/transfer overlap</h2>")
+    parts.append(overlap_section(groups))
     parts.append("<h2 id='gemm'>GEMM throughput</h2>")
     for g in groups:
         doc = g.newest("gpuaccept-gemm")
