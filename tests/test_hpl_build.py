@@ -358,3 +358,28 @@ def test_hpl_cuda_check_sweeps_nb_and_depth_then_runs_the_chosen_setting_through
     backend = doc["parameters"]["backend"]
     assert (backend["ranks"], backend["grid"], backend["gpus_used"]) == (gpus, f"1 x {gpus}", gpus)
     assert {r.q for r in hpl.parse_file(kept / "HPL.sweep.out").runs} == {gpus}
+
+
+def test_role_links_hpl_cuda_with_nccl_when_given_one_and_without_it_again(built, tmp_path):
+    """gpuaccept_hpl_nccl_home: the GPU-resident object compiled with GPUACCEPT_HPL_NCCL into a directory of its own
+    and xhpl relinked against libnccl.so.2 (the panel broadcast GPU to GPU); set back to empty, the object without
+    NCCL and an xhpl that does not need it. Last in this module: it relinks the shared build."""
+    nccl = Path("/usr/local/cuda")
+    if not (nccl / "include" / "nccl.h").is_file():
+        pytest.skip("no NCCL in /usr/local/cuda here")
+    (xhpl,) = built.glob("build-*/cuda/bin/gpuaccept/xhpl")
+
+    def linked() -> tuple[bool, bool]:
+        needed = subprocess.run(["readelf", "-d", str(xhpl)], capture_output=True, text=True, check=True).stdout
+        symbols = subprocess.run(["nm", "-u", str(xhpl)], capture_output=True, text=True, check=True).stdout
+        return "libnccl.so.2" in needed, "ncclBroadcast" in symbols
+
+    try:
+        rc, out = play(tmp_path, "gpuaccept_hpl", {**role_vars(built), "gpuaccept_hpl_nccl_home": str(nccl)})
+        assert rc == 0, out[-3000:]
+        assert recap(out)["changed"] > 0 and linked() == (True, True)
+        assert next(built.glob("build-*/cuda-object-nccl/gpuaccept_hpl_gpu.o")).is_file()
+    finally:
+        rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(built))
+    assert rc == 0, out[-3000:]
+    assert linked() == (False, False)

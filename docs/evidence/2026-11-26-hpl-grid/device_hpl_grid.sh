@@ -8,6 +8,8 @@
 #      at the sweep's fastest NB, twice, with GPU power sampled by nvidia-smi every 500 ms.
 # Carried: .devq/hpl-2.3-icl-utk-edu.tar.gz (../shared/artifacts), .devq/libgpuaccept-mklblas.so
 # (scripts/mkl-blas-subset.sh on PyPI's mkl-static 2024.2.2: the host BLAS HPL's own code links).
+# HPL_NCCL=1 builds the panel broadcast GPU to GPU by NCCL (NCCL_HOME: default the torch environment's
+# nvidia-nccl wheel); MPI_TOO=1 then also runs the big size once with GPUACCEPT_HPL_BCAST=mpi (through host memory).
 # BUILD_ONLY=1 stops after the build (xhpl in /tmp/hplgpu/hpl/bin/gpuaccept: device_reframe_hpl.sh).
 # Usage: RANKS=1 GPUS=0 SWEEP_N=40960 SWEEP_NBS="1024 1280" FRACTION=0.92 bash device_hpl_grid.sh
 # (every run's files end in $OUT/runs.tar.gz: the device tool brings back few files)
@@ -25,10 +27,16 @@ tar xzf .devq/hpl-2.3-icl-utk-edu.tar.gz -C $B/hpl --strip-components=1
 cp .devq/libgpuaccept-mklblas.so $B/lib/
 cp roles/gpuaccept_hpl/files/Make.gpuaccept $B/hpl/
 t0=$SECONDS
-nvcc -O3 -std=c++17 -arch=sm_90 -DOMPI_SKIP_MPICXX -DAdd_ -DF77_INTEGER=int -DStringSunStyle -I$B/hpl/include \
+NCCLFLAGS=""; NCCLLIB=""
+if [ "${HPL_NCCL:-0}" = 1 ]; then
+  NCCL_HOME=${NCCL_HOME:-$(python3 -c "import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])")}
+  echo "NCCL: $NCCL_HOME"; ls "$NCCL_HOME/include/nccl.h" "$NCCL_HOME"/lib/libnccl.so.2 || exit 1
+  NCCLFLAGS="-DGPUACCEPT_HPL_NCCL -I$NCCL_HOME/include"; NCCLLIB="-L$NCCL_HOME/lib -Wl,-rpath,$NCCL_HOME/lib -l:libnccl.so.2"
+fi
+nvcc -O3 -std=c++17 -arch=sm_90 $NCCLFLAGS -DOMPI_SKIP_MPICXX -DAdd_ -DF77_INTEGER=int -DStringSunStyle -I$B/hpl/include \
   $(mpicc --showme:compile) -c reframe_checks/src/hpl/gpuaccept_hpl_gpu.cu -o $B/gpuaccept_hpl_gpu.o || exit 1
 (cd $B/hpl && make arch=gpuaccept TOPdir=$B/hpl CC=mpicc GPUobj=$B/gpuaccept_hpl_gpu.o \
-  LAlib="-L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lcusolver -lcublas -lcudart -lstdc++ -L$B/lib -Wl,-rpath,$B/lib -lgpuaccept-mklblas" \
+  LAlib="-L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lcusolver -lcublas -lcudart -lstdc++ $NCCLLIB -L$B/lib -Wl,-rpath,$B/lib -lgpuaccept-mklblas" \
   > "$OUT/build.log" 2>&1) || { tail -30 "$OUT/build.log"; exit 1; }
 echo "built in $((SECONDS - t0)) s"; XHPL=$B/hpl/bin/gpuaccept/xhpl; WRAP=$REPO/roles/gpuaccept_hpl/files/gpuaccept-hpl-rank.sh
 [ "${BUILD_ONLY:-0}" = 1 ] && exit 0
@@ -43,11 +51,11 @@ dat() {  # n nb q depth threshold -> HPL.dat text (gpuaccept.probe.hpl_dat: rend
 run() {  # name n nb ranks depth gpus [threshold]
   local d="$OUT/runs/$1"; mkdir -p "$d"; dat "$2" "$3" "$4" "$5" "${7:-16}" > "$d/HPL.dat"
   local threads=$(( $(nproc) / $4 )); [ $threads -lt 1 ] && threads=1
-  echo "cd $d && GPUACCEPT_HPL_GPUS=$6 OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads mpirun -np $4 --bind-to none $WRAP $XHPL" > "$d/cmd"
+  echo "cd $d && GPUACCEPT_HPL_BCAST=${BCAST:-} GPUACCEPT_HPL_GPUS=$6 OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads mpirun -np $4 --bind-to none $WRAP $XHPL" > "$d/cmd"
   nvidia-smi --query-gpu=timestamp,index,power.draw,clocks.sm,utilization.gpu,memory.used,temperature.gpu --format=csv -lms 500 > "$d/nvidia-smi.csv" &
   local smi=$!; local s=$SECONDS
-  (cd "$d" && GPUACCEPT_HPL_GPUS=$6 OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads timeout 400 mpirun -np $4 --bind-to none $WRAP $XHPL > HPL.out 2> stderr.txt); echo "rc=$?" > "$d/rc"
-  kill $smi; echo "$1: wall $((SECONDS - s)) s $(cat $d/rc)"; grep -E "^WR|PASSED|FAILED|abort|rror" "$d/HPL.out" "$d/stderr.txt" | head -8
+  (cd "$d" && GPUACCEPT_HPL_BCAST=${BCAST:-} GPUACCEPT_HPL_GPUS=$6 OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads timeout 400 mpirun -np $4 --bind-to none $WRAP $XHPL > HPL.out 2> stderr.txt); echo "rc=$?" > "$d/rc"
+  kill $smi; echo "$1: wall $((SECONDS - s)) s $(cat $d/rc)"; grep -E "^WR|PASSED|FAILED|abort|rror|broadcast" "$d/HPL.out" "$d/stderr.txt" | head -8
 }
 if [ "$SMALL" = 1 ]; then
   run check-r1-n8192-d1 8192 512 1 1 0
@@ -70,6 +78,7 @@ memory = total if host is None else min(total, int(host * 0.95 / $FRACTION))
 print(problem_size(memory, $RANKS, $FRACTION, $BIG_NB, 1, $RANKS))")
 echo "big N=$BIG_N ($FRACTION of the smallest GPU (capped by what the host lets a rank reserve) x $RANKS ranks, NB $BIG_NB)"
 for r in $(seq 1 $BIG_RUNS); do run big-r$RANKS-n$BIG_N-nb$BIG_NB-d1-$r $BIG_N $BIG_NB $RANKS 1 $GPUS; done
+[ "${MPI_TOO:-0}" = 1 ] && BCAST=mpi run big-r$RANKS-n$BIG_N-nb$BIG_NB-d1-mpi $BIG_N $BIG_NB $RANKS 1 $GPUS
 [ -n "${SINGLE_N:-}" ] && run single-r1-n$SINGLE_N-nb$BIG_NB $SINGLE_N $BIG_NB 1 1 0
 if [ "$SHARED_N" -gt 0 ]; then  # the multi-rank path's cost on one GPU: 1 rank against 2 ranks sharing it
   run shared-r1-n$SHARED_N $SHARED_N $BIG_NB 1 1 0

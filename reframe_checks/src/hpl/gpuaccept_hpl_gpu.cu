@@ -11,8 +11,9 @@
 //   from b when HPL_pdtest regenerates [A b] for its residual check.
 // - HPL_pdgesv factors [A b] in place on the GPUs, right-looking, NB columns at a time. The panel's owner
 //   factors it with cuSOLVER's getrf (partial pivoting over the whole column) and, with Q > 1, broadcasts the
-//   factored panel and its pivots to the other ranks (through pinned host memory and MPI_Bcast on HPL's row
-//   communicator). Every rank applies the pivots' row interchanges to its own columns with one kernel, then
+//   factored panel and its pivots to the other ranks: the pivots by MPI_Bcast on HPL's row communicator, the
+//   panel GPU to GPU by NCCL where built with -DGPUACCEPT_HPL_NCCL (NVLink where the GPUs have it), else
+//   through pinned host memory and MPI_Bcast. Every rank applies the pivots' row interchanges to its own columns with one kernel, then
 //   cuBLAS DTRSM (block row) and DGEMM (trailing matrix). With HPL.dat's look-ahead depth of 1 or more, the next
 //   panel's owner updates and factors that panel on a high-priority stream while the rest of the trailing update
 //   runs, and the next panel's broadcast happens while the GPUs update (depth 1; deeper settings run as 1).
@@ -34,10 +35,15 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <mpi.h>  // before HPL's C headers: MPI's own C++ declarations cannot sit inside extern "C"
+#ifdef GPUACCEPT_HPL_NCCL
+#include <nccl.h>
+#endif
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 extern "C" {
@@ -59,6 +65,12 @@ void blas_check(cublasStatus_t s, const char* what, int line) {
 void solver_check(cusolverStatus_t s, const char* what, int line) {
   if (s != CUSOLVER_STATUS_SUCCESS) HPL_pabort(line, "gpuaccept HPL", "%s: cuSOLVER status %d", what, (int)s);
 }
+#ifdef GPUACCEPT_HPL_NCCL
+void nccl_check(ncclResult_t r, const char* what, int line) {
+  if (r != ncclSuccess) HPL_pabort(line, "gpuaccept HPL", "%s: %s", what, ncclGetErrorString(r));
+}
+#define NCCL(x) nccl_check((x), #x, __LINE__)
+#endif
 #define CUDA(x) cuda_check((x), #x, __LINE__)
 #define BLAS(x) blas_check((x), #x, __LINE__)
 #define SOLVER(x) solver_check((x), #x, __LINE__)
@@ -76,6 +88,10 @@ DeviceMatrix g_mat;
 cublasHandle_t g_check_blas = nullptr;  // the residual check's handle, made on first use
 
 int g_device = -1;  // the GPU this rank uses, chosen once
+bool g_nccl_ready = false;  // the process row's NCCL communicator is made (set_up_broadcast)
+#ifdef GPUACCEPT_HPL_NCCL
+ncclComm_t g_nccl = nullptr;
+#endif
 
 void choose_device(MPI_Comm all) {  // all: the grid's ranks (HPL may leave some out)
   if (g_device >= 0) return;
@@ -156,6 +172,53 @@ __global__ void row_abs_sums(const double* a, size_t ld, int m, int cols, double
 // The columns with global index below g that process column q holds (HPL_numroc with the first block on 0).
 int local_columns(int g, int nb, int q, int npcol) { return HPL_numroc(g, nb, nb, q, 0, npcol); }
 
+// Whether the panel goes GPU to GPU by NCCL: built with it, not turned off (GPUACCEPT_HPL_BCAST=mpi), and every
+// rank of the process row on a GPU of its own (NCCL refuses two ranks on one GPU; ranks sharing a GPU use MPI).
+#ifdef GPUACCEPT_HPL_NCCL
+bool nccl_usable(MPI_Comm row) {  // collective over row
+  const char* how = std::getenv("GPUACCEPT_HPL_BCAST");
+  int size = 0, rank = 0;
+  MPI_Comm_size(row, &size);
+  MPI_Comm_rank(row, &rank);
+  char mine[32] = "";
+  char host[MPI_MAX_PROCESSOR_NAME] = "";
+  int len = 0;
+  MPI_Get_processor_name(host, &len);
+  cudaDeviceGetPCIBusId(mine, (int)sizeof(mine), g_device);
+  std::string key = std::string(host) + "/" + mine;
+  key.resize(96, ' ');
+  std::vector<char> all((size_t)size * 96);
+  MPI_Allgather(key.data(), 96, MPI_CHAR, all.data(), 96, MPI_CHAR, row);
+  bool distinct = true;
+  for (int a = 0; a < size; ++a)
+    for (int b = a + 1; b < size; ++b)
+      if (std::equal(all.begin() + a * 96, all.begin() + (a + 1) * 96, all.begin() + b * 96)) distinct = false;
+  const bool use = distinct && !(how != nullptr && std::string(how) == "mpi");
+  if (rank == 0) {
+    std::fprintf(stderr, "gpuaccept HPL: panel broadcast %s\n",
+                 use ? "GPU to GPU by NCCL" : distinct ? "through host memory by MPI (GPUACCEPT_HPL_BCAST=mpi)"
+                                                       : "through host memory by MPI (ranks share a GPU)");
+  }
+  return use;
+}
+#endif
+
+// Once per process, outside HPL's timer (from HPL_pdmatgen, like MPI_Init before it): the NCCL communicator of
+// the process row, where the panel will go GPU to GPU.
+void set_up_broadcast(const HPL_T_grid* grid) {
+  static bool done = false;
+  if (done || grid->npcol < 2) return;
+  done = true;
+#ifdef GPUACCEPT_HPL_NCCL
+  if (!nccl_usable(grid->row_comm)) return;
+  ncclUniqueId id;
+  if (grid->mycol == 0) NCCL(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, (int)sizeof(id), MPI_BYTE, 0, grid->row_comm);
+  NCCL(ncclCommInitRank(&g_nccl, grid->npcol, id, grid->mycol));
+  g_nccl_ready = true;
+#endif
+}
+
 }  // namespace
 
 extern "C" void HPL_pdmatgen(const HPL_T_grid* GRID, const int M, const int N, const int NB, double* A,
@@ -168,6 +231,7 @@ extern "C" void HPL_pdmatgen(const HPL_T_grid* GRID, const int M, const int N, c
   }
   if (M <= 0 || N <= 0) return;
   choose_device(GRID->all_comm);
+  set_up_broadcast(GRID);
   const int cols = local_columns(N, NB, mycol, npcol);
   const size_t ld = ((size_t)M + 31) / 32 * 32;
   if (g_mat.a == nullptr || g_mat.ld != ld || g_mat.cols != cols) {
@@ -221,7 +285,7 @@ struct Solver {
   int* host_ipiv = nullptr;   // pinned: every panel's pivots (own or broadcast)
   int* host_moves = nullptr;  // pinned, two buffers as on the device
   double* panel[2] = {nullptr, nullptr};       // device: a broadcast panel (Q > 1), rows [j, n), packed
-  double* host_panel[2] = {nullptr, nullptr};  // pinned: the panel on its way through MPI (Q > 1)
+  double* host_panel[2] = {nullptr, nullptr};  // pinned: the panel on its way through MPI (Q > 1, no NCCL)
   double* y = nullptr;        // device: the back-solve's right-hand side
   double* host_y = nullptr;   // pinned: y on its way to the next rank
   std::vector<cudaEvent_t> panel_done, panel_ready, moves_ready, main_done;
@@ -337,10 +401,11 @@ extern "C" void HPL_pdgesv(HPL_T_grid* GRID, HPL_T_palg* ALGO, HPL_T_pmat* A) {
   CUDA(cudaMallocHost(&s.host_ipiv, (size_t)n * sizeof(int)));
   CUDA(cudaMallocHost(&s.host_moves, (size_t)8 * nb * sizeof(int)));
   CUDA(cudaMallocHost(&s.host_y, (size_t)n * sizeof(double)));
+  const bool nccl = shared && g_nccl_ready;
   if (shared) {
-    for (int i = 0; i < 2; ++i) {
-      CUDA(cudaMalloc(&s.panel[i], (size_t)n * nb * sizeof(double)));
-      CUDA(cudaMallocHost(&s.host_panel[i], (size_t)n * nb * sizeof(double)));
+    for (int i = 0; i < 2; ++i) CUDA(cudaMalloc(&s.panel[i], (size_t)n * nb * sizeof(double)));
+    if (!nccl) {
+      for (int i = 0; i < 2; ++i) CUDA(cudaMallocHost(&s.host_panel[i], (size_t)n * nb * sizeof(double)));
     }
   }
   for (auto* v : {&s.panel_done, &s.panel_ready, &s.moves_ready, &s.main_done}) {
@@ -365,25 +430,31 @@ extern "C" void HPL_pdgesv(HPL_T_grid* GRID, HPL_T_palg* ALGO, HPL_T_pmat* A) {
     double* p = a + (size_t)local(j) * ld + j;
     SOLVER(cusolverDnDgetrf(s.solver, n - j, jb, p, (int)ld, s.work, s.ipiv + j, s.info + k));
     CUDA(cudaMemcpyAsync(s.host_ipiv + j, s.ipiv + j, (size_t)jb * sizeof(int), cudaMemcpyDeviceToHost, ahead));
-    if (shared) {
-      CUDA(cudaMemcpy2DAsync(s.host_panel[k % 2], (size_t)(n - j) * sizeof(double), p, ld * sizeof(double),
-                             (size_t)(n - j) * sizeof(double), (size_t)jb, cudaMemcpyDeviceToHost, ahead));
+    if (shared) {  // packed for the broadcast: GPU to GPU (NCCL) or through pinned memory (MPI)
+      CUDA(cudaMemcpy2DAsync(nccl ? (void*)s.panel[k % 2] : (void*)s.host_panel[k % 2],
+                             (size_t)(n - j) * sizeof(double), p, ld * sizeof(double),
+                             (size_t)(n - j) * sizeof(double), (size_t)jb, cudaMemcpyDefault, ahead));
     }
     CUDA(cudaEventRecord(s.panel_done[k], ahead));
     CUDA(cudaEventRecord(s.panel_ready[k], ahead));
   };
-  // Panel k from its owner to every rank (Q > 1): the host blocks in MPI_Bcast while the GPU works on.
+  // Panel k from its owner to every rank (Q > 1): the pivots through MPI (the host needs them), the panel by
+  // NCCL on the look-ahead stream, or through MPI with the host blocking in MPI_Bcast while the GPU works on.
   auto share = [&](int k) {
     int j, jb;
     rows_of(k, &j, &jb);
     const int root = owner(k);
-    if (root == me) {
-      CUDA(cudaEventSynchronize(s.panel_done[k]));
-    } else if (k >= 2) {
-      CUDA(cudaEventSynchronize(s.panel_ready[k - 2]));  // the pinned buffer's last upload is done
-    }
+    if (root == me) CUDA(cudaEventSynchronize(s.panel_done[k]));
     MPI_Bcast(s.host_ipiv + j, jb, MPI_INT, root, GRID->row_comm);
     const size_t count = (size_t)(n - j) * jb;
+#ifdef GPUACCEPT_HPL_NCCL
+    if (nccl) {
+      NCCL(ncclBroadcast(s.panel[k % 2], s.panel[k % 2], count, ncclDouble, root, g_nccl, ahead));
+      if (root != me) CUDA(cudaEventRecord(s.panel_ready[k], ahead));
+      return;
+    }
+#endif
+    if (root != me && k >= 2) CUDA(cudaEventSynchronize(s.panel_ready[k - 2]));  // the pinned buffer is free
     for (size_t off = 0; off < count; off += (size_t)INT_MAX / 2) {  // MPI counts are ints
       const size_t part = count - off < (size_t)INT_MAX / 2 ? count - off : (size_t)INT_MAX / 2;
       MPI_Bcast(s.host_panel[k % 2] + off, (int)part, MPI_DOUBLE, root, GRID->row_comm);
