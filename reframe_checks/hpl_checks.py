@@ -374,6 +374,8 @@ class GpuHplCuda(HplOutputCheck):
             "blas": desc.get("blas"),
             "ranks": ranks,
             "grid": f"1 x {ranks}",
+            # how the factored panel reaches the other ranks: GPU to GPU (nccl) or through host memory (mpi)
+            "panel_broadcast": desc.get("panel_broadcast"),
             "gpus_used": ranks,
             "gpus_on_node": gpus_on_node,
             "gpu_memory_bytes": gpu_memory,

@@ -138,7 +138,7 @@ def test_role_builds_hpl_cuda_with_the_gpu_resident_solver(built):
     desc = json.loads((built / "gpuaccept-hpl-cuda.json").read_text())
     binary = Path(desc["binary"])
     assert binary.is_file() and desc["command"][-2:] == [str(built / "gpuaccept-hpl-rank.sh"), str(binary)]
-    assert "GPU-resident" in desc["hpl"] and desc["env"] == {}
+    assert "GPU-resident" in desc["hpl"] and desc["env"] == {} and desc["panel_broadcast"] == "mpi"
     # gpuaccept's HPL_pdgesv and HPL_pdmatgen took the place of netlib's: HPL's own solver is not linked in.
     symbols = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
     defined = {line.split()[-1] for line in symbols.splitlines() if " T " in line}
@@ -379,7 +379,9 @@ def test_role_links_hpl_cuda_with_nccl_when_given_one_and_without_it_again(built
         assert rc == 0, out[-3000:]
         assert recap(out)["changed"] > 0 and linked() == (True, True)
         assert next(built.glob("build-*/cuda-object-nccl/gpuaccept_hpl_gpu.o")).is_file()
+        assert json.loads((built / "gpuaccept-hpl-cuda.json").read_text())["panel_broadcast"] == "nccl"
     finally:
         rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(built))
     assert rc == 0, out[-3000:]
     assert linked() == (False, False)
+    assert json.loads((built / "gpuaccept-hpl-cuda.json").read_text())["panel_broadcast"] == "mpi"
