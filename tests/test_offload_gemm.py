@@ -171,3 +171,16 @@ def test_command_line_names_a_bad_host_document(tmp_path):
                          capture_output=True, text=True, check=False, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
     assert res.returncode == 1 and "not a gpuaccept-cpugemm document" in res.stderr
+
+
+def test_command_line_fails_on_a_run_without_cases(tmp_path):
+    x = tmp_path / "xgemm.json"
+    h = tmp_path / "cpugemm.json"
+    doc = xgemm_doc()
+    doc["errors"] = ["no CUDA device found: cudaErrorNoDevice"]
+    x.write_text(json.dumps(doc))
+    h.write_text(json.dumps(cpugemm_doc([("dgemm", 256, 100.0)])))
+    res = subprocess.run([sys.executable, "-m", "gpuaccept.probe.offload", str(x), "--host", str(h)],
+                         capture_output=True, text=True, check=False, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
+    assert res.returncode == 1 and "no case to compare" in res.stdout and "cudaErrorNoDevice" in res.stdout

@@ -228,6 +228,9 @@ def _fmt(v: Any, spec: str = ".1f") -> str:
 def summary(doc: dict[str, Any]) -> str:
     """A table per precision and n, then the crossovers."""
     cx = doc["results"]["crossover"]["per_precision"]
+    if not cx:
+        errors = "; ".join(str(e) for e in doc.get("errors") or []) or "none recorded"
+        return f"the xgemm document has no case to compare (its errors: {errors})"
     head = (f"{'prec':5} {'n':>6} {'kernel':>9} {'pinned':>9} {'pageable':>9} {'pin/k':>6} {'page/k':>6} "
             f"{'host':>9} {'host prec':>9}  winner (pinned/pageable)")
     lines = ["GFLOP/s (2 n^3 / t); pin/k and page/k: transfer-inclusive over kernel-only", head]
@@ -274,7 +277,8 @@ def _write_atomic(path: str, text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """``python -m gpuaccept.probe.offload XGEMM.json --host CPUGEMM.json [CPUGEMM.json ...] [--output OUT]``:
     prints the table and the crossovers, and writes the document with ``results.crossover`` and the crossover
-    metrics to OUT (default: XGEMM.json itself, rewritten atomically). The standard library alone."""
+    metrics to OUT (default: XGEMM.json itself, rewritten atomically). Exit status 1 where an input is wrong or
+    the xgemm document has no case (a run without a GPU). The standard library alone."""
     ap = argparse.ArgumentParser(prog="python -m gpuaccept.probe.offload", description=main.__doc__)
     ap.add_argument("document", help="a gpuaccept-xgemm JSON document")
     ap.add_argument("--host", nargs="+", required=True,
@@ -290,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ap.prog}: {err}", file=sys.stderr)
         return 1
     print(summary(doc))
-    return 0
+    return 0 if doc["results"]["crossover"]["per_precision"] else 1
 
 
 if __name__ == "__main__":
