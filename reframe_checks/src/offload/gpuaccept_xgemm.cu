@@ -79,7 +79,7 @@ struct Options {
   std::vector<long> sizes;
   std::vector<std::string> precisions;
   int reps = 5;
-  double time_limit_s = 75;
+  double time_limit_s = 60;
   std::string output;
 };
 
@@ -95,7 +95,7 @@ const char* kUsage =
     "  --precisions LIST    any of dgemm,sgemm,tf32,bf16 (default all four)\n"
     "  --reps N             timed repetitions per case and mode after one warm-up; the median is kept (default 5)\n"
     "  --time-limit-s S     a size is skipped, with a note, where its time estimated from the previous size's\n"
-    "                       would pass the precision's share of S seconds from the start (default 75; shares in\n"
+    "                       would pass the precision's share of S seconds from the start (default 60; shares in\n"
     "                       proportion to the bytes moved per element: dgemm 24, sgemm 12, tf32 12, bf16 8)\n"
     "  --output FILE        write the JSON document (docs/benchmark-json.md) to FILE (default: stdout)\n"
     "  --help               this text\n"
@@ -131,7 +131,7 @@ Options parse_options(int argc, char** argv, bool& help) {
   long reps = a.get_long("reps", 5);
   if (reps < 1 || reps > 1000) throw std::invalid_argument("option --reps: must be in 1..1000");
   o.reps = static_cast<int>(reps);
-  o.time_limit_s = a.get_double("time-limit-s", 75);
+  o.time_limit_s = a.get_double("time-limit-s", 60);
   if (!(o.time_limit_s > 0 && o.time_limit_s <= 3600))
     throw std::invalid_argument("option --time-limit-s: must be in (0, 3600] seconds");
   o.output = a.get("output", "");
