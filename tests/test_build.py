@@ -38,12 +38,13 @@ def gpu_build(tmp_path_factory):
 def test_cuda_sources_compile(gpu_build):
     # The Makefile's default CUDA_ARCH: sm_80, sm_89, sm_90, sm_100 and PTX for newer GPUs; NCCL from the CUDA
     # installation (its include/nccl.h and libnccl.so.2).
-    for name in ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl", "gpuaccept-overlap"):
+    for name in ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl", "gpuaccept-overlap",
+                 "gpuaccept-xgemm"):
         assert (gpu_build / name).stat().st_size > 0
 
 
 @pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl",
-                                  "gpuaccept-overlap"])
+                                  "gpuaccept-overlap", "gpuaccept-xgemm"])
 def test_no_gpu_is_reported_not_passed(gpu_build, tmp_path, tool):
     out = tmp_path / "doc.json"
     res = subprocess.run([str(gpu_build / tool), "--output", str(out)], capture_output=True, text=True, check=False)
@@ -54,7 +55,7 @@ def test_no_gpu_is_reported_not_passed(gpu_build, tmp_path, tool):
 
 
 @pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl",
-                                  "gpuaccept-overlap"])
+                                  "gpuaccept-overlap", "gpuaccept-xgemm"])
 def test_bad_option_names_it(gpu_build, tool):
     res = subprocess.run([str(gpu_build / tool), "--no-such-option"], capture_output=True, text=True, check=False)
     assert res.returncode == 3 and "--no-such-option" in res.stderr
@@ -69,6 +70,17 @@ def test_overlap_without_output_prints_its_one_document(gpu_build):
     assert doc["tool"] == "gpuaccept-overlap" and doc["parameters"]["statistic"] == "median"
     assert doc["parameters"]["intensities_flop_per_byte"] == [0.25, 16, 1024] and doc["parameters"]["mib"] == 64
     assert set(doc["waived"]) == {"duplex_overlap_min", "stream_speedup_min"}
+
+
+def test_xgemm_without_output_prints_its_one_document(gpu_build):
+    # The sweep and precisions are recorded even where no GPU runs them; no case, no metric.
+    res = subprocess.run([str(gpu_build / "gpuaccept-xgemm"), "--sizes", "512,256", "--precisions", "bf16,dgemm"],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 1 and "no CUDA device found" in res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["tool"] == "gpuaccept-xgemm" and doc["parameters"]["statistic"] == "median"
+    assert doc["parameters"]["sizes"] == [256, 512] and doc["parameters"]["precisions"] == ["bf16", "dgemm"]
+    assert doc["results"]["cases"] == [] and doc["verification"]["passed"] is False
 
 
 def test_nccl_build_names_a_missing_nccl(tmp_path):
@@ -94,6 +106,10 @@ def test_nccl_refuses_nvls_without_asking(gpu_build):
     ("gpuaccept-overlap", ["--streams", "0"], "--streams"),
     ("gpuaccept-overlap", ["--mib", "0"], "--mib"),
     ("gpuaccept-overlap", ["--reps", "0"], "--reps"),
+    ("gpuaccept-xgemm", ["--sizes", "8"], "--sizes"),
+    ("gpuaccept-xgemm", ["--precisions", "fp8"], "--precisions"),
+    ("gpuaccept-xgemm", ["--reps", "0"], "--reps"),
+    ("gpuaccept-xgemm", ["--time-limit-s", "0"], "--time-limit-s"),
 ])
 def test_new_options_are_checked(gpu_build, tool, args, message):
     res = subprocess.run([str(gpu_build / tool), *args], capture_output=True, text=True, check=False)

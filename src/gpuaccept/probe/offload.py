@@ -1,0 +1,301 @@
+"""When a GEMM pays for its trip to the GPU: ``gpuaccept-xgemm``'s transfer-inclusive rates set against the
+host's BLAS (seed 000, issue 27 item 1).
+
+``gpuaccept-xgemm`` times square n x n GEMMs on the GPU three ways (the kernel alone on device-resident data; the
+whole offload, H2D of A and B, GEMM, D2H of C, from pinned and from pageable host memory). The host's rate at the
+same n and precision comes from ``gpuaccept-cpugemm`` documents (one per size: ``--size N --threads T``); where
+several rows share a precision and size (thread counts, documents) the fastest verified one is used: the host at
+its best. A list of ``(n, precision, seconds)`` timings can stand in for the documents
+(:func:`host_rates_from_timings`).
+
+The host has no TF32 or BF16 GEMM of its own in the BLAS the harness uses (``cblas_sgemm``/``cblas_dgemm``), so
+those GPU precisions are set against the host's SGEMM: the FP32 call an offload at reduced input precision would
+replace (:data:`HOST_PRECISION`).
+
+Crossover, per GPU precision and per offload mode (pinned, pageable): over the sizes both sides measured, the
+smallest n from which the GPU, transfers included, beats the host at every larger size of the sweep. Between the
+last sweep point where the host is at least as fast and the next one, ``ln(gpu / host)`` is interpolated linearly in
+``ln n`` to zero. Where the GPU wins at every size measured the answer is "at or below the smallest size"; where the
+host wins at the largest, "none in the sweep".
+
+:func:`annotate` writes ``results.crossover`` into the xgemm document and the informational metrics
+``<precision>_crossover_n_pinned`` / ``_pageable`` (or waives them with the reason). docs/checks/offload-gemm.md
+says what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+#: The host GEMM each GPU precision is compared with.
+HOST_PRECISION = {"dgemm": "dgemm", "sgemm": "sgemm", "tf32": "sgemm", "bf16": "sgemm"}
+#: The offload modes of a gpuaccept-xgemm case that a crossover is computed for.
+MODES = ("pinned", "pageable")
+
+
+class OffloadError(ValueError):
+    """An input lacks what the analysis needs; the message names the document and key."""
+
+
+@dataclass(frozen=True)
+class HostRate:
+    precision: str
+    n: int
+    gflops: float
+    threads: int | None
+    source: str
+
+
+def flops(n: int) -> float:
+    return 2.0 * float(n) ** 3
+
+
+def host_rates(docs: Iterable[tuple[str, dict[str, Any]]]) -> dict[tuple[str, int], HostRate]:
+    """The fastest verified host rate per (precision, n) over ``(name, gpuaccept-cpugemm document)`` pairs."""
+    best: dict[tuple[str, int], HostRate] = {}
+    for name, doc in docs:
+        if doc.get("tool") != "gpuaccept-cpugemm":
+            raise OffloadError(f"{name}: not a gpuaccept-cpugemm document (tool {doc.get('tool')!r})")
+        rows = (doc.get("results") or {}).get("cpu_gemm")
+        if not isinstance(rows, list):
+            raise OffloadError(f"{name}: no results.cpu_gemm list")
+        for i, row in enumerate(rows):
+            try:
+                prec, n, gf = str(row["precision"]), int(row["n"]), row["gflops_median"]
+            except (KeyError, TypeError, ValueError) as err:
+                raise OffloadError(f"{name}: results.cpu_gemm[{i}] lacks precision, n or gflops_median") from err
+            if not row.get("verified") or not isinstance(gf, (int, float)) or not math.isfinite(gf) or gf <= 0:
+                continue
+            key = (prec, n)
+            if key not in best or gf > best[key].gflops:
+                best[key] = HostRate(prec, n, float(gf), row.get("threads"), name)
+    return best
+
+
+def host_rates_from_timings(timings: Iterable[tuple[int, str, float]], source: str = "timings"
+                            ) -> dict[tuple[str, int], HostRate]:
+    """Host rates from ``(n, precision, seconds)`` triples (the fastest per precision and n)."""
+    best: dict[tuple[str, int], HostRate] = {}
+    for n, prec, seconds in timings:
+        if not seconds > 0:
+            raise OffloadError(f"{source}: {prec} n={n}: seconds must be positive, not {seconds!r}")
+        rate = HostRate(prec, int(n), flops(n) / seconds / 1e9, None, source)
+        if (prec, int(n)) not in best or rate.gflops > best[(prec, int(n))].gflops:
+            best[(prec, int(n))] = rate
+    return best
+
+
+def crossover(points: list[tuple[int, float, float]]) -> dict[str, Any]:
+    """``points``: ``(n, gpu_gflops, host_gflops)`` over the sweep. Returns ``status`` (``crossover``,
+    ``gpu_wins_everywhere``, ``none_in_sweep`` or ``no_data``), ``n`` (the interpolated crossover, for
+    ``crossover``), ``between`` (the two sweep sizes around it) and ``text``."""
+    pts = sorted(points)
+    if not pts:
+        return {"status": "no_data", "n": None, "between": None, "text": "no size measured on both sides"}
+    d = [math.log(g / h) for _, g, h in pts]
+    losing = [i for i, x in enumerate(d) if x <= 0]
+    if not losing:
+        return {"status": "gpu_wins_everywhere", "n": None, "between": None,
+                "text": f"GPU wins at every size in the sweep (from n={pts[0][0]})"}
+    k = losing[-1]
+    if k == len(pts) - 1:
+        return {"status": "none_in_sweep", "n": None, "between": None,
+                "text": f"none in the sweep: the host is at least as fast at the largest size (n={pts[-1][0]})"}
+    n0, n1 = pts[k][0], pts[k + 1][0]
+    frac = (0.0 - d[k]) / (d[k + 1] - d[k])
+    n_star = math.exp(math.log(n0) + frac * (math.log(n1) - math.log(n0)))
+    return {"status": "crossover", "n": n_star, "between": [n0, n1],
+            "text": f"n = {n_star:.0f} (between {n0} and {n1}, interpolated in log n)"}
+
+
+def _cases(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    if doc.get("tool") != "gpuaccept-xgemm":
+        raise OffloadError(f"{name}: not a gpuaccept-xgemm document (tool {doc.get('tool')!r})")
+    cases = (doc.get("results") or {}).get("cases")
+    if not isinstance(cases, list):
+        raise OffloadError(f"{name}: no results.cases list")
+    return cases
+
+
+def _gflops(case: dict[str, Any], mode: str, name: str) -> float:
+    try:
+        v = case[mode]["gflops"]
+    except (KeyError, TypeError) as err:
+        raise OffloadError(f"{name}: case {case.get('precision')} n={case.get('n')} lacks {mode}.gflops") from err
+    return float(v) if isinstance(v, (int, float)) else math.nan
+
+
+def analyse(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], name: str = "xgemm document"
+            ) -> dict[str, Any]:
+    """Per GPU precision of the document: the table rows (kernel, pinned and pageable GFLOP/s, their ratios, the
+    host's GFLOP/s and who wins) and the crossover per offload mode."""
+    cases = _cases(doc, name)
+    precisions = list(dict.fromkeys(str(c.get("precision")) for c in cases))
+    out: dict[str, Any] = {}
+    for prec in precisions:
+        hprec = HOST_PRECISION.get(prec)
+        if hprec is None:
+            raise OffloadError(f"{name}: unknown precision {prec!r} (known: {', '.join(HOST_PRECISION)})")
+        rows, notes = [], []
+        points: dict[str, list[tuple[int, float, float]]] = {m: [] for m in MODES}
+        for c in cases:
+            if c.get("precision") != prec:
+                continue
+            n = int(c["n"])
+            if not c.get("run"):
+                notes.append(f"n={n} not run on the GPU: {c.get('not_run', 'no reason given')}")
+                continue
+            if not c.get("verified"):
+                notes.append(f"n={n} left out: the GPU's result failed verification")
+                continue
+            hr = host.get((hprec, n))
+            row: dict[str, Any] = {
+                "n": n,
+                "kernel_gflops": _gflops(c, "kernel", name),
+                "pinned_gflops": _gflops(c, "pinned", name),
+                "pageable_gflops": _gflops(c, "pageable", name),
+                "pinned_over_kernel": c.get("pinned_over_kernel"),
+                "pageable_over_kernel": c.get("pageable_over_kernel"),
+                "host_gflops": hr.gflops if hr else None,
+                "host_threads": hr.threads if hr else None,
+            }
+            for m in MODES:
+                g = row[f"{m}_gflops"]
+                if hr and math.isfinite(g) and g > 0:
+                    row[f"{m}_winner"] = "gpu" if g > hr.gflops else "host"
+                    points[m].append((n, g, hr.gflops))
+                else:
+                    row[f"{m}_winner"] = None
+            if hr is None:
+                notes.append(f"n={n}: the host documents have no verified {hprec} timing at this size")
+            rows.append(row)
+        have_host = any(h.precision == hprec for h in host.values())
+        result: dict[str, Any] = {"host_precision": hprec, "rows": rows, "notes": notes}
+        for m in MODES:
+            if not have_host:
+                result[m] = {"status": "no_host_data", "n": None, "between": None,
+                             "text": f"the host documents have no verified {hprec} timing (needed for {prec})"}
+            else:
+                result[m] = crossover(points[m])
+        out[prec] = result
+    return out
+
+
+def annotate(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], source: str = "",
+             name: str = "xgemm document") -> dict[str, Any]:
+    """The xgemm document with ``results.crossover`` and the informational metrics
+    ``<precision>_crossover_n_<mode>`` added (waived, with the reason, where there is no crossover)."""
+    analysis = analyse(doc, host, name)
+    doc.setdefault("results", {})["crossover"] = {
+        "host_source": source or "host timings",
+        "host_precision": HOST_PRECISION,
+        "method": "smallest n from which GPU (transfers included) GFLOP/s > host GFLOP/s at every larger size of the "
+        "sweep; ln(gpu/host) interpolated linearly in ln n between the two sweep sizes around the sign change",
+        "per_precision": analysis,
+    }
+    metrics = doc.setdefault("metrics", {})
+    waived = doc.setdefault("waived", {})
+    for prec, res in analysis.items():
+        for m in MODES:
+            key = f"{prec}_crossover_n_{m}"
+            cx = res[m]
+            if cx["status"] == "crossover":
+                metrics[key] = {
+                    "value": cx["n"],
+                    "unit": "n",
+                    "better": "lower",
+                    "description": f"smallest square size from which {prec} offloaded from {m} host memory (H2D of A "
+                    f"and B, GEMM, D2H of C) beats the host's {res['host_precision']}, interpolated in log n "
+                    f"between n={cx['between'][0]} and n={cx['between'][1]} (informational)",
+                }
+            else:
+                waived[key] = cx["text"]
+    return doc
+
+
+def _fmt(v: Any, spec: str = ".1f") -> str:
+    return format(v, spec) if isinstance(v, (int, float)) and math.isfinite(v) else "-"
+
+
+def summary(doc: dict[str, Any]) -> str:
+    """A table per precision and n, then the crossovers."""
+    cx = doc["results"]["crossover"]["per_precision"]
+    if not cx:
+        errors = "; ".join(str(e) for e in doc.get("errors") or []) or "none recorded"
+        return f"the xgemm document has no case to compare (its errors: {errors})"
+    head = (f"{'prec':5} {'n':>6} {'kernel':>9} {'pinned':>9} {'pageable':>9} {'pin/k':>6} {'page/k':>6} "
+            f"{'host':>9} {'host prec':>9}  winner (pinned/pageable)")
+    lines = ["GFLOP/s (2 n^3 / t); pin/k and page/k: transfer-inclusive over kernel-only", head]
+    for prec, res in cx.items():
+        for r in res["rows"]:
+            win = f"{r['pinned_winner'] or '-'}/{r['pageable_winner'] or '-'}"
+            lines.append(
+                f"{prec:5} {r['n']:>6} {_fmt(r['kernel_gflops']):>9} {_fmt(r['pinned_gflops']):>9} "
+                f"{_fmt(r['pageable_gflops']):>9} {_fmt(r['pinned_over_kernel'], '.3f'):>6} "
+                f"{_fmt(r['pageable_over_kernel'], '.3f'):>6} {_fmt(r['host_gflops']):>9} "
+                f"{res['host_precision']:>9}  {win}"
+            )
+    lines.append("crossover (GPU with transfers beats the host from):")
+    for prec, res in cx.items():
+        lines.append(f"  {prec} vs host {res['host_precision']}: pinned {res['pinned']['text']}; "
+                     f"pageable {res['pageable']['text']}")
+        lines.extend(f"    note: {note}" for note in res["notes"])
+    return "\n".join(lines)
+
+
+def _load(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as err:
+        raise OffloadError(f"{path}: not JSON: {err}") from err
+    if not isinstance(doc, dict):
+        raise OffloadError(f"{path}: not a JSON object")
+    return doc
+
+
+def _write_atomic(path: str, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".offload-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gpuaccept.probe.offload XGEMM.json --host CPUGEMM.json [CPUGEMM.json ...] [--output OUT]``:
+    prints the table and the crossovers, and writes the document with ``results.crossover`` and the crossover
+    metrics to OUT (default: XGEMM.json itself, rewritten atomically). Exit status 1 where an input is wrong or
+    the xgemm document has no case (a run without a GPU). The standard library alone."""
+    ap = argparse.ArgumentParser(prog="python -m gpuaccept.probe.offload", description=main.__doc__)
+    ap.add_argument("document", help="a gpuaccept-xgemm JSON document")
+    ap.add_argument("--host", nargs="+", required=True,
+                    help="gpuaccept-cpugemm JSON documents of the same node (e.g. one per --size)")
+    ap.add_argument("--output", help="where to write the annotated document (default: the xgemm document itself)")
+    args = ap.parse_args(argv)
+    try:
+        doc = _load(args.document)
+        host = host_rates((p, _load(p)) for p in args.host)
+        annotate(doc, host, ", ".join(args.host), args.document)
+        _write_atomic(args.output or args.document, json.dumps(doc, indent=1) + "\n")
+    except (OSError, OffloadError) as err:
+        print(f"{ap.prog}: {err}", file=sys.stderr)
+        return 1
+    print(summary(doc))
+    return 0 if doc["results"]["crossover"]["per_precision"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
