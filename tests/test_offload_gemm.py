@@ -184,3 +184,29 @@ def test_command_line_fails_on_a_run_without_cases(tmp_path):
                          capture_output=True, text=True, check=False, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
     assert res.returncode == 1 and "no case to compare" in res.stdout and "cudaErrorNoDevice" in res.stdout
+
+
+FIXTURES = ROOT / "tests" / "fixtures" / "offload_gemm"
+
+
+@pytest.mark.parametrize("gpu", ["h100-1", "h200"])
+def test_recorded_runs_give_again_the_crossovers_recorded_on_the_gpu_machine(gpu):
+    """The H100's and the H200's documents (tests/fixtures/offload_gemm, from docs/evidence/2026-11-26-offload-gemm):
+    every case verified; the analysis run here on xgemm.json and the host's cpugemm documents gives the crossovers
+    and metrics written there; and what the runs found holds: pinned DGEMM beats the host at every size, the
+    whole trip at n=16384 runs well below the seed's 0.95 of the kernel."""
+    folder = FIXTURES / gpu
+    doc = json.loads((folder / "xgemm.json").read_text())
+    recorded = json.loads((folder / "xgemm-crossover.json").read_text())
+    assert doc["verification"]["passed"] and not doc["errors"]
+    host = offload.host_rates((p.name, json.loads(p.read_text())) for p in sorted(folder.glob("cpugemm-n*.json")))
+    offload.annotate(doc, host)
+    again, before = doc["results"]["crossover"]["per_precision"], recorded["results"]["crossover"]["per_precision"]
+    for prec in ("dgemm", "sgemm", "tf32", "bf16"):
+        for mode in ("pinned", "pageable"):
+            assert again[prec][mode]["status"] == before[prec][mode]["status"], (prec, mode)
+            assert again[prec][mode]["n"] == pytest.approx(before[prec][mode]["n"]), (prec, mode)
+    for name, metric in recorded["metrics"].items():
+        assert doc["metrics"][name]["value"] == pytest.approx(metric["value"]), name
+    assert again["dgemm"]["pinned"]["status"] == "gpu_wins_everywhere"
+    assert 0.5 < doc["metrics"]["dgemm_pinned_over_kernel_ratio"]["value"] < 0.7
