@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tool_main.h"
 
 using namespace gpuaccept;
 
@@ -536,23 +537,13 @@ std::vector<size_t> sweep_sizes(unsigned long long min_b, unsigned long long max
   return out;
 }
 
-Options parse_options(int argc, char** argv, bool& help) {
-  Args a(argc, argv);
+Options parse_options(Args& a) {
   Options o;
-  help = a.help();
-  if (help) return o;
   o.quick = a.flag("quick");
   o.sweep = !a.flag("no-sweep");
   o.matrix = !a.flag("no-matrix");
   o.peer = !a.flag("no-peer");
-  o.gpus = a.get("gpus", "all");
-  if (o.gpus != "all") {
-    auto parts = split_csv(o.gpus);
-    if (parts.empty()) throw std::invalid_argument("option --gpus: empty list");
-    for (const auto& s : parts)
-      if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 4)
-        throw std::invalid_argument("option --gpus: '" + s + "' is not a device index (use 'all' or e.g. 0,1)");
-  }
+  o.gpus = a.get_gpus();
   std::string v = a.get("max-bytes", "");
   o.max_bytes = v.empty() ? (o.quick ? 64ull << 20 : 1ull << 30) : parse_bytes("max-bytes", v);
   v = a.get("min-bytes", "");
@@ -648,34 +639,12 @@ struct PeerRow {
   bool verified = false;
 };
 
-struct State {
-  std::mutex m;
+struct State : Outcome {
+  State() : Outcome(kTool) {}
   std::vector<SweepRow> sweep;
   std::vector<GapFit> gaps;
   std::vector<MatrixRow> matrix;
   std::vector<PeerRow> peer;
-  std::vector<std::string> failures, errors, notes;
-  long checked = 0;
-  void error(const std::string& e) {
-    std::lock_guard<std::mutex> l(m);
-    errors.push_back(e);
-    std::cerr << kTool << ": error: " << e << "\n";
-  }
-  void note(const std::string& e) {
-    std::lock_guard<std::mutex> l(m);
-    notes.push_back(e);
-    std::cerr << kTool << ": note: " << e << "\n";
-  }
-  // One verification: counted, and a failure message unless ok.
-  bool verdict(bool ok, const std::string& what) {
-    std::lock_guard<std::mutex> l(m);
-    ++checked;
-    if (!ok) {
-      failures.push_back(what);
-      std::cerr << kTool << ": VERIFICATION FAILED: " << what << "\n";
-    }
-    return ok;
-  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1453,12 +1422,7 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
   Json j;
   j.begin_object();
   write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
-  j.key("cuda").begin_object();
-  int dv = 0, rv = 0;
-  if (cudaDriverGetVersion(&dv) == cudaSuccess && dv > 0) j.kv("driver_version", dv); else j.kv_null("driver_version");
-  if (cudaRuntimeGetVersion(&rv) == cudaSuccess) j.kv("runtime_version", rv); else j.kv_null("runtime_version");
-  std::string rel = driver_release();
-  if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
+  begin_cuda(j);
   j.kv_null("cublas_version");
   j.end_object();
 
@@ -1548,14 +1512,7 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
     j.end_object();
   }
   j.end_array();
-  j.key("notes").begin_array();
-  for (const auto& n : st.notes) j.value(n);
-  j.end_array();
-  j.end_object();
-
-  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty(), st.checked, st.failures, st.errors);
-  j.end_object();
-  return j.str() + "\n";
+  return end_results(j, metrics, waived, st.passed(false), st);
 }
 
 void print_summary(const State& st, const Options& o, const std::vector<DeviceInfo>& devices,
@@ -1588,23 +1545,10 @@ int main(int argc, char** argv) {
     return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices, nodes); });
   };
 
-  std::string msg;
-  const int count = visible_devices(msg);
-  if (count == 0) {
-    std::cerr << kTool << ": " << msg << "\n";
-    st.errors.push_back(msg);
-    write_doc();
-    return kExitCallFailed;
-  }
   std::vector<int> gpu_ids;
-  try {
-    gpu_ids = select_gpus(o.gpus, count);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << kTool << ": " << e.what() << "\n";
-    return kExitUsage;
-  }
+  if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
 
-  try {
+  run_guarded(st, [&] {
     for (int id : gpu_ids) {
       devices.push_back(device_info(id, nodes));
       CUDA_CHECK(cudaSetDevice(id));
@@ -1641,15 +1585,8 @@ int main(int argc, char** argv) {
       run_peer(st, o, devices, allowed);
       std::cerr << kTool << ": peer done (" << static_cast<int>(now_s() - t0) << " s)\n";
     }
-  } catch (const CallError& e) {
-    st.error(e.what());
-  } catch (const std::exception& e) {
-    st.error(std::string("unexpected: ") + e.what());
-  }
+  });
 
   print_summary(st, o, devices, nodes, now_s() - t0);
-  bool written = write_doc();
-  if (!st.errors.empty() || !written) return kExitCallFailed;
-  if (!st.failures.empty()) return kExitVerifyFailed;
-  return kExitOk;
+  return st.exit_code(write_doc());
 }

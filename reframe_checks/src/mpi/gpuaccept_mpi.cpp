@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tool_main.h"
 
 using namespace gpuaccept;
 
@@ -510,9 +511,7 @@ int main(int argc, char** argv) {
       j.end_object();
       return j.str();
     });
-    if (!errors.empty() || !written) rc = kExitCallFailed;
-    else if (!failures.empty()) rc = kExitVerifyFailed;
-    else rc = kExitOk;
+    rc = exit_code(errors, failures, written);
   }
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();
