@@ -1413,7 +1413,7 @@ const char* kTiming =
     "copies between one event pair, min over max(--trials, 10) trials, least-squares T1 + g (n-1); L+o fit: "
     "least squares on relative residuals over sizes >= 64 KiB";
 
-std::string document(const State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
+std::string document(const State& st, const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, const std::vector<NumaNode>& nodes) {
   std::vector<Metric> metrics;
   Waived waived;
@@ -1421,7 +1421,7 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
 
   Json j;
   j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
+  write_preamble(j, kTool, run, kTiming);
   begin_cuda(j);
   j.kv_null("cublas_version");
   j.end_object();
@@ -1531,18 +1531,14 @@ void print_summary(const State& st, const Options& o, const std::vector<DeviceIn
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
 
   State st;
   std::vector<DeviceInfo> devices;
   const std::vector<NumaNode> nodes = numa_nodes();
   const std::vector<int> allowed = process_cpus();
   auto write_doc = [&]() {
-    return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices, nodes); });
+    return write_document(o.output, kTool, [&] { return document(st, o, run, devices, nodes); });
   };
 
   std::vector<int> gpu_ids;
@@ -1575,18 +1571,20 @@ int main(int argc, char** argv) {
       // Document order: by GPU, then case.
       std::stable_sort(st.sweep.begin(), st.sweep.end(),
                        [](const SweepRow& a, const SweepRow& b) { return a.gpu < b.gpu; });
-      std::cerr << kTool << ": sweep done (" << static_cast<int>(now_s() - t0) << " s)\n";
+      std::cerr << kTool << ": sweep done (" << static_cast<int>(now_s() - run.t0) << " s)\n";
     }
     if (o.matrix) {
       for (const auto& node : nodes) matrix_node(st, o, node, allowed, devices);
-      std::cerr << kTool << ": matrix done (" << static_cast<int>(now_s() - t0) << " s)\n";
+      std::cerr << kTool << ": matrix done (" << static_cast<int>(now_s() - run.t0) << " s)\n";
     }
     if (o.peer) {
       run_peer(st, o, devices, allowed);
-      std::cerr << kTool << ": peer done (" << static_cast<int>(now_s() - t0) << " s)\n";
+      std::cerr << kTool << ": peer done (" << static_cast<int>(now_s() - run.t0) << " s)\n";
     }
   });
 
-  print_summary(st, o, devices, nodes, now_s() - t0);
+  print_summary(st, o, devices, nodes, now_s() - run.t0);
   return st.exit_code(write_doc());
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -3,18 +3,16 @@
 // (docs/benchmark-json.md), the guard that turns a failed call into a recorded error and, for the CUDA tools,
 // the answer where no GPU is visible. Each tool keeps only what it measures:
 //
-//   int main(int argc, char** argv) {
-//     const std::string started = utc_now();
-//     const double t0 = now_s();
-//     Options o;
-//     if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+//   Options parse_options(Args& a);  // the tool's options; --help is answered before
+//   int run_tool(const Options& o, const Invocation& run) {
 //     State st;  // a tool's State derives from Outcome
-//     auto write_doc = [&] { return write_document(o.output, kTool, [&] { return document(st, ...); }); };
+//     auto write_doc = [&] { return write_document(o.output, kTool, [&] { return document(st, o, run, ...); }); };
 //     std::vector<int> gpu_ids;
 //     if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
 //     run_guarded(st, [&] { ... measure ... });
 //     return st.exit_code(write_doc());
 //   }
+//   int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
 #pragma once
 
 #include <iostream>
@@ -26,6 +24,28 @@
 #include "bench_common.h"
 
 namespace gpuaccept {
+
+// A run's command line and when it started: what every document's preamble states.
+struct Invocation {
+  int argc;
+  char** argv;
+  std::string started = utc_now();
+  double t0 = now_s();
+};
+
+inline void write_preamble(Json& j, const char* tool, const Invocation& run, const std::string& timing) {
+  write_preamble(j, tool, run.argc, run.argv, run.started, now_s() - run.t0, timing);
+}
+
+// A tool's whole main(): notes when it started, parses the options (parse_or_exit) and runs
+// `body(options, invocation)`, whose return is the exit code.
+template <typename Options, typename Parse, typename Body>
+int tool_main(int argc, char** argv, const char* tool, const char* usage, Parse parse, Body body) {
+  const Invocation run{argc, argv};
+  Options o;
+  if (int rc = parse_or_exit(parse, argc, argv, tool, usage, o); rc >= 0) return rc;
+  return body(o, run);
+}
 
 // The exit code of a finished run: kExitCallFailed after an error or where the document could not be written,
 // kExitVerifyFailed after a failed verification, else kExitOk.

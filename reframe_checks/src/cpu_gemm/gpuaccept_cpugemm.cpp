@@ -420,11 +420,10 @@ const char* kAffinityVars[] = {"OMP_PROC_BIND", "OMP_PLACES", "OMP_NUM_THREADS",
                                "KMP_HW_SUBSET", "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_THREADING_LAYER",
                                "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE"};
 
-std::string document(const State& st, const Options& o, const std::vector<int>& threads, int argc, char** argv,
-                     const std::string& started, double t0, const std::string& version, const CpuPeak& peak) {
+std::string document(const State& st, const Options& o, const std::vector<int>& threads, const Invocation& run, const std::string& version, const CpuPeak& peak) {
   Json j;
   j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
+  write_preamble(j, kTool, run, kTiming);
   j.key("devices").begin_array().end_array();
   j.key("parameters").begin_object();
   j.kv("size", o.size);
@@ -530,11 +529,7 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
   const std::vector<int> threads = o.threads.empty() ? default_threads(usable_cpus()) : o.threads;
   const std::string version = blas_version();
   const CpuPeak peak = cpu_peak();
@@ -559,6 +554,8 @@ int main(int argc, char** argv) {
                 r.gf_median, r.gf_min, r.gf_max, r.rel_error, r.verified ? "yes" : "NO");
 
   const bool written =
-      write_document(o.output, kTool, [&] { return document(st, o, threads, argc, argv, started, t0, version, peak); });
+      write_document(o.output, kTool, [&] { return document(st, o, threads, run, version, peak); });
   return st.exit_code(written);
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -1140,7 +1140,7 @@ const char* kTiming =
     "warm-up calls; series/large sizes (burst): --cooldown-s idle, then the median of 10 calls after 2 warm-ups; with transfer: median of 5 "
     "(H2D A,B pinned + GEMM + D2H C between one event pair); TFLOP/s = 2*m*n*k/s/1e12";
 
-std::string document(State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
+std::string document(State& st, const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, const std::vector<int>& gpu_ids) {
   auto slot_of = [&](int gpu) {
     for (size_t i = 0; i < gpu_ids.size(); ++i)
@@ -1153,7 +1153,7 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
 
   Json j;
   j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
+  write_preamble(j, kTool, run, kTiming);
   begin_cuda(j);
   int maj = 0, min = 0, pat = 0;
   if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
@@ -1261,17 +1261,13 @@ void print_table(State& st, const std::vector<int>& gpu_ids) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
 
   State st;
   std::vector<DeviceInfo> devices;
   std::vector<int> gpu_ids;
   auto write_doc = [&]() {
-    return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices, gpu_ids); });
+    return write_document(o.output, kTool, [&] { return document(st, o, run, devices, gpu_ids); });
   };
 
   if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
@@ -1306,3 +1302,5 @@ int main(int argc, char** argv) {
   print_table(st, gpu_ids);
   return st.exit_code(write_doc());
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -551,7 +551,7 @@ const char* kTiming =
     "warm-up factorisation and a barrier so every GPU's timed run starts together; rate = HPL's flop count "
     "(2/3 N^3 + 3/2 N^2) / time; with --runs > 1 the metrics use each GPU's median run";
 
-std::string document(const Options& o, int argc, char** argv, const std::string& started, double t0,
+std::string document(const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, const std::vector<GpuResult>& results,
                      const std::vector<std::string>& errors) {
   std::vector<std::string> failures;
@@ -592,7 +592,7 @@ std::string document(const Options& o, int argc, char** argv, const std::string&
 
   Json j;
   j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
+  write_preamble(j, kTool, run, kTiming);
   begin_cuda(j);
   int sv = 0;
   if (cusolverGetVersion(&sv) == CUSOLVER_STATUS_SUCCESS) j.kv("cusolver_version", sv); else j.kv_null("cusolver_version");
@@ -640,12 +640,12 @@ std::string document(const Options& o, int argc, char** argv, const std::string&
                         errors);
 }
 
-int parent_main(const Options& o, int argc, char** argv, const std::string& started, double t0) {
+int parent_main(const Options& o, const Invocation& run) {
   std::vector<DeviceInfo> devices;
   std::vector<GpuResult> results;
   std::vector<std::string> errors;
   auto write_doc = [&]() {
-    return write_document(o.output, kTool, [&] { return document(o, argc, argv, started, t0, devices, results, errors); });
+    return write_document(o.output, kTool, [&] { return document(o, run, devices, results, errors); });
   };
   std::vector<int> ids;
   if (int rc = open_gpus(kTool, o.gpus, errors, write_doc, ids); rc >= 0) return rc;
@@ -781,11 +781,7 @@ int parent_main(const Options& o, int argc, char** argv, const std::string& star
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
   if (o.worker_gpu >= 0) {
     if (o.worker_result.empty()) {
       std::fprintf(stderr, "%s: --worker-gpu needs --worker-result\n", kTool);
@@ -793,5 +789,7 @@ int main(int argc, char** argv) {
     }
     return worker_main(o);
   }
-  return parent_main(o, argc, argv, started, t0);
+  return parent_main(o, run);
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -325,7 +325,7 @@ const char* kTiming =
     "the median over the timed calls (min and max kept). algbw = size / time, busbw = algbw x nccl-tests' factor "
     "(all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n, broadcast 1); GB/s = 1e9 bytes/s";
 
-std::string document(State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
+std::string document(State& st, const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, int nranks, const std::string& nvls_note) {
   std::vector<Metric> metrics;
   Waived waived;
@@ -367,7 +367,7 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
 
   Json j;
   j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
+  write_preamble(j, kTool, run, kTiming);
   begin_cuda(j);
   int nv = 0;
   if (ncclGetVersion(&nv) == ncclSuccess) j.kv("nccl_version", nv); else j.kv_null("nccl_version");
@@ -410,11 +410,7 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
 
   // NVLink SHARP (NVLS, multicast) stays off unless asked for: see docs/checks/nccl.md.
   std::string nvls_note;
@@ -434,7 +430,7 @@ int main(int argc, char** argv) {
   int nranks = 0;
   auto write_doc = [&]() {
     return write_document(o.output, kTool,
-                          [&] { return document(st, o, argc, argv, started, t0, devices, nranks, nvls_note); });
+                          [&] { return document(st, o, run, devices, nranks, nvls_note); });
   };
   std::vector<int> gpu_ids;
   if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
@@ -541,3 +537,5 @@ int main(int argc, char** argv) {
                 r.sec_median * 1e6, r.algbw, r.busbw, r.verified ? "yes" : "NO");
   return st.exit_code(write_doc());
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

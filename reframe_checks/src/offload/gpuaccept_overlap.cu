@@ -640,8 +640,7 @@ void write_samples(Json& j, const char* key, const std::vector<double>& v) {
   j.end_array();
 }
 
-std::string document(const State& st, const Options& o, int argc, char** argv, const std::string& started,
-                     double t0, const std::vector<DeviceInfo>& devices) {
+std::string document(const State& st, const Options& o, const Invocation& run, const std::vector<DeviceInfo>& devices) {
   std::vector<Metric> metrics;
   Waived waived;
   {
@@ -675,7 +674,7 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
 
   Json j;
   j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
+  write_preamble(j, kTool, run, kTiming);
   begin_cuda(j);
   j.kv_null("cublas_version");
   j.end_object();
@@ -759,20 +758,16 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
 
   State st;
   std::vector<DeviceInfo> devices;
   auto emit = [&]() {
     if (o.output.empty()) {
-      std::fputs(document(st, o, argc, argv, started, t0, devices).c_str(), stdout);
+      std::fputs(document(st, o, run, devices).c_str(), stdout);
       return std::fflush(stdout) == 0;
     }
-    return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices); });
+    return write_document(o.output, kTool, [&] { return document(st, o, run, devices); });
   };
 
   std::vector<int> gpu_ids;
@@ -783,3 +778,5 @@ int main(int argc, char** argv) {
   });
   return st.exit_code(emit());
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
