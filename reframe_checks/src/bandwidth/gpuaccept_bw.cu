@@ -1420,18 +1420,9 @@ std::string document(const State& st, const Options& o, const Invocation& run,
   if (!devices.empty()) compute_metrics(st, o, devices, nodes, metrics, waived);
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, run, kTiming);
-  begin_cuda(j);
-  j.kv_null("cublas_version");
-  j.end_object();
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) { c.kv_null("cublas_version"); });
 
-  write_devices(j, devices);
-
-  j.key("parameters").begin_object();
-  j.key("gpus").begin_array();
-  for (const auto& d : devices) j.value(d.index);
-  j.end_array();
+  begin_parameters(j, devices);
   j.kv("max_bytes", o.max_bytes).kv("min_bytes", o.min_bytes).kv("perturbation", o.perturbation);
   j.kv("trials", o.trials).kv("target_ms", o.target_ms).kv("matrix_bytes", o.matrix_bytes);
   j.kv("affinity", o.affinity).kv("quick", o.quick);

@@ -160,6 +160,27 @@ int open_gpus(const char* tool, const std::string& spec, std::vector<std::string
   }
   return -1;
 }
+
+// The opening of a CUDA tool's document, up to its "devices": the preamble, then the "cuda" object (begin_cuda)
+// with the versions of the tool's libraries that `libraries(j)` adds, then the devices.
+template <typename Libraries>
+void begin_gpu_document(Json& j, const char* tool, const Invocation& run, const std::string& timing,
+                        const std::vector<DeviceInfo>& devices, Libraries libraries) {
+  j.begin_object();
+  write_preamble(j, tool, run, timing);
+  begin_cuda(j);
+  libraries(j);
+  j.end_object();
+  write_devices(j, devices);
+}
+
+// Opens the document's "parameters" with the indices of the GPUs measured.
+inline void begin_parameters(Json& j, const std::vector<DeviceInfo>& devices) {
+  j.key("parameters").begin_object();
+  j.key("gpus").begin_array();
+  for (const auto& d : devices) j.value(d.index);
+  j.end_array();
+}
 #endif
 
 }  // namespace gpuaccept

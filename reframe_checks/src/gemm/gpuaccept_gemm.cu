@@ -1152,20 +1152,16 @@ std::string document(State& st, const Options& o, const Invocation& run,
   if (st.errors.empty() || !st.rows.empty()) compute_metrics(st, o, gpu_ids, metrics, waived);
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, run, kTiming);
-  begin_cuda(j);
-  int maj = 0, min = 0, pat = 0;
-  if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
-      cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
-      cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS)
-    j.kv("cublas_version", maj * 10000 + min * 100 + pat);
-  else
-    j.kv_null("cublas_version");
-  j.kv("cublaslt_version", static_cast<unsigned long long>(cublasLtGetVersion()));
-  j.end_object();
-
-  write_devices(j, devices);
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) {
+    int maj = 0, min = 0, pat = 0;
+    if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS)
+      c.kv("cublas_version", maj * 10000 + min * 100 + pat);
+    else
+      c.kv_null("cublas_version");
+    c.kv("cublaslt_version", static_cast<unsigned long long>(cublasLtGetVersion()));
+  });
   if (st.sampler) nvml::write_facts(j, *st.sampler);
   else j.kv_null("nvml");
 

@@ -591,13 +591,10 @@ std::string document(const Options& o, const Invocation& run,
   }
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, run, kTiming);
-  begin_cuda(j);
-  int sv = 0;
-  if (cusolverGetVersion(&sv) == CUSOLVER_STATUS_SUCCESS) j.kv("cusolver_version", sv); else j.kv_null("cusolver_version");
-  j.end_object();
-  write_devices(j, devices);
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) {
+    int sv = 0;
+    if (cusolverGetVersion(&sv) == CUSOLVER_STATUS_SUCCESS) c.kv("cusolver_version", sv); else c.kv_null("cusolver_version");
+  });
   j.key("parameters").begin_object();
   if (o.n > 0) j.kv("n", o.n); else j.kv_null("n");
   j.kv("mem_fraction", o.mem_fraction).kv("align", o.align).kv("runs", o.runs).kv("seed", o.seed);

@@ -366,14 +366,11 @@ std::string document(State& st, const Options& o, const Invocation& run,
   }
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, run, kTiming);
-  begin_cuda(j);
-  int nv = 0;
-  if (ncclGetVersion(&nv) == ncclSuccess) j.kv("nccl_version", nv); else j.kv_null("nccl_version");
-  j.kv("nccl_version_built", NCCL_VERSION_CODE);
-  j.end_object();
-  write_devices(j, devices);
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) {
+    int nv = 0;
+    if (ncclGetVersion(&nv) == ncclSuccess) c.kv("nccl_version", nv); else c.kv_null("nccl_version");
+    c.kv("nccl_version_built", NCCL_VERSION_CODE);
+  });
 
   j.key("parameters").begin_object();
   j.kv("ranks", nranks).kv("self_test", nranks < 2);

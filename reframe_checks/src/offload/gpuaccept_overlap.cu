@@ -673,17 +673,9 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
   }
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, run, kTiming);
-  begin_cuda(j);
-  j.kv_null("cublas_version");
-  j.end_object();
-  write_devices(j, devices);
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) { c.kv_null("cublas_version"); });
 
-  j.key("parameters").begin_object();
-  j.key("gpus").begin_array();
-  for (const auto& d : devices) j.value(d.index);
-  j.end_array();
+  begin_parameters(j, devices);
   j.kv("bytes", static_cast<unsigned long long>(o.mib) << 20).kv("mib", o.mib);
   j.key("intensities_flop_per_byte").begin_array();
   for (double x : o.intensities) j.value(x);
