@@ -64,6 +64,16 @@ int main() {
   const std::string text = gpuaccept::end_results(doc, {}, {}, st.passed(), st);
   assert(text == "{\"results\":{\"notes\":[\"n\"]},\"metrics\":{},\"waived\":{},\"verification\":{\"passed\":false,"
                  "\"checked\":2,\"failures\":[\"gpu 0: wrong\"]},\"errors\":[\"a call failed\",\"unexpected: x\"]}\n");
+  // A failed call names itself as written, the file and the line, and the library's words for its status.
+  auto status_of = [](int s) { return s; };
+  std::string what;
+  try {
+    GPUACCEPT_CHECK("status_of(7)", status_of(7), 0, [](int s) { return "status " + std::to_string(s); });
+  } catch (const gpuaccept::CallError& e) {
+    what = e.what();
+  }
+  assert(what.rfind("status_of(7) failed at ", 0) == 0 && what.find("test_bench_common.cpp:") != std::string::npos);
+  assert(what.size() > 10 && what.compare(what.size() - 10, 10, ": status 7") == 0);
   std::puts("bench_common: all assertions passed");
   return 0;
 }

@@ -48,24 +48,25 @@ inline std::string where(const char* call, const char* file, int line, const std
   return os.str();
 }
 
-#ifdef __CUDACC__
-#define CUDA_CHECK(call)                                                                          \
-  do {                                                                                            \
-    cudaError_t err_ = (call);                                                                    \
-    if (err_ != cudaSuccess)                                                                      \
-      throw ::gpuaccept::CallError(                                                               \
-          ::gpuaccept::where(#call, __FILE__, __LINE__, cudaGetErrorString(err_)));               \
+// Evaluates `call` once; where its status is not `ok`, throws CallError naming `text` (the call as written), the
+// file and the line, with `describe(status)`. Each library's CHECK macro is this with its own status.
+#define GPUACCEPT_CHECK(text, call, ok, describe)                                                          \
+  do {                                                                                                     \
+    const auto status_ = (call);                                                                           \
+    if (status_ != (ok))                                                                                   \
+      throw ::gpuaccept::CallError(::gpuaccept::where(text, __FILE__, __LINE__, describe(status_)));       \
   } while (0)
+
+// The CUDA tools, and gpuaccept-mpi-cuda (a host compiler with cuda_runtime.h).
+#if defined(__CUDACC__) || defined(CUDART_VERSION)
+#define CUDA_CHECK(call) GPUACCEPT_CHECK(#call, call, cudaSuccess, cudaGetErrorString)
 // After a kernel launch: the launch error, if any.
 #define CUDA_CHECK_LAST() CUDA_CHECK(cudaGetLastError())
 // For the tools that include cublas_v2.h.
-#define CUBLAS_CHECK(call)                                                                                  \
-  do {                                                                                                      \
-    cublasStatus_t st_ = (call);                                                                            \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                       \
-      throw ::gpuaccept::CallError(::gpuaccept::where(                                                      \
-          #call, __FILE__, __LINE__, std::string(cublasGetStatusName(st_)) + ": " + cublasGetStatusString(st_))); \
-  } while (0)
+#define CUBLAS_CHECK(call)                                                                     \
+  GPUACCEPT_CHECK(#call, call, CUBLAS_STATUS_SUCCESS, [](cublasStatus_t s) {                   \
+    return std::string(cublasGetStatusName(s)) + ": " + cublasGetStatusString(s);              \
+  })
 #endif
 
 // ---------------------------------------------------------------------------------------------

@@ -47,13 +47,9 @@ extern char** environ;
 
 using namespace gpuaccept;
 
-#define CUSOLVER_CHECK(call)                                                                       \
-  do {                                                                                             \
-    cusolverStatus_t st_ = (call);                                                                 \
-    if (st_ != CUSOLVER_STATUS_SUCCESS)                                                            \
-      throw ::gpuaccept::CallError(::gpuaccept::where(#call, __FILE__, __LINE__,                   \
-                                                      "cusolverStatus_t " + std::to_string(st_))); \
-  } while (0)
+#define CUSOLVER_CHECK(call)                                                                               \
+  GPUACCEPT_CHECK(#call, call, CUSOLVER_STATUS_SUCCESS,                                                    \
+                  [](cusolverStatus_t s) { return "cusolverStatus_t " + std::to_string(s); })
 
 namespace {
 

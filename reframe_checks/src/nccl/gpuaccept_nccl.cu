@@ -35,13 +35,9 @@
 using namespace gpuaccept;
 
 #define NCCL_CHECK(call)                                                                                   \
-  do {                                                                                                     \
-    ncclResult_t r_ = (call);                                                                              \
-    if (r_ != ncclSuccess)                                                                                 \
-      throw ::gpuaccept::CallError(::gpuaccept::where(#call, __FILE__, __LINE__,                           \
-                                                      std::string(ncclGetErrorString(r_)) + " (" +         \
-                                                          ncclGetLastError(nullptr) + ")"));               \
-  } while (0)
+  GPUACCEPT_CHECK(#call, call, ncclSuccess, [](ncclResult_t r) {                                           \
+    return std::string(ncclGetErrorString(r)) + " (" + ncclGetLastError(nullptr) + ")";                    \
+  })
 
 namespace {
 
