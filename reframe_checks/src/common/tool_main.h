@@ -1,7 +1,9 @@
-// The skeleton of every gpuaccept tool's main(), written once: what a run found besides its measurements
-// (errors, verification failures, notes, the count of checks), the exit code that follows from them
-// (docs/benchmark-json.md), the guard that turns a failed call into a recorded error and, for the CUDA tools,
-// the answer where no GPU is visible. Each tool keeps only what it measures:
+// The skeleton of every gpuaccept tool, written once: its main() (tool_main: when the run started, the options),
+// what a run found besides its measurements (errors, verification failures, notes, the count of checks), the
+// exit code that follows from them (docs/benchmark-json.md), the guard that turns a failed call into a recorded
+// error, the document's opening and closing and, for the CUDA tools, the answer where no GPU is visible.
+// bench_common.h holds the pieces below it (JSON writer, options, host facts, error macros). Each tool keeps
+// only what it measures:
 //
 //   Options parse_options(Args& a);  // the tool's options; --help is answered before
 //   int run_tool(const Options& o, const Invocation& run) {
