@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tool_main.h"
 
 using namespace gpuaccept;
 
@@ -536,23 +537,13 @@ std::vector<size_t> sweep_sizes(unsigned long long min_b, unsigned long long max
   return out;
 }
 
-Options parse_options(int argc, char** argv, bool& help) {
-  Args a(argc, argv);
+Options parse_options(Args& a) {
   Options o;
-  help = a.help();
-  if (help) return o;
   o.quick = a.flag("quick");
   o.sweep = !a.flag("no-sweep");
   o.matrix = !a.flag("no-matrix");
   o.peer = !a.flag("no-peer");
-  o.gpus = a.get("gpus", "all");
-  if (o.gpus != "all") {
-    auto parts = split_csv(o.gpus);
-    if (parts.empty()) throw std::invalid_argument("option --gpus: empty list");
-    for (const auto& s : parts)
-      if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 4)
-        throw std::invalid_argument("option --gpus: '" + s + "' is not a device index (use 'all' or e.g. 0,1)");
-  }
+  o.gpus = a.get_gpus();
   std::string v = a.get("max-bytes", "");
   o.max_bytes = v.empty() ? (o.quick ? 64ull << 20 : 1ull << 30) : parse_bytes("max-bytes", v);
   v = a.get("min-bytes", "");
@@ -648,34 +639,12 @@ struct PeerRow {
   bool verified = false;
 };
 
-struct State {
-  std::mutex m;
+struct State : Outcome {
+  State() : Outcome(kTool) {}
   std::vector<SweepRow> sweep;
   std::vector<GapFit> gaps;
   std::vector<MatrixRow> matrix;
   std::vector<PeerRow> peer;
-  std::vector<std::string> failures, errors, notes;
-  long checked = 0;
-  void error(const std::string& e) {
-    std::lock_guard<std::mutex> l(m);
-    errors.push_back(e);
-    std::cerr << kTool << ": error: " << e << "\n";
-  }
-  void note(const std::string& e) {
-    std::lock_guard<std::mutex> l(m);
-    notes.push_back(e);
-    std::cerr << kTool << ": note: " << e << "\n";
-  }
-  // One verification: counted, and a failure message unless ok.
-  bool verdict(bool ok, const std::string& what) {
-    std::lock_guard<std::mutex> l(m);
-    ++checked;
-    if (!ok) {
-      failures.push_back(what);
-      std::cerr << kTool << ": VERIFICATION FAILED: " << what << "\n";
-    }
-    return ok;
-  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1444,30 +1413,16 @@ const char* kTiming =
     "copies between one event pair, min over max(--trials, 10) trials, least-squares T1 + g (n-1); L+o fit: "
     "least squares on relative residuals over sizes >= 64 KiB";
 
-std::string document(const State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
+std::string document(const State& st, const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, const std::vector<NumaNode>& nodes) {
   std::vector<Metric> metrics;
   Waived waived;
   if (!devices.empty()) compute_metrics(st, o, devices, nodes, metrics, waived);
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
-  j.key("cuda").begin_object();
-  int dv = 0, rv = 0;
-  if (cudaDriverGetVersion(&dv) == cudaSuccess && dv > 0) j.kv("driver_version", dv); else j.kv_null("driver_version");
-  if (cudaRuntimeGetVersion(&rv) == cudaSuccess) j.kv("runtime_version", rv); else j.kv_null("runtime_version");
-  std::string rel = driver_release();
-  if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
-  j.kv_null("cublas_version");
-  j.end_object();
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) { c.kv_null("cublas_version"); });
 
-  write_devices(j, devices);
-
-  j.key("parameters").begin_object();
-  j.key("gpus").begin_array();
-  for (const auto& d : devices) j.value(d.index);
-  j.end_array();
+  begin_parameters(j, devices);
   j.kv("max_bytes", o.max_bytes).kv("min_bytes", o.min_bytes).kv("perturbation", o.perturbation);
   j.kv("trials", o.trials).kv("target_ms", o.target_ms).kv("matrix_bytes", o.matrix_bytes);
   j.kv("affinity", o.affinity).kv("quick", o.quick);
@@ -1548,14 +1503,7 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
     j.end_object();
   }
   j.end_array();
-  j.key("notes").begin_array();
-  for (const auto& n : st.notes) j.value(n);
-  j.end_array();
-  j.end_object();
-
-  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty(), st.checked, st.failures, st.errors);
-  j.end_object();
-  return j.str() + "\n";
+  return end_results(j, metrics, waived, st.passed(false), st);
 }
 
 void print_summary(const State& st, const Options& o, const std::vector<DeviceInfo>& devices,
@@ -1574,37 +1522,20 @@ void print_summary(const State& st, const Options& o, const std::vector<DeviceIn
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
 
   State st;
   std::vector<DeviceInfo> devices;
   const std::vector<NumaNode> nodes = numa_nodes();
   const std::vector<int> allowed = process_cpus();
   auto write_doc = [&]() {
-    return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices, nodes); });
+    return write_document(o.output, kTool, [&] { return document(st, o, run, devices, nodes); });
   };
 
-  std::string msg;
-  const int count = visible_devices(msg);
-  if (count == 0) {
-    std::cerr << kTool << ": " << msg << "\n";
-    st.errors.push_back(msg);
-    write_doc();
-    return kExitCallFailed;
-  }
   std::vector<int> gpu_ids;
-  try {
-    gpu_ids = select_gpus(o.gpus, count);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << kTool << ": " << e.what() << "\n";
-    return kExitUsage;
-  }
+  if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
 
-  try {
+  run_guarded(st, [&] {
     for (int id : gpu_ids) {
       devices.push_back(device_info(id, nodes));
       CUDA_CHECK(cudaSetDevice(id));
@@ -1631,25 +1562,20 @@ int main(int argc, char** argv) {
       // Document order: by GPU, then case.
       std::stable_sort(st.sweep.begin(), st.sweep.end(),
                        [](const SweepRow& a, const SweepRow& b) { return a.gpu < b.gpu; });
-      std::cerr << kTool << ": sweep done (" << static_cast<int>(now_s() - t0) << " s)\n";
+      std::cerr << kTool << ": sweep done (" << static_cast<int>(now_s() - run.t0) << " s)\n";
     }
     if (o.matrix) {
       for (const auto& node : nodes) matrix_node(st, o, node, allowed, devices);
-      std::cerr << kTool << ": matrix done (" << static_cast<int>(now_s() - t0) << " s)\n";
+      std::cerr << kTool << ": matrix done (" << static_cast<int>(now_s() - run.t0) << " s)\n";
     }
     if (o.peer) {
       run_peer(st, o, devices, allowed);
-      std::cerr << kTool << ": peer done (" << static_cast<int>(now_s() - t0) << " s)\n";
+      std::cerr << kTool << ": peer done (" << static_cast<int>(now_s() - run.t0) << " s)\n";
     }
-  } catch (const CallError& e) {
-    st.error(e.what());
-  } catch (const std::exception& e) {
-    st.error(std::string("unexpected: ") + e.what());
-  }
+  });
 
-  print_summary(st, o, devices, nodes, now_s() - t0);
-  bool written = write_doc();
-  if (!st.errors.empty() || !written) return kExitCallFailed;
-  if (!st.failures.empty()) return kExitVerifyFailed;
-  return kExitOk;
+  print_summary(st, o, devices, nodes, now_s() - run.t0);
+  return st.exit_code(write_doc());
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

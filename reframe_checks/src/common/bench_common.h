@@ -18,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -47,24 +48,25 @@ inline std::string where(const char* call, const char* file, int line, const std
   return os.str();
 }
 
-#ifdef __CUDACC__
-#define CUDA_CHECK(call)                                                                          \
-  do {                                                                                            \
-    cudaError_t err_ = (call);                                                                    \
-    if (err_ != cudaSuccess)                                                                      \
-      throw ::gpuaccept::CallError(                                                               \
-          ::gpuaccept::where(#call, __FILE__, __LINE__, cudaGetErrorString(err_)));               \
+// Evaluates `call` once; where its status is not `ok`, throws CallError naming `text` (the call as written), the
+// file and the line, with `describe(status)`. Each library's CHECK macro is this with its own status.
+#define GPUACCEPT_CHECK(text, call, ok, describe)                                                          \
+  do {                                                                                                     \
+    const auto status_ = (call);                                                                           \
+    if (status_ != (ok))                                                                                   \
+      throw ::gpuaccept::CallError(::gpuaccept::where(text, __FILE__, __LINE__, describe(status_)));       \
   } while (0)
+
+// The CUDA tools, and gpuaccept-mpi-cuda (a host compiler with cuda_runtime.h).
+#if defined(__CUDACC__) || defined(CUDART_VERSION)
+#define CUDA_CHECK(call) GPUACCEPT_CHECK(#call, call, cudaSuccess, cudaGetErrorString)
 // After a kernel launch: the launch error, if any.
 #define CUDA_CHECK_LAST() CUDA_CHECK(cudaGetLastError())
 // For the tools that include cublas_v2.h.
-#define CUBLAS_CHECK(call)                                                                                  \
-  do {                                                                                                      \
-    cublasStatus_t st_ = (call);                                                                            \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                       \
-      throw ::gpuaccept::CallError(::gpuaccept::where(                                                      \
-          #call, __FILE__, __LINE__, std::string(cublasGetStatusName(st_)) + ": " + cublasGetStatusString(st_))); \
-  } while (0)
+#define CUBLAS_CHECK(call)                                                                     \
+  GPUACCEPT_CHECK(#call, call, CUBLAS_STATUS_SUCCESS, [](cublasStatus_t s) {                   \
+    return std::string(cublasGetStatusName(s)) + ": " + cublasGetStatusString(s);              \
+  })
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -365,6 +367,16 @@ inline void write_environment(Json& j, std::initializer_list<const char*> names)
   write_environment<std::initializer_list<const char*>>(j, names);
 }
 
+// Splits "a,b,c".
+inline std::vector<std::string> split_csv(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ','))
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
 // Minimal option parsing: --name value / --name=value / --flag.
 class Args {
  public:
@@ -397,26 +409,45 @@ class Args {
   }
   double get_double(const std::string& name, double def) {
     std::string v = get(name, "");
-    if (v.empty()) return def;
-    try {
-      size_t pos;
-      double d = std::stod(v, &pos);
-      if (pos != v.size()) throw std::invalid_argument("");
-      return d;
-    } catch (const std::exception&) {
-      throw std::invalid_argument("option --" + name + ": '" + v + "' is not a number");
-    }
+    return v.empty() ? def : number(name, v);
   }
   long get_long(const std::string& name, long def) {
     std::string v = get(name, "");
-    if (v.empty()) return def;
+    return v.empty() ? def : whole_number(name, v);
+  }
+  // --gpus all|LIST (default all), its syntax checked: "all" or device indices such as 0,1. select_gpus
+  // checks the indices against the devices visible at run time.
+  std::string get_gpus() {
+    std::string spec = get("gpus", "all");
+    if (spec == "all") return spec;
+    auto parts = split_csv(spec);
+    if (parts.empty()) throw std::invalid_argument("option --gpus: empty list");
+    for (const auto& s : parts)
+      if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 4)
+        throw std::invalid_argument("option --gpus: '" + s + "' is not a device index (use 'all' or e.g. 0,1)");
+    return spec;
+  }
+  // `text`, a value of option --name (or an item of its list), as a number; std::invalid_argument naming the
+  // option where it is not one.
+  static double number(const std::string& name, const std::string& text) {
     try {
       size_t pos;
-      long d = std::stol(v, &pos);
-      if (pos != v.size()) throw std::invalid_argument("");
+      double d = std::stod(text, &pos);
+      if (pos != text.size()) throw std::invalid_argument("");
       return d;
     } catch (const std::exception&) {
-      throw std::invalid_argument("option --" + name + ": '" + v + "' is not a whole number");
+      throw std::invalid_argument("option --" + name + ": '" + text + "' is not a number");
+    }
+  }
+  // The same, as a whole number.
+  static long whole_number(const std::string& name, const std::string& text) {
+    try {
+      size_t pos;
+      long d = std::stol(text, &pos);
+      if (pos != text.size()) throw std::invalid_argument("");
+      return d;
+    } catch (const std::exception&) {
+      throw std::invalid_argument("option --" + name + ": '" + text + "' is not a whole number");
     }
   }
   // Call after every get/flag: any argument not consumed is an error naming it.
@@ -435,13 +466,21 @@ class Args {
 // Throws std::invalid_argument naming the option for an index that is not visible.
 inline std::vector<int> select_gpus(const std::string& spec, int count);
 
-// The start of every benchmark's main(): parses the options with `parse(argc, argv, help)`. Returns the exit
-// code to leave with (usage on --help, kExitUsage with a message naming the option on a bad one), or -1 to go on.
+// The start of every benchmark's main(): parses the options with `parse(args)`, called unless --help or -h is
+// on the line (gpuaccept-mpi's `parse(argc, argv, help)` sees --help itself, among its other options). Returns
+// the exit code to leave with (usage on --help, kExitUsage with a message naming the option on a bad one), or
+// -1 to go on.
 template <typename Options, typename Parse>
 int parse_or_exit(Parse parse, int argc, char** argv, const char* tool, const char* usage, Options& o) {
   bool help = false;
   try {
-    o = parse(argc, argv, help);
+    if constexpr (std::is_invocable_v<Parse, Args&>) {
+      Args a(argc, argv);
+      help = a.help();
+      if (!help) o = parse(a);
+    } else {
+      o = parse(argc, argv, help);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n%s", tool, e.what(), usage);
     return kExitUsage;
@@ -465,16 +504,6 @@ bool write_document(const std::string& path, const char* tool, MakeText make_tex
     std::fprintf(stderr, "%s: %s\n", tool, e.what());
     return false;
   }
-}
-
-// Splits "a,b,c".
-inline std::vector<std::string> split_csv(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ','))
-    if (!part.empty()) out.push_back(part);
-  return out;
 }
 
 inline std::vector<int> select_gpus(const std::string& spec, int count) {
@@ -550,6 +579,17 @@ inline DeviceInfo device_info(int dev) {
   d.cc_minor = prop.minor;
   d.cc = std::to_string(prop.major) + "." + std::to_string(prop.minor);
   return d;
+}
+
+// Opens the document's "cuda" object with what every CUDA tool states: the driver's and the runtime's versions
+// and the kernel driver's release. The tool adds its libraries' versions and closes it.
+inline void begin_cuda(Json& j) {
+  j.key("cuda").begin_object();
+  int dv = 0, rv = 0;
+  if (cudaDriverGetVersion(&dv) == cudaSuccess && dv > 0) j.kv("driver_version", dv); else j.kv_null("driver_version");
+  if (cudaRuntimeGetVersion(&rv) == cudaSuccess) j.kv("runtime_version", rv); else j.kv_null("runtime_version");
+  std::string rel = driver_release();
+  if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
 }
 
 // The document's "devices" array.

@@ -35,6 +35,7 @@
 
 #include "bench_common.h"
 #include "blas_core.h"
+#include "tool_main.h"
 
 using namespace gpuaccept;
 
@@ -300,10 +301,9 @@ struct Row {
   bool verified = false;
 };
 
-struct State {
+struct State : Outcome {
+  State() : Outcome(kTool) {}
   std::vector<Row> rows;
-  std::vector<std::string> failures, errors;
-  int checked = 0;
 };
 
 std::vector<int> default_threads(int all) {
@@ -360,8 +360,7 @@ void measure(State& st, const Options& o, const char* prec, double tol, const st
       std::snprintf(buf, sizeof buf, "host %s (%s): %s threads=%d n=%d: Freivalds rel_error %.3g > tolerance %.3g%s",
                     hostname().c_str(), cpu_model().c_str(), prec, t, n, r.rel_error, tol,
                     o.inject_error ? " (--inject-error self-test)" : "");
-      st.failures.push_back(buf);
-      std::fprintf(stderr, "%s: VERIFICATION FAILED: %s\n", kTool, buf);
+      st.failure(buf);
     }
     st.rows.push_back(r);
   }
@@ -381,11 +380,8 @@ const char* kUsage =
     "Thread pinning comes from the environment (OMP_PROC_BIND/OMP_PLACES, KMP_AFFINITY); it is recorded.\n"
     "Exit status: 0 ok, 1 a call failed, 2 verification failed, 3 bad command line.\n";
 
-Options parse_options(int argc, char** argv, bool& help) {
-  Args a(argc, argv);
+Options parse_options(Args& a) {
   Options o;
-  help = a.help();
-  if (help) return o;
   o.quick = a.flag("quick");
   o.inject_error = a.flag("inject-error");
   long size = a.get_long("size", o.quick ? 1024 : 4096);
@@ -394,14 +390,7 @@ Options parse_options(int argc, char** argv, bool& help) {
   std::string threads = a.get("threads", "");
   if (!threads.empty()) {
     for (const auto& s : split_csv(threads)) {
-      long v = 0;
-      try {
-        size_t pos = 0;
-        v = std::stol(s, &pos);
-        if (pos != s.size()) throw std::invalid_argument("");
-      } catch (const std::exception&) {
-        throw std::invalid_argument("option --threads: '" + s + "' is not a whole number");
-      }
+      const long v = Args::whole_number("threads", s);
       if (v < 1 || v > 4096) throw std::invalid_argument("option --threads: " + s + " out of range 1..4096");
       if (std::find(o.threads.begin(), o.threads.end(), static_cast<int>(v)) == o.threads.end())
         o.threads.push_back(static_cast<int>(v));
@@ -431,11 +420,10 @@ const char* kAffinityVars[] = {"OMP_PROC_BIND", "OMP_PLACES", "OMP_NUM_THREADS",
                                "KMP_HW_SUBSET", "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_THREADING_LAYER",
                                "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE"};
 
-std::string document(const State& st, const Options& o, const std::vector<int>& threads, int argc, char** argv,
-                     const std::string& started, double t0, const std::string& version, const CpuPeak& peak) {
+std::string document(const State& st, const Options& o, const std::vector<int>& threads, const Invocation& run, const std::string& version, const CpuPeak& peak) {
   Json j;
   j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
+  write_preamble(j, kTool, run, kTiming);
   j.key("devices").begin_array().end_array();
   j.key("parameters").begin_object();
   j.kv("size", o.size);
@@ -536,19 +524,12 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
   } else if (st.errors.empty() && std::find(threads.begin(), threads.end(), 1) == threads.end()) {
     waived.push_back({"dgemm_scaling_efficiency", "--threads list has no 1-thread step"});
   }
-  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty() && st.checked > 0, st.checked,
-                st.failures, st.errors);
-  j.end_object();
-  return j.str() + "\n";
+  return close_document(j, metrics, waived, st.passed(), st.checked, st.failures, st.errors);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
   const std::vector<int> threads = o.threads.empty() ? default_threads(usable_cpus()) : o.threads;
   const std::string version = blas_version();
   const CpuPeak peak = cpu_peak();
@@ -563,8 +544,7 @@ int main(int argc, char** argv) {
     measure<double>(st, o, "dgemm", kTolDgemm, threads);
     measure<float>(st, o, "sgemm", kTolSgemm, threads);
   } catch (const std::exception& e) {
-    st.errors.push_back(std::string(e.what()));
-    std::fprintf(stderr, "%s: error: %s\n", kTool, e.what());
+    st.error(e.what());
   }
 
   std::printf("%-6s %7s %5s %8s %12s %12s %12s %10s %s\n", "prec", "threads", "n", "samples", "GF median", "GF min",
@@ -574,8 +554,8 @@ int main(int argc, char** argv) {
                 r.gf_median, r.gf_min, r.gf_max, r.rel_error, r.verified ? "yes" : "NO");
 
   const bool written =
-      write_document(o.output, kTool, [&] { return document(st, o, threads, argc, argv, started, t0, version, peak); });
-  if (!st.errors.empty() || !written) return kExitCallFailed;
-  if (!st.failures.empty()) return kExitVerifyFailed;
-  return kExitOk;
+      write_document(o.output, kTool, [&] { return document(st, o, threads, run, version, peak); });
+  return st.exit_code(written);
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

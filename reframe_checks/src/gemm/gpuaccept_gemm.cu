@@ -40,6 +40,7 @@
 
 #include "bench_common.h"
 #include "nvml_sampler.h"
+#include "tool_main.h"
 
 using namespace gpuaccept;
 
@@ -720,25 +721,13 @@ struct Row {
   double t0 = NAN, t1 = NAN;     // the timed calls' start and end (now_s), for the clocks summary
 };
 
-struct State {
+struct State : Outcome {
+  State() : Outcome(kTool) {}
   nvml::Sampler* sampler = nullptr;
-  std::mutex m;
   std::vector<Row> rows;
-  std::vector<std::string> failures, errors, notes;
-  int checked = 0;
   void add_row(const Row& r) {
     std::lock_guard<std::mutex> l(m);
     rows.push_back(r);
-  }
-  void error(const std::string& e) {
-    std::lock_guard<std::mutex> l(m);
-    errors.push_back(e);
-    std::cerr << kTool << ": error: " << e << "\n";
-  }
-  void note(const std::string& e) {
-    std::lock_guard<std::mutex> l(m);
-    notes.push_back(e);
-    std::cerr << kTool << ": note: " << e << "\n";
   }
 };
 
@@ -769,16 +758,12 @@ void verify(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r) {
   r.tolerance = info(r.p).tolerance;
   r.rel_error = gm.freivalds(seed_for(g.dev, r.p, r.n, 0x5eed));
   r.verified = r.rel_error <= r.tolerance;  // false for NaN
-  std::lock_guard<std::mutex> l(st.m);
-  ++st.checked;
-  if (!r.verified) {
-    char buf[512];
+  char buf[512] = "";
+  if (!r.verified)
     std::snprintf(buf, sizeof buf, "%s: %s %s %s m=n=k=%d: Freivalds rel_error %.3g > tolerance %.3g%s",
                   g.label().c_str(), info(r.p).key, r.mode.c_str(), r.phase.c_str(), r.n, r.rel_error, r.tolerance,
                   o.inject_error ? " (--inject-error self-test)" : "");
-    st.failures.push_back(buf);
-    std::cerr << kTool << ": VERIFICATION FAILED: " << buf << "\n";
-  }
+  st.verdict(r.verified, buf);
 }
 
 void progress(const Gpu& g, const Row& r) {
@@ -1028,14 +1013,7 @@ std::vector<int> parse_sizes(const std::string& opt, const std::string& text) {
   auto parts = split_csv(text);
   if (parts.empty()) throw std::invalid_argument("option --" + opt + ": empty list (use 'none')");
   for (const auto& s : parts) {
-    long v = 0;
-    try {
-      size_t pos = 0;
-      v = std::stol(s, &pos);
-      if (pos != s.size()) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      throw std::invalid_argument("option --" + opt + ": '" + s + "' is not a whole number");
-    }
+    const long v = Args::whole_number(opt, s);
     if (v < 16 || v > 65536)
       throw std::invalid_argument("option --" + opt + ": size " + s + " out of range 16..65536");
     if (std::find(out.begin(), out.end(), static_cast<int>(v)) == out.end()) out.push_back(static_cast<int>(v));
@@ -1043,11 +1021,8 @@ std::vector<int> parse_sizes(const std::string& opt, const std::string& text) {
   return out;
 }
 
-Options parse_options(int argc, char** argv, bool& help) {
-  Args a(argc, argv);
+Options parse_options(Args& a) {
   Options o;
-  help = a.help();
-  if (help) return o;
   o.quick = a.flag("quick");
   o.inject_error = a.flag("inject-error");
   std::string precs = a.get("precisions", "all");
@@ -1082,14 +1057,7 @@ Options parse_options(int argc, char** argv, bool& help) {
   o.window_s = a.get_double("window-s", o.quick ? 1.0 : 3.0);
   if (!(o.window_s > 0.0 && o.window_s <= 600.0))
     throw std::invalid_argument("option --window-s: must be in (0, 600] seconds");
-  o.gpus = a.get("gpus", "all");
-  if (o.gpus != "all") {
-    auto parts = split_csv(o.gpus);
-    if (parts.empty()) throw std::invalid_argument("option --gpus: empty list");
-    for (const auto& s : parts)
-      if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 4)
-        throw std::invalid_argument("option --gpus: '" + s + "' is not a device index (use 'all' or e.g. 0,1)");
-  }
+  o.gpus = a.get_gpus();
   long algos = a.get_long("algos", 8);
   if (algos < 1 || algos > 64) throw std::invalid_argument("option --algos: " + std::to_string(algos) + " out of range 1..64");
   o.algos = static_cast<int>(algos);
@@ -1172,7 +1140,7 @@ const char* kTiming =
     "warm-up calls; series/large sizes (burst): --cooldown-s idle, then the median of 10 calls after 2 warm-ups; with transfer: median of 5 "
     "(H2D A,B pinned + GEMM + D2H C between one event pair); TFLOP/s = 2*m*n*k/s/1e12";
 
-std::string document(State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
+std::string document(State& st, const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, const std::vector<int>& gpu_ids) {
   auto slot_of = [&](int gpu) {
     for (size_t i = 0; i < gpu_ids.size(); ++i)
@@ -1184,25 +1152,16 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
   if (st.errors.empty() || !st.rows.empty()) compute_metrics(st, o, gpu_ids, metrics, waived);
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
-  j.key("cuda").begin_object();
-  int dv = 0, rv = 0;
-  if (cudaDriverGetVersion(&dv) == cudaSuccess && dv > 0) j.kv("driver_version", dv); else j.kv_null("driver_version");
-  if (cudaRuntimeGetVersion(&rv) == cudaSuccess) j.kv("runtime_version", rv); else j.kv_null("runtime_version");
-  std::string rel = driver_release();
-  if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
-  int maj = 0, min = 0, pat = 0;
-  if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
-      cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
-      cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS)
-    j.kv("cublas_version", maj * 10000 + min * 100 + pat);
-  else
-    j.kv_null("cublas_version");
-  j.kv("cublaslt_version", static_cast<unsigned long long>(cublasLtGetVersion()));
-  j.end_object();
-
-  write_devices(j, devices);
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) {
+    int maj = 0, min = 0, pat = 0;
+    if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
+        cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS)
+      c.kv("cublas_version", maj * 10000 + min * 100 + pat);
+    else
+      c.kv_null("cublas_version");
+    c.kv("cublaslt_version", static_cast<unsigned long long>(cublasLtGetVersion()));
+  });
   if (st.sampler) nvml::write_facts(j, *st.sampler);
   else j.kv_null("nvml");
 
@@ -1271,14 +1230,7 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
     j.end_object();
   }
   j.end_array();
-  j.key("notes").begin_array();
-  for (const auto& n : st.notes) j.value(n);
-  j.end_array();
-  j.end_object();
-
-  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty() && st.checked > 0, st.checked, st.failures, st.errors);
-  j.end_object();
-  return j.str() + "\n";
+  return end_results(j, metrics, waived, st.passed(), st);
 }
 
 void print_table(State& st, const std::vector<int>& gpu_ids) {
@@ -1305,39 +1257,22 @@ void print_table(State& st, const std::vector<int>& gpu_ids) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
 
   State st;
   std::vector<DeviceInfo> devices;
   std::vector<int> gpu_ids;
   auto write_doc = [&]() {
-    return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices, gpu_ids); });
+    return write_document(o.output, kTool, [&] { return document(st, o, run, devices, gpu_ids); });
   };
 
-  std::string msg;
-  const int count = visible_devices(msg);
-  if (count == 0) {
-    std::cerr << kTool << ": " << msg << "\n";
-    st.errors.push_back(msg);
-    write_doc();
-    return kExitCallFailed;
-  }
-  try {
-    gpu_ids = select_gpus(o.gpus, count);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << kTool << ": " << e.what() << "\n";
-    return kExitUsage;
-  }
+  if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
 
   std::unique_ptr<nvml::Sampler> sampler;  // outlives the GPUs: the document summarises its readings
   {
     std::vector<std::unique_ptr<Gpu>> gpus;
     PinnedHost host;
-    try {
+    run_guarded(st, [&] {
       std::vector<std::string> bus_ids;
       for (int id : gpu_ids) {
         gpus.push_back(std::make_unique<Gpu>(id, static_cast<size_t>(o.workspace_mib) << 20));
@@ -1356,17 +1291,12 @@ int main(int argc, char** argv) {
           if (!st.errors.empty()) break;
         }
       }
-    } catch (const CallError& e) {
-      st.error(e.what());
-    } catch (const std::exception& e) {
-      st.error(std::string("unexpected: ") + e.what());
-    }
+    });
   }
 
   if (sampler) sampler->stop();
   print_table(st, gpu_ids);
-  bool written = write_doc();
-  if (!st.errors.empty() || !written) return kExitCallFailed;
-  if (!st.failures.empty()) return kExitVerifyFailed;
-  return kExitOk;
+  return st.exit_code(write_doc());
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -41,18 +41,15 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tool_main.h"
 
 extern char** environ;
 
 using namespace gpuaccept;
 
-#define CUSOLVER_CHECK(call)                                                                       \
-  do {                                                                                             \
-    cusolverStatus_t st_ = (call);                                                                 \
-    if (st_ != CUSOLVER_STATUS_SUCCESS)                                                            \
-      throw ::gpuaccept::CallError(::gpuaccept::where(#call, __FILE__, __LINE__,                   \
-                                                      "cusolverStatus_t " + std::to_string(st_))); \
-  } while (0)
+#define CUSOLVER_CHECK(call)                                                                               \
+  GPUACCEPT_CHECK(#call, call, CUSOLVER_STATUS_SUCCESS,                                                    \
+                  [](cusolverStatus_t s) { return "cusolverStatus_t " + std::to_string(s); })
 
 namespace {
 
@@ -169,11 +166,8 @@ const char* kUsage =
     "Exit status: 0 ok, 1 CUDA/cuSOLVER call failed or no GPU, 2 residual check failed, 3 bad command line\n"
     "(a size that does not fit included).\n";
 
-Options parse_options(int argc, char** argv, bool& help) {
-  Args a(argc, argv);
+Options parse_options(Args& a) {
   Options o;
-  help = a.help();
-  if (help) return o;
   o.n = a.get_long("n", 0);
   if (o.n < 0 || o.n > 4000000) throw std::invalid_argument("option --n: must be in 1..4000000 (or 0: automatic)");
   const bool quick = a.flag("quick");
@@ -197,14 +191,7 @@ Options parse_options(int argc, char** argv, bool& help) {
   o.warmup_n = a.get_long("warmup-n", 4096);
   if (o.warmup_n < 0) throw std::invalid_argument("option --warmup-n: must be >= 0");
   o.inject_error = a.flag("inject-error");
-  o.gpus = a.get("gpus", "all");
-  if (o.gpus != "all") {
-    auto parts = split_csv(o.gpus);
-    if (parts.empty()) throw std::invalid_argument("option --gpus: empty list");
-    for (const auto& s : parts)
-      if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 4)
-        throw std::invalid_argument("option --gpus: '" + s + "' is not a device index (use 'all' or e.g. 0,1)");
-  }
+  o.gpus = a.get_gpus();
   o.output = a.get("output", "");
   o.worker_gpu = static_cast<int>(a.get_long("worker-gpu", -1));
   o.worker_result = a.get("worker-result", "");
@@ -560,7 +547,7 @@ const char* kTiming =
     "warm-up factorisation and a barrier so every GPU's timed run starts together; rate = HPL's flop count "
     "(2/3 N^3 + 3/2 N^2) / time; with --runs > 1 the metrics use each GPU's median run";
 
-std::string document(const Options& o, int argc, char** argv, const std::string& started, double t0,
+std::string document(const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, const std::vector<GpuResult>& results,
                      const std::vector<std::string>& errors) {
   std::vector<std::string> failures;
@@ -600,17 +587,10 @@ std::string document(const Options& o, int argc, char** argv, const std::string&
   }
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
-  j.key("cuda").begin_object();
-  int dv = 0, rv = 0, sv = 0;
-  if (cudaDriverGetVersion(&dv) == cudaSuccess && dv > 0) j.kv("driver_version", dv); else j.kv_null("driver_version");
-  if (cudaRuntimeGetVersion(&rv) == cudaSuccess) j.kv("runtime_version", rv); else j.kv_null("runtime_version");
-  std::string rel = driver_release();
-  if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
-  if (cusolverGetVersion(&sv) == CUSOLVER_STATUS_SUCCESS) j.kv("cusolver_version", sv); else j.kv_null("cusolver_version");
-  j.end_object();
-  write_devices(j, devices);
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) {
+    int sv = 0;
+    if (cusolverGetVersion(&sv) == CUSOLVER_STATUS_SUCCESS) c.kv("cusolver_version", sv); else c.kv_null("cusolver_version");
+  });
   j.key("parameters").begin_object();
   if (o.n > 0) j.kv("n", o.n); else j.kv_null("n");
   j.kv("mem_fraction", o.mem_fraction).kv("align", o.align).kv("runs", o.runs).kv("seed", o.seed);
@@ -649,34 +629,21 @@ std::string document(const Options& o, int argc, char** argv, const std::string&
   }
   j.end_array();
   j.end_object();
-  std::vector<std::string> errs = errors;
-  write_outcome(j, metrics, waived, failures.empty() && errs.empty() && checked > 0, checked, failures, errs);
-  j.end_object();
-  return j.str() + "\n";
+  return close_document(j, metrics, waived, failures.empty() && errors.empty() && checked > 0, checked, failures,
+                        errors);
 }
 
-int parent_main(const Options& o, int argc, char** argv, const std::string& started, double t0) {
+int parent_main(const Options& o, const Invocation& run) {
   std::vector<DeviceInfo> devices;
   std::vector<GpuResult> results;
   std::vector<std::string> errors;
   auto write_doc = [&]() {
-    return write_document(o.output, kTool, [&] { return document(o, argc, argv, started, t0, devices, results, errors); });
+    return write_document(o.output, kTool, [&] { return document(o, run, devices, results, errors); });
   };
-  std::string msg;
-  const int count = visible_devices(msg);
-  if (count == 0) {
-    std::cerr << kTool << ": " << msg << "\n";
-    errors.push_back(msg);
-    write_doc();
-    return kExitCallFailed;
-  }
   std::vector<int> ids;
+  if (int rc = open_gpus(kTool, o.gpus, errors, write_doc, ids); rc >= 0) return rc;
   try {
-    ids = select_gpus(o.gpus, count);
     for (int id : ids) devices.push_back(device_info(id));
-  } catch (const std::invalid_argument& e) {
-    std::cerr << kTool << ": " << e.what() << "\n";
-    return kExitUsage;
   } catch (const std::exception& e) {
     errors.push_back(e.what());
     write_doc();
@@ -807,11 +774,7 @@ int parent_main(const Options& o, int argc, char** argv, const std::string& star
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
   if (o.worker_gpu >= 0) {
     if (o.worker_result.empty()) {
       std::fprintf(stderr, "%s: --worker-gpu needs --worker-result\n", kTool);
@@ -819,5 +782,7 @@ int main(int argc, char** argv) {
     }
     return worker_main(o);
   }
-  return parent_main(o, argc, argv, started, t0);
+  return parent_main(o, run);
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tool_main.h"
 
 using namespace gpuaccept;
 
@@ -82,25 +83,14 @@ Options parse_options(int argc, char** argv, bool& help) {
   return o;
 }
 
-#define MPI_CHECK(call)                                                                                  \
-  do {                                                                                                   \
-    int rc_ = (call);                                                                                    \
-    if (rc_ != MPI_SUCCESS) {                                                                            \
-      char msg_[MPI_MAX_ERROR_STRING];                                                                   \
-      int len_ = 0;                                                                                      \
-      MPI_Error_string(rc_, msg_, &len_);                                                                \
-      throw ::gpuaccept::CallError(::gpuaccept::where(#call, __FILE__, __LINE__, std::string(msg_, len_))); \
-    }                                                                                                    \
-  } while (0)
-
-#if defined(GPUACCEPT_MPI_CUDA)
-#define CUDA_CHECK_MPI(call)                                                                             \
-  do {                                                                                                   \
-    cudaError_t err_ = (call);                                                                           \
-    if (err_ != cudaSuccess)                                                                             \
-      throw ::gpuaccept::CallError(::gpuaccept::where(#call, __FILE__, __LINE__, cudaGetErrorString(err_))); \
-  } while (0)
-#endif
+// MPI's error text for a return code.
+inline std::string mpi_error_text(int rc) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  return std::string(msg, len);
+}
+#define MPI_CHECK(call) GPUACCEPT_CHECK(#call, call, MPI_SUCCESS, mpi_error_text)
 
 // The 64-bit word `i` of message `slot` in sample `sample`, sent by rank `from`.
 inline uint64_t pattern(int from, int sample, int slot, size_t i) {
@@ -144,7 +134,7 @@ struct Buffers {
   void* dev = nullptr;
   Buffers(bool on_gpu, size_t w) : gpu(on_gpu), words(w), host(w) {
 #if defined(GPUACCEPT_MPI_CUDA)
-    if (gpu) CUDA_CHECK_MPI(cudaMalloc(&dev, w * sizeof(uint64_t)));
+    if (gpu) CUDA_CHECK(cudaMalloc(&dev, w * sizeof(uint64_t)));
 #endif
   }
   ~Buffers() {
@@ -160,12 +150,12 @@ struct Buffers {
   }
   void push() {  // host staging -> the buffer MPI uses
 #if defined(GPUACCEPT_MPI_CUDA)
-    if (gpu) CUDA_CHECK_MPI(cudaMemcpy(dev, host.data(), words * sizeof(uint64_t), cudaMemcpyHostToDevice));
+    if (gpu) CUDA_CHECK(cudaMemcpy(dev, host.data(), words * sizeof(uint64_t), cudaMemcpyHostToDevice));
 #endif
   }
   void pull() {  // the buffer MPI used -> host staging
 #if defined(GPUACCEPT_MPI_CUDA)
-    if (gpu) CUDA_CHECK_MPI(cudaMemcpy(host.data(), dev, words * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    if (gpu) CUDA_CHECK(cudaMemcpy(host.data(), dev, words * sizeof(uint64_t), cudaMemcpyDeviceToHost));
 #endif
   }
 };
@@ -510,9 +500,7 @@ int main(int argc, char** argv) {
       j.end_object();
       return j.str();
     });
-    if (!errors.empty() || !written) rc = kExitCallFailed;
-    else if (!failures.empty()) rc = kExitVerifyFailed;
-    else rc = kExitOk;
+    rc = exit_code(errors, failures, written);
   }
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();

@@ -30,17 +30,14 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tool_main.h"
 
 using namespace gpuaccept;
 
 #define NCCL_CHECK(call)                                                                                   \
-  do {                                                                                                     \
-    ncclResult_t r_ = (call);                                                                              \
-    if (r_ != ncclSuccess)                                                                                 \
-      throw ::gpuaccept::CallError(::gpuaccept::where(#call, __FILE__, __LINE__,                           \
-                                                      std::string(ncclGetErrorString(r_)) + " (" +         \
-                                                          ncclGetLastError(nullptr) + ")"));               \
-  } while (0)
+  GPUACCEPT_CHECK(#call, call, ncclSuccess, [](ncclResult_t r) {                                           \
+    return std::string(ncclGetErrorString(r)) + " (" + ncclGetLastError(nullptr) + ")";                    \
+  })
 
 namespace {
 
@@ -164,16 +161,9 @@ struct Rank {
   std::vector<double> sec;  // this rank's iteration times for the current (collective, size)
 };
 
-struct State {
-  std::mutex m;
+struct State : Outcome {
+  State() : Outcome(kTool) {}
   std::vector<Row> rows;
-  std::vector<std::string> failures, errors, notes;
-  long checked = 0;
-  void error(const std::string& e) {
-    std::lock_guard<std::mutex> l(m);
-    errors.push_back(e);
-    std::cerr << kTool << ": error: " << e << "\n";
-  }
 };
 
 // Element counts of one (collective, size) on n ranks: the send count and the receive count per rank.
@@ -301,11 +291,8 @@ const char* kUsage =
     "Sizes are rounded down to a multiple of ranks x 4 bytes.\n"
     "Exit status: 0 ok, 1 CUDA/NCCL call failed or no GPU, 2 verification failed, 3 bad command line.\n";
 
-Options parse_options(int argc, char** argv, bool& help) {
-  Args a(argc, argv);
+Options parse_options(Args& a) {
   Options o;
-  help = a.help();
-  if (help) return o;
   o.quick = a.flag("quick");
   o.allow_nvls = a.flag("allow-nvls");
   o.inject_error = a.flag("inject-error");
@@ -322,14 +309,7 @@ Options parse_options(int argc, char** argv, bool& help) {
   if (o.iters < 1 || o.iters > 10000) throw std::invalid_argument("option --iters: 1..10000");
   o.timeout_s = a.get_double("timeout-s", 300.0);
   if (!(o.timeout_s >= 1.0 && o.timeout_s <= 86400.0)) throw std::invalid_argument("option --timeout-s: 1..86400 seconds");
-  o.gpus = a.get("gpus", "all");
-  if (o.gpus != "all") {
-    auto parts = split_csv(o.gpus);
-    if (parts.empty()) throw std::invalid_argument("option --gpus: empty list");
-    for (const auto& s : parts)
-      if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 4)
-        throw std::invalid_argument("option --gpus: '" + s + "' is not a device index (use 'all' or e.g. 0,1)");
-  }
+  o.gpus = a.get_gpus();
   o.output = a.get("output", "");
   a.reject_unknown();
   return o;
@@ -341,7 +321,7 @@ const char* kTiming =
     "the median over the timed calls (min and max kept). algbw = size / time, busbw = algbw x nccl-tests' factor "
     "(all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n, broadcast 1); GB/s = 1e9 bytes/s";
 
-std::string document(State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
+std::string document(State& st, const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, int nranks, const std::string& nvls_note) {
   std::vector<Metric> metrics;
   Waived waived;
@@ -382,18 +362,11 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
   }
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
-  j.key("cuda").begin_object();
-  int dv = 0, rv = 0, nv = 0;
-  if (cudaDriverGetVersion(&dv) == cudaSuccess && dv > 0) j.kv("driver_version", dv); else j.kv_null("driver_version");
-  if (cudaRuntimeGetVersion(&rv) == cudaSuccess) j.kv("runtime_version", rv); else j.kv_null("runtime_version");
-  std::string rel = driver_release();
-  if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
-  if (ncclGetVersion(&nv) == ncclSuccess) j.kv("nccl_version", nv); else j.kv_null("nccl_version");
-  j.kv("nccl_version_built", NCCL_VERSION_CODE);
-  j.end_object();
-  write_devices(j, devices);
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) {
+    int nv = 0;
+    if (ncclGetVersion(&nv) == ncclSuccess) c.kv("nccl_version", nv); else c.kv_null("nccl_version");
+    c.kv("nccl_version_built", NCCL_VERSION_CODE);
+  });
 
   j.key("parameters").begin_object();
   j.kv("ranks", nranks).kv("self_test", nranks < 2);
@@ -425,24 +398,12 @@ std::string document(State& st, const Options& o, int argc, char** argv, const s
     j.end_object();
   }
   j.end_array();
-  j.key("notes").begin_array();
-  for (const auto& n : st.notes) j.value(n);
-  j.end_array();
-  j.end_object();
-
-  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty() && st.checked > 0, st.checked,
-                st.failures, st.errors);
-  j.end_object();
-  return j.str() + "\n";
+  return end_results(j, metrics, waived, st.passed(), st);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
 
   // NVLink SHARP (NVLS, multicast) stays off unless asked for: see docs/checks/nccl.md.
   std::string nvls_note;
@@ -462,29 +423,16 @@ int main(int argc, char** argv) {
   int nranks = 0;
   auto write_doc = [&]() {
     return write_document(o.output, kTool,
-                          [&] { return document(st, o, argc, argv, started, t0, devices, nranks, nvls_note); });
+                          [&] { return document(st, o, run, devices, nranks, nvls_note); });
   };
-  std::string msg;
-  const int count = visible_devices(msg);
-  if (count == 0) {
-    std::cerr << kTool << ": " << msg << "\n";
-    st.errors.push_back(msg);
-    write_doc();
-    return kExitCallFailed;
-  }
   std::vector<int> gpu_ids;
-  try {
-    gpu_ids = select_gpus(o.gpus, count);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << kTool << ": " << e.what() << "\n";
-    return kExitUsage;
-  }
+  if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
   nranks = static_cast<int>(gpu_ids.size());
   if (nranks < 2) st.notes.push_back(std::string("self-test: ") + kOneGpu);
 
   std::vector<Rank> ranks(nranks);
   std::vector<ncclComm_t> comms(nranks, nullptr);
-  try {
+  run_guarded(st, [&] {
     size_t max_bytes = 0;
     for (size_t s : o.sizes) max_bytes = std::max(max_bytes, s);
     for (int r = 0; r < nranks; ++r) {
@@ -532,7 +480,7 @@ int main(int argc, char** argv) {
           });
         }
         for (auto& t : threads) t.join();
-        if (failed) throw CallError("stopped after the error above");
+        if (failed) throw AlreadyRecorded();
         Row row;
         row.c = ci.c;
         row.bytes = bytes;
@@ -555,19 +503,14 @@ int main(int argc, char** argv) {
           char buf[300];
           std::snprintf(buf, sizeof buf, "%s %zu bytes on %d ranks: %llu wrong elements%s", ci.key, bytes, nranks,
                         row.mismatches, o.inject_error ? " (--inject-error self-test)" : "");
-          st.failures.push_back(buf);
-          std::cerr << kTool << ": VERIFICATION FAILED: " << buf << "\n";
+          st.failure(buf);
         }
         std::fprintf(stderr, "[%s %zu B] %.2f us, algbw %.2f GB/s, busbw %.2f GB/s, %s\n", ci.key, bytes,
                      row.sec_median * 1e6, row.algbw, row.busbw, row.verified ? "ok" : "WRONG");
         st.rows.push_back(row);
       }
     }
-  } catch (const CallError& e) {
-    if (std::string(e.what()) != "stopped after the error above") st.error(e.what());
-  } catch (const std::exception& e) {
-    st.error(std::string("unexpected: ") + e.what());
-  }
+  });
   for (auto& rk : ranks) {
     if (rk.dev < 0) continue;
     cudaSetDevice(rk.dev);
@@ -585,8 +528,7 @@ int main(int argc, char** argv) {
   for (const auto& r : st.rows)
     std::printf("%-14s %12zu %10d %12.2f %12.2f %12.2f %s\n", kColls[static_cast<int>(r.c)].key, r.bytes, nranks,
                 r.sec_median * 1e6, r.algbw, r.busbw, r.verified ? "yes" : "NO");
-  bool written = write_doc();
-  if (!st.errors.empty() || !written) return kExitCallFailed;
-  if (!st.failures.empty()) return kExitVerifyFailed;
-  return kExitOk;
+  return st.exit_code(write_doc());
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

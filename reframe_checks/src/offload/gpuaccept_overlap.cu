@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tool_main.h"
 
 using namespace gpuaccept;
 
@@ -79,35 +80,16 @@ std::vector<double> parse_double_list(const std::string& opt, const std::string&
   std::vector<double> out;
   auto parts = split_csv(text);
   if (parts.empty()) throw std::invalid_argument("option --" + opt + ": empty list");
-  for (const auto& s : parts) {
-    try {
-      size_t pos = 0;
-      double d = std::stod(s, &pos);
-      if (pos != s.size()) throw std::invalid_argument("");
-      out.push_back(d);
-    } catch (const std::exception&) {
-      throw std::invalid_argument("option --" + opt + ": '" + s + "' is not a number");
-    }
-  }
+  for (const auto& s : parts) out.push_back(Args::number(opt, s));
   return out;
 }
 
-Options parse_options(int argc, char** argv, bool& help) {
-  Args a(argc, argv);
+Options parse_options(Args& a) {
   Options o;
-  help = a.help();
-  if (help) return o;
   o.quick = a.flag("quick");
   o.mapped = !a.flag("no-mapped");
   o.managed = !a.flag("no-managed");
-  o.gpus = a.get("gpus", "all");
-  if (o.gpus != "all") {
-    auto parts = split_csv(o.gpus);
-    if (parts.empty()) throw std::invalid_argument("option --gpus: empty list");
-    for (const auto& s : parts)
-      if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 4)
-        throw std::invalid_argument("option --gpus: '" + s + "' is not a device index (use 'all' or e.g. 0,1)");
-  }
+  o.gpus = a.get_gpus();
   o.mib = a.get_long("mib", o.quick ? 64 : 256);
   if (o.mib < 1 || o.mib > kMaxMib) throw std::invalid_argument("option --mib: must be in 1..16384");
   o.intensities = parse_double_list(
@@ -119,14 +101,7 @@ Options parse_options(int argc, char** argv, bool& help) {
                                   " is not a positive multiple of 0.25 flop/byte up to 250000");
   }
   for (const auto& s : split_csv(a.get("streams", "1,2,4,8,16"))) {
-    long n = 0;
-    try {
-      size_t pos = 0;
-      n = std::stol(s, &pos);
-      if (pos != s.size()) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      throw std::invalid_argument("option --streams: '" + s + "' is not a whole number");
-    }
+    const long n = Args::whole_number("streams", s);
     if (n < 1 || n > 256) throw std::invalid_argument("option --streams: " + s + " is not in 1..256");
     if (std::find(o.streams.begin(), o.streams.end(), static_cast<int>(n)) == o.streams.end())
       o.streams.push_back(static_cast<int>(n));
@@ -287,18 +262,9 @@ struct GpuResult {
   bool complete = false;
 };
 
-struct State {
+struct State : Outcome {
+  State() : Outcome(kTool) {}
   std::vector<GpuResult> gpus;
-  std::vector<std::string> failures, errors, notes;
-  long checked = 0;
-  void error(const std::string& e) {
-    errors.push_back(e);
-    std::cerr << kTool << ": error: " << e << "\n";
-  }
-  void note(const std::string& e) {
-    notes.push_back(e);
-    std::cerr << kTool << ": note: " << e << "\n";
-  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -418,8 +384,7 @@ void verify(State& st, MethodResult& m, int gpu, double intensity, const float* 
     std::snprintf(head, sizeof head, "gpu %d, method %s, intensity %g flop/byte: ", gpu, m.key.c_str(), intensity);
     std::string msg = std::string(head) + std::to_string(bad) + " of " + std::to_string(idx.size()) +
                       " sampled elements wrong, first " + first;
-    st.failures.push_back(msg);
-    std::cerr << kTool << ": VERIFICATION FAILED: " << msg << "\n";
+    st.failure(msg);
   }
 }
 
@@ -675,8 +640,7 @@ void write_samples(Json& j, const char* key, const std::vector<double>& v) {
   j.end_array();
 }
 
-std::string document(const State& st, const Options& o, int argc, char** argv, const std::string& started,
-                     double t0, const std::vector<DeviceInfo>& devices) {
+std::string document(const State& st, const Options& o, const Invocation& run, const std::vector<DeviceInfo>& devices) {
   std::vector<Metric> metrics;
   Waived waived;
   {
@@ -709,22 +673,9 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
   }
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
-  j.key("cuda").begin_object();
-  int dv = 0, rv = 0;
-  if (cudaDriverGetVersion(&dv) == cudaSuccess && dv > 0) j.kv("driver_version", dv); else j.kv_null("driver_version");
-  if (cudaRuntimeGetVersion(&rv) == cudaSuccess) j.kv("runtime_version", rv); else j.kv_null("runtime_version");
-  std::string rel = driver_release();
-  if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
-  j.kv_null("cublas_version");
-  j.end_object();
-  write_devices(j, devices);
+  begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) { c.kv_null("cublas_version"); });
 
-  j.key("parameters").begin_object();
-  j.key("gpus").begin_array();
-  for (const auto& d : devices) j.value(d.index);
-  j.end_array();
+  begin_parameters(j, devices);
   j.kv("bytes", static_cast<unsigned long long>(o.mib) << 20).kv("mib", o.mib);
   j.key("intensities_flop_per_byte").begin_array();
   for (double x : o.intensities) j.value(x);
@@ -794,59 +745,30 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
     j.end_object();
   }
   j.end_array();
-  j.key("notes").begin_array();
-  for (const auto& n : st.notes) j.value(n);
-  j.end_array();
-  j.end_object();
-
-  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty(), st.checked, st.failures, st.errors);
-  j.end_object();
-  return j.str() + "\n";
+  return end_results(j, metrics, waived, st.passed(false), st);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
+int run_tool(const Options& o, const Invocation& run) {
 
   State st;
   std::vector<DeviceInfo> devices;
   auto emit = [&]() {
     if (o.output.empty()) {
-      std::fputs(document(st, o, argc, argv, started, t0, devices).c_str(), stdout);
+      std::fputs(document(st, o, run, devices).c_str(), stdout);
       return std::fflush(stdout) == 0;
     }
-    return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices); });
+    return write_document(o.output, kTool, [&] { return document(st, o, run, devices); });
   };
 
-  std::string msg;
-  const int count = visible_devices(msg);
-  if (count == 0) {
-    std::cerr << kTool << ": " << msg << "\n";
-    st.errors.push_back(msg);
-    emit();
-    return kExitCallFailed;
-  }
   std::vector<int> gpu_ids;
-  try {
-    gpu_ids = select_gpus(o.gpus, count);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << kTool << ": " << e.what() << "\n";
-    return kExitUsage;
-  }
-  try {
+  if (int rc = open_gpus(kTool, o.gpus, st.errors, emit, gpu_ids); rc >= 0) return rc;
+  run_guarded(st, [&] {
     for (int id : gpu_ids) devices.push_back(device_info(id));
     for (int id : gpu_ids) measure_gpu(st, o, id);
-  } catch (const CallError& e) {
-    st.error(e.what());
-  } catch (const std::exception& e) {
-    st.error(std::string("unexpected: ") + e.what());
-  }
-  bool written = emit();
-  if (!st.errors.empty() || !written) return kExitCallFailed;
-  if (!st.failures.empty()) return kExitVerifyFailed;
-  return kExitOk;
+  });
+  return st.exit_code(emit());
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -1,0 +1,188 @@
+// The skeleton of every gpuaccept tool, written once: its main() (tool_main: when the run started, the options),
+// what a run found besides its measurements (errors, verification failures, notes, the count of checks), the
+// exit code that follows from them (docs/benchmark-json.md), the guard that turns a failed call into a recorded
+// error, the document's opening and closing and, for the CUDA tools, the answer where no GPU is visible.
+// bench_common.h holds the pieces below it (JSON writer, options, host facts, error macros). Each tool keeps
+// only what it measures:
+//
+//   Options parse_options(Args& a);  // the tool's options; --help is answered before
+//   int run_tool(const Options& o, const Invocation& run) {
+//     State st;  // a tool's State derives from Outcome
+//     auto write_doc = [&] { return write_document(o.output, kTool, [&] { return document(st, o, run, ...); }); };
+//     std::vector<int> gpu_ids;
+//     if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
+//     run_guarded(st, [&] { ... measure ... });
+//     return st.exit_code(write_doc());
+//   }
+//   int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+#pragma once
+
+#include <iostream>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+
+namespace gpuaccept {
+
+// A run's command line and when it started: what every document's preamble states.
+struct Invocation {
+  int argc;
+  char** argv;
+  std::string started = utc_now();
+  double t0 = now_s();
+};
+
+inline void write_preamble(Json& j, const char* tool, const Invocation& run, const std::string& timing) {
+  write_preamble(j, tool, run.argc, run.argv, run.started, now_s() - run.t0, timing);
+}
+
+// A tool's whole main(): notes when it started, parses the options (parse_or_exit) and runs
+// `body(options, invocation)`, whose return is the exit code.
+template <typename Options, typename Parse, typename Body>
+int tool_main(int argc, char** argv, const char* tool, const char* usage, Parse parse, Body body) {
+  const Invocation run{argc, argv};
+  Options o;
+  if (int rc = parse_or_exit(parse, argc, argv, tool, usage, o); rc >= 0) return rc;
+  return body(o, run);
+}
+
+// The exit code of a finished run: kExitCallFailed after an error or where the document could not be written,
+// kExitVerifyFailed after a failed verification, else kExitOk.
+inline int exit_code(const std::vector<std::string>& errors, const std::vector<std::string>& failures,
+                     bool written) {
+  if (!errors.empty() || !written) return kExitCallFailed;
+  if (!failures.empty()) return kExitVerifyFailed;
+  return kExitOk;
+}
+
+// What a run found besides its measurements; error() and note() say it on stderr as they record it and may be
+// called from several threads (a tool's own additions lock `m` too).
+struct Outcome {
+  explicit Outcome(const char* tool) : tool(tool) {}
+  const char* tool;
+  std::mutex m;
+  std::vector<std::string> failures, errors, notes;
+  long checked = 0;
+
+  void error(const std::string& e) {
+    std::lock_guard<std::mutex> l(m);
+    errors.push_back(e);
+    std::cerr << tool << ": error: " << e << "\n";
+  }
+  void note(const std::string& e) {
+    std::lock_guard<std::mutex> l(m);
+    notes.push_back(e);
+    std::cerr << tool << ": note: " << e << "\n";
+  }
+  // A failed verification, recorded and said on stderr.
+  void failure(const std::string& what) {
+    std::lock_guard<std::mutex> l(m);
+    failures.push_back(what);
+    std::cerr << tool << ": VERIFICATION FAILED: " << what << "\n";
+  }
+  // One verification: counted, and a failure (`what`) unless ok.
+  bool verdict(bool ok, const std::string& what) {
+    {
+      std::lock_guard<std::mutex> l(m);
+      ++checked;
+    }
+    if (!ok) failure(what);
+    return ok;
+  }
+  // The document's verification.passed: no failure and no error and, where `needs_a_check` (every tool but
+  // gpuaccept-bw and gpuaccept-overlap), at least one check made.
+  bool passed(bool needs_a_check = true) const {
+    return failures.empty() && errors.empty() && (checked > 0 || !needs_a_check);
+  }
+  int exit_code(bool written) const { return gpuaccept::exit_code(errors, failures, written); }
+};
+
+// Closes a document: its closing sections (write_outcome), the closing brace; the text, ending in a newline.
+inline std::string close_document(Json& j, const std::vector<Metric>& metrics, const Waived& waived, bool passed,
+                                  long checked, const std::vector<std::string>& failures,
+                                  const std::vector<std::string>& errors) {
+  write_outcome(j, metrics, waived, passed, checked, failures, errors);
+  j.end_object();
+  return j.str() + "\n";
+}
+
+// Closes a document whose "results" object is open: the run's notes as results.notes, then close_document.
+inline std::string end_results(Json& j, const std::vector<Metric>& metrics, const Waived& waived, bool passed,
+                               const Outcome& st) {
+  j.key("notes").begin_array();
+  for (const auto& n : st.notes) j.value(n);
+  j.end_array();
+  j.end_object();
+  return close_document(j, metrics, waived, passed, st.checked, st.failures, st.errors);
+}
+
+// Thrown where an error has already been recorded (by a worker thread) and the run must stop: run_guarded
+// records nothing more.
+struct AlreadyRecorded : std::runtime_error {
+  AlreadyRecorded() : std::runtime_error("stopped after the error above") {}
+};
+
+// Runs the measurements: a failed call (CallError) is recorded as the run's error, anything else thrown as an
+// "unexpected: " one; the document is written either way.
+template <typename Body>
+void run_guarded(Outcome& st, Body body) {
+  try {
+    body();
+  } catch (const AlreadyRecorded&) {
+  } catch (const CallError& e) {
+    st.error(e.what());
+  } catch (const std::exception& e) {
+    st.error(std::string("unexpected: ") + e.what());
+  }
+}
+
+#ifdef __CUDACC__
+// The start of every CUDA tool's run: the devices chosen with --gpus (`spec`) in `ids`, and -1 to go on; or the
+// exit code to leave with. Without a visible device: the runtime's message on stderr and in `errors`, the
+// document written by `write_doc`, kExitCallFailed. A --gpus index that is not visible: kExitUsage.
+template <typename WriteDoc>
+int open_gpus(const char* tool, const std::string& spec, std::vector<std::string>& errors, WriteDoc write_doc,
+              std::vector<int>& ids) {
+  std::string why;
+  const int count = visible_devices(why);
+  if (count == 0) {
+    std::cerr << tool << ": " << why << "\n";
+    errors.push_back(why);
+    write_doc();
+    return kExitCallFailed;
+  }
+  try {
+    ids = select_gpus(spec, count);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << tool << ": " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return -1;
+}
+
+// The opening of a CUDA tool's document, up to its "devices": the preamble, then the "cuda" object (begin_cuda)
+// with the versions of the tool's libraries that `libraries(j)` adds, then the devices.
+template <typename Libraries>
+void begin_gpu_document(Json& j, const char* tool, const Invocation& run, const std::string& timing,
+                        const std::vector<DeviceInfo>& devices, Libraries libraries) {
+  j.begin_object();
+  write_preamble(j, tool, run, timing);
+  begin_cuda(j);
+  libraries(j);
+  j.end_object();
+  write_devices(j, devices);
+}
+
+// Opens the document's "parameters" with the indices of the GPUs measured.
+inline void begin_parameters(Json& j, const std::vector<DeviceInfo>& devices) {
+  j.key("parameters").begin_object();
+  j.key("gpus").begin_array();
+  for (const auto& d : devices) j.value(d.index);
+  j.end_array();
+}
+#endif
+
+}  // namespace gpuaccept
