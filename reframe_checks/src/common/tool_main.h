@@ -119,6 +119,15 @@ inline std::string end_results(Json& j, const std::vector<Metric>& metrics, cons
   return close_document(j, metrics, waived, passed, st.checked, st.failures, st.errors);
 }
 
+// The document to `path` (write_document), or to stdout where the tool was given no --output (the tools whose
+// document is their whole output: gpuaccept-overlap, gpuaccept-xgemm); whether it was written.
+template <typename MakeText>
+bool emit_document(const std::string& path, const char* tool, MakeText make_text) {
+  if (!path.empty()) return write_document(path, tool, make_text);
+  std::fputs(make_text().c_str(), stdout);
+  return std::fflush(stdout) == 0;
+}
+
 // Thrown where an error has already been recorded (by a worker thread) and the run must stop: run_guarded
 // records nothing more.
 struct AlreadyRecorded : std::runtime_error {
@@ -175,6 +184,20 @@ void begin_gpu_document(Json& j, const char* tool, const Invocation& run, const 
   j.end_object();
   write_devices(j, devices);
 }
+
+#ifdef CUBLAS_VER_MAJOR
+// For begin_gpu_document's `libraries`, in the tools that link cuBLAS (cublas_v2.h included before this header):
+// cuda.cublas_version as major * 10000 + minor * 100 + patch, null where cuBLAS does not say.
+inline void write_cublas_version(Json& c) {
+  int maj = 0, min = 0, pat = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS)
+    c.kv("cublas_version", maj * 10000 + min * 100 + pat);
+  else
+    c.kv_null("cublas_version");
+}
+#endif
 
 // Opens the document's "parameters" with the indices of the GPUs measured.
 inline void begin_parameters(Json& j, const std::vector<DeviceInfo>& devices) {

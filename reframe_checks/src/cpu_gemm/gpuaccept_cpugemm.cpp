@@ -218,12 +218,6 @@ CpuPeak cpu_peak() {
 }
 
 // ---------------------------------------------------------------------------------------------
-uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 double uniform_pm1(uint64_t i, uint64_t seed) {
   uint64_t h = mix64(i ^ mix64(seed));
   return static_cast<double>(h >> 11) * (2.0 / 9007199254740992.0) - 1.0;

@@ -1153,13 +1153,7 @@ std::string document(State& st, const Options& o, const Invocation& run,
 
   Json j;
   begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) {
-    int maj = 0, min = 0, pat = 0;
-    if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
-        cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
-        cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS)
-      c.kv("cublas_version", maj * 10000 + min * 100 + pat);
-    else
-      c.kv_null("cublas_version");
+    write_cublas_version(c);
     c.kv("cublaslt_version", static_cast<unsigned long long>(cublasLtGetVersion()));
   });
   if (st.sampler) nvml::write_facts(j, *st.sampler);

@@ -754,13 +754,7 @@ int run_tool(const Options& o, const Invocation& run) {
 
   State st;
   std::vector<DeviceInfo> devices;
-  auto emit = [&]() {
-    if (o.output.empty()) {
-      std::fputs(document(st, o, run, devices).c_str(), stdout);
-      return std::fflush(stdout) == 0;
-    }
-    return write_document(o.output, kTool, [&] { return document(st, o, run, devices); });
-  };
+  auto emit = [&] { return emit_document(o.output, kTool, [&] { return document(st, o, run, devices); }); };
 
   std::vector<int> gpu_ids;
   if (int rc = open_gpus(kTool, o.gpus, st.errors, emit, gpu_ids); rc >= 0) return rc;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tool_main.h"
 
 using namespace gpuaccept;
 
@@ -142,12 +143,6 @@ Options parse_options(int argc, char** argv, bool& help) {
 // ---------------------------------------------------------------------------------------------
 // Inputs: A and B filled over their whole buffers (n_max^2 elements) once per precision; the n x n matrix of a
 // smaller size is the buffer's first n^2 elements (leading dimension n), on the host and on the device alike.
-uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 // Uniform in [-1, 1).
 double uniform_pm1(uint64_t i, uint64_t seed) {
   return static_cast<double>(mix64(i ^ seed) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
@@ -243,15 +238,10 @@ struct CaseResult {
   ModeResult kernel, pinned, pageable;
 };
 
-struct State {
+struct State : Outcome {
+  State() : Outcome(kTool) {}
   std::vector<CaseResult> cases;
-  std::vector<std::string> failures, errors, notes;
-  long checked = 0;
   long max_n_fits = 0;
-  void note(const std::string& s) {
-    notes.push_back(s);
-    std::cerr << kTool << ": note: " << s << "\n";
-  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -373,8 +363,7 @@ void verify(State& st, const PrecInfo& pi, long n, const char* mode, const Refer
   if (bad) {
     std::string msg = std::string(pi.key) + " n=" + std::to_string(n) + " " + mode + ": " + std::to_string(bad) +
                       " of " + std::to_string(ref.at.size()) + " sampled entries wrong, first " + first;
-    st.failures.push_back(msg);
-    std::cerr << kTool << ": VERIFICATION FAILED: " << msg << "\n";
+    st.failure(msg);
   }
 }
 
@@ -592,8 +581,7 @@ void write_mode(Json& j, const char* key, const ModeResult& m, double flops) {
   j.end_object();
 }
 
-std::string document(const State& st, const Options& o, int argc, char** argv, const std::string& started, double t0,
-                     const std::vector<DeviceInfo>& devices) {
+std::string document(const State& st, const Options& o, const Invocation& run, const std::vector<DeviceInfo>& devices) {
   std::vector<Metric> metrics;
   Waived waived;
   if (!devices.empty()) {
@@ -618,23 +606,7 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
   }
 
   Json j;
-  j.begin_object();
-  write_preamble(j, kTool, argc, argv, started, now_s() - t0, kTiming);
-  j.key("cuda").begin_object();
-  int dv = 0, rv = 0;
-  if (cudaDriverGetVersion(&dv) == cudaSuccess && dv > 0) j.kv("driver_version", dv); else j.kv_null("driver_version");
-  if (cudaRuntimeGetVersion(&rv) == cudaSuccess) j.kv("runtime_version", rv); else j.kv_null("runtime_version");
-  std::string rel = driver_release();
-  if (rel.empty()) j.kv_null("driver_release"); else j.kv("driver_release", rel);
-  int maj = 0, min = 0, pat = 0;
-  if (cublasGetProperty(MAJOR_VERSION, &maj) == CUBLAS_STATUS_SUCCESS &&
-      cublasGetProperty(MINOR_VERSION, &min) == CUBLAS_STATUS_SUCCESS &&
-      cublasGetProperty(PATCH_LEVEL, &pat) == CUBLAS_STATUS_SUCCESS)
-    j.kv("cublas_version", maj * 10000 + min * 100 + pat);
-  else
-    j.kv_null("cublas_version");
-  j.end_object();
-  write_devices(j, devices);
+  begin_gpu_document(j, kTool, run, kTiming, devices, write_cublas_version);
 
   j.key("parameters").begin_object();
   j.kv("gpu", o.gpu);
@@ -682,60 +654,22 @@ std::string document(const State& st, const Options& o, int argc, char** argv, c
     j.end_object();
   }
   j.end_array();
-  j.key("notes").begin_array();
-  for (const auto& n : st.notes) j.value(n);
-  j.end_array();
-  j.end_object();
-
-  write_outcome(j, metrics, waived, st.failures.empty() && st.errors.empty() && st.checked > 0, st.checked,
-                st.failures, st.errors);
-  j.end_object();
-  return j.str() + "\n";
+  return end_results(j, metrics, waived, st.passed(), st);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::string started = utc_now();
-  const double t0 = now_s();
-  Options o;
-  if (int rc = parse_or_exit(parse_options, argc, argv, kTool, kUsage, o); rc >= 0) return rc;
-
+int run_tool(const Options& o, const Invocation& run) {
   State st;
   std::vector<DeviceInfo> devices;
-  auto emit = [&]() {
-    if (o.output.empty()) {
-      std::fputs(document(st, o, argc, argv, started, t0, devices).c_str(), stdout);
-      return std::fflush(stdout) == 0;
-    }
-    return write_document(o.output, kTool, [&] { return document(st, o, argc, argv, started, t0, devices); });
-  };
-
-  std::string msg;
-  const int count = visible_devices(msg);
-  if (count == 0) {
-    std::cerr << kTool << ": " << msg << "\n";
-    st.errors.push_back(msg);
-    emit();
-    return kExitCallFailed;
-  }
-  if (o.gpu >= count) {
-    std::cerr << kTool << ": option --gpu: device " << o.gpu << " not visible (" << count
-              << " device(s); CUDA_VISIBLE_DEVICES applies)\n";
-    return kExitUsage;
-  }
-  try {
+  auto emit = [&] { return emit_document(o.output, kTool, [&] { return document(st, o, run, devices); }); };
+  std::vector<int> gpu_ids;
+  if (int rc = open_gpus(kTool, std::to_string(o.gpu), st.errors, emit, gpu_ids); rc >= 0) return rc;
+  run_guarded(st, [&] {
     devices.push_back(device_info(o.gpu));
-    measure_gpu(st, o, t0);
-  } catch (const CallError& e) {
-    st.errors.push_back(e.what());
-    std::cerr << kTool << ": error: " << e.what() << "\n";
-  } catch (const std::exception& e) {
-    st.errors.push_back(std::string("unexpected: ") + e.what());
-    std::cerr << kTool << ": error: unexpected: " << e.what() << "\n";
-  }
-  bool written = emit();
-  if (!st.errors.empty() || !written) return kExitCallFailed;
-  if (!st.failures.empty()) return kExitVerifyFailed;
-  return kExitOk;
+    measure_gpu(st, o, run.t0);
+  });
+  return st.exit_code(emit());
 }
+
+int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
