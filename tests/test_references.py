@@ -147,7 +147,9 @@ def test_only_regular_files_of_bounded_size(tmp_path):
         references.load_file(big)
 
 
-@pytest.mark.parametrize("name", ["../../x", "../h100_sxm5_80gb", "/etc/passwd", ".hidden", "a/b", "", "x" * 129])
+@pytest.mark.parametrize(
+    "name", ["../../x", "../h100_sxm5_80gb", "/etc/passwd", ".hidden", "a/b", "", "x" * 129, "h200_x3\n", "h200\nx"]
+)
 def test_names_that_would_be_paths_are_refused(name):
     with pytest.raises(ReferenceError, match="is not a valid name"):
         references.check_name(name)

@@ -41,7 +41,7 @@ UNITS = metric_table.UNITS
 MAX_TOLERANCE = 0.5  # a wider tolerance needs 'wide_tolerance: <why>' in its entry
 MAX_FILE_BYTES = 1 << 20
 # Node types, GPU SKUs and run ids: one pattern, checked everywhere a name becomes a path component.
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # whole string: check_name uses fullmatch
 NODE_TYPE_RE = NAME_RE  # the name it had
 _SYNTHETIC_RE = re.compile(r"^(?P<sku>.+)_x(?P<count>[1-9][0-9]{0,3})$")
 PASS, FAIL, INFO = "pass", "fail", "info"
@@ -54,7 +54,7 @@ class ReferenceError(Exception):
 def check_name(value: Any, what: str = "node type") -> str:
     """``value`` if it is a safe name (node type, GPU SKU, run id: letters, digits, '_', '.', '-', not starting
     with '.' or '-', at most 128 characters, so never a path); ReferenceError otherwise."""
-    if not isinstance(value, str) or not NAME_RE.match(value):
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
         shown = _show(value)
         raise ReferenceError(
             f"{what} {shown} is not a valid name: letters, digits, '_', '.' and '-', starting with a letter or digit, "
