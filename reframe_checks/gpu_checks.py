@@ -170,13 +170,6 @@ class GpuOverlap(GpuBenchCheck):
     def add_model(self):
         """After the benchmark, ``gpuaccept overlap-model`` adds the predictions and the model's metrics to its
         document; the job still exits with the benchmark's status (or 4 when only the model failed)."""
-        model = " ".join(
-            shlex.quote(a) for a in (sys.executable, "-m", "gpuaccept", "overlap-model", self.result_file)
+        self.after_benchmark(
+            " ".join(shlex.quote(a) for a in (sys.executable, "-m", "gpuaccept", "overlap-model", self.result_file))
         )
-        self.postrun_cmds = [
-            *self.postrun_cmds,
-            "_gpuaccept_rc=$?",
-            f"if [ -f {shlex.quote(self.result_file)} ]; then {model} || "
-            "{ [ $_gpuaccept_rc -eq 0 ] && _gpuaccept_rc=4; }; fi",
-            "exit $_gpuaccept_rc",
-        ]
