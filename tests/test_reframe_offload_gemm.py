@@ -71,10 +71,8 @@ def run_check(base, host: str = "ok"):
                  exit_code=0 if host == "ok" else 1)  # fmt: skip
     refs = base / "refs"
     refs.mkdir()
-    entries = "".join(
-        f"    {m}: {{informational: plumbing test, unit: {'n' if '_crossover_' in m else 'ratio'}, source: synthetic}}\n"
-        for m in METRICS
-    )
+    unit = {m: "n" if "_crossover_" in m else "ratio" for m in METRICS}
+    entries = "".join(f"    {m}: {{informational: plumbing, unit: {unit[m]}, source: synthetic}}\n" for m in METRICS)
     (refs / "ci_offload_gemm.yaml").write_text(REF + entries)
     run_dir = base / "run"
     run_dir.mkdir()
@@ -142,4 +140,5 @@ def test_a_host_tool_that_writes_nothing_waives_the_crossovers_with_that_reason(
     assert case["result"] == "pass", proc.stdout[-3000:] + proc.stderr[-3000:]
     assert len([c for c in logged if c["tool"] == "gpuaccept-cpugemm"]) == 6
     assert not any("_crossover_" in name for name in values)
-    assert doc["waived"]["bf16_crossover_n_pageable"] == "gpuaccept-cpugemm left no document at any size (cpugemm-n*.log)"
+    why = "gpuaccept-cpugemm left no document at any size (cpugemm-n*.log)"
+    assert doc["waived"]["bf16_crossover_n_pageable"] == why
