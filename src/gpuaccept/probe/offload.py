@@ -35,6 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gpuaccept.probe.overlap import Link
+
 #: The host GEMM each GPU precision is compared with.
 HOST_PRECISION = {"dgemm": "dgemm", "sgemm": "sgemm", "tf32": "sgemm", "bf16": "sgemm"}
 #: The offload modes of a gpuaccept-xgemm case that a crossover is computed for.
@@ -56,6 +58,13 @@ class HostRate:
 
 def flops(n: int) -> float:
     return 2.0 * float(n) ** 3
+
+
+def predicted_offload_s(kernel_s: float, h2d_bytes: float, d2h_bytes: float, h2d: Link, d2h: Link) -> float:
+    """One offload as gpuaccept-xgemm times it, by seed 002's PCIe model (gpuaccept.probe.overlap): H2D of A and of
+    B back to back (``(L + o) + k G + g``), the kernel alone, then D2H of C (``(L + o) + k G``), in stream order,
+    nothing overlapped. ``h2d``/``d2h``: the links of pinned copies (the bandwidth check's fit)."""
+    return h2d.time(h2d_bytes, transfers=2) + kernel_s + d2h.time(d2h_bytes)
 
 
 def host_rates(docs: Iterable[tuple[str, dict[str, Any]]]) -> dict[tuple[str, int], HostRate]:
