@@ -233,3 +233,19 @@ def test_without_a_host_tool_the_crossovers_are_waived_with_the_reason_and_the_r
                            str(x)], capture_output=True, text=True, check=False, cwd=ROOT,
                           env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
     assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+@pytest.mark.parametrize(("gpu", "node_type"), [("h100-1", "h100_sxm5_80gb"), ("h200", "h200")])
+def test_recorded_metrics_are_in_the_table_owned_by_the_host_and_only_reported(gpu, node_type):
+    """The H100's and the H200's annotated documents agree with the metric table, and the shipped references of
+    their node types give every figure as informational (owner host): reported, never a verdict."""
+    from gpuaccept.judge import metric_table, references  # noqa: PLC0415 (the analysis itself needs neither)
+
+    doc = json.loads((FIXTURES / gpu / "xgemm-crossover.json").read_text())
+    assert metric_table.document_problems("offload_gemm", doc) == []
+    refs = references.load_node_type(ROOT / "reference_values", node_type).checks["offload_gemm"]
+    assert set(doc["metrics"]) | set(doc["waived"]) == set(refs)
+    for name, metric in doc["metrics"].items():
+        assert metric_table.owner("offload_gemm", name) == metric_table.HOST == refs[name].owner, name
+        assert not refs[name].judged and refs[name].unit == metric["unit"], name
+        assert refs[name].assess(metric["value"])[0] == "info", name
