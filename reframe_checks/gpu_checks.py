@@ -192,7 +192,8 @@ class GpuOffloadGemm(GpuBenchCheck):
     (docs/checks/offload-gemm.md). Without the host tool the crossovers are waived with the reason and the rest
     still reports.
 
-    Variables: ``gpu`` (the device), ``host_sizes``, ``host_window_s``.
+    Variables: ``gpu`` (the device), ``host_sizes``, ``host_window_s``. Quick mode (gpuaccept-xgemm has no
+    ``--quick``): the GPU at ``QUICK_SIZES`` within 20 s, the host up to the largest of them.
     Metrics (informational: the host's and the link's): <precision>_pinned_over_kernel_ratio and
     _pageable_over_kernel_ratio (at the largest n measured), <precision>_crossover_n_pinned and _pageable.
     """
@@ -213,6 +214,9 @@ class GpuOffloadGemm(GpuBenchCheck):
     #:
     #: :type: :class:`float`
     host_window_s = variable(float, value=0.5)
+
+    #: The GPU's sizes in quick mode; the host's stop at the largest.
+    QUICK_SIZES = (256, 512, 1024, 2048, 4096)
 
     check_key = "offload_gemm"
     binary = "gpuaccept-xgemm"
@@ -236,7 +240,10 @@ class GpuOffloadGemm(GpuBenchCheck):
         """After the benchmark: the host's GEMM at each of ``host_sizes`` (a size it fails at is left out, its log
         kept), then the crossover analysis, which rewrites the document in place. The job still exits with the
         benchmark's status, or 4 when only the analysis failed."""
-        self.executable_opts = ["--gpu", str(self.gpu), *self.executable_opts]
+        quick = [] if self.mode == "full" else ["--sizes", ",".join(map(str, self.QUICK_SIZES)), "--time-limit-s", "20"]
+        opts = [o for o in self.executable_opts if o != "--quick"]
+        self.executable_opts = ["--gpu", str(self.gpu), *quick, *opts]
+        host_sizes = [int(n) for n in self.host_sizes if self.mode == "full" or n <= max(self.QUICK_SIZES)]
         q = shlex.quote
         offload = f"{q(sys.executable)} -m gpuaccept.probe.offload {q(self.result_file)}"
         tool, why = self.host_tool()
@@ -244,7 +251,7 @@ class GpuOffloadGemm(GpuBenchCheck):
             self.after_benchmark(f"{offload} --no-host {q(why)}")
             return
         env = " ".join(q(f"{k}={v}") for k, v in HOST_BLAS_ENV.items())
-        sizes = " ".join(str(int(n)) for n in self.host_sizes)
+        sizes = " ".join(map(str, host_sizes))
         host = (
             "_gpuaccept_cores=$(lscpu -p=CORE,SOCKET | grep -v '^#' | sort -u | wc -l); "
             "[ \"$_gpuaccept_cores\" -gt 0 ] || _gpuaccept_cores=$(nproc); _gpuaccept_host=(); "

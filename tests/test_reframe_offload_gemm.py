@@ -59,7 +59,7 @@ def stand_in(bindir, tool, calls, source, write=True, exit_code=0):
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def run_check(base, host: str = "ok"):
+def run_check(base, host: str = "ok", *extra: str):
     """``host``: ``ok`` (the recorded host documents), ``absent`` (no gpuaccept-cpugemm) or ``failing`` (it exits
     1 and writes nothing)."""
     bindir = base / "bin"
@@ -82,7 +82,7 @@ def run_check(base, host: str = "ok"):
     config.write_text(
         rfmconfig.text("localhost", "ci_offload_gemm", 1, extras, "nvcc", "tests/test_reframe_offload_gemm.py")
     )
-    proc = run_reframe(config, run_dir, "evaluation", "-n", "GpuOffloadGemm")
+    proc = run_reframe(config, run_dir, "evaluation", "-n", "GpuOffloadGemm", *extra)
     report = json.loads((run_dir / "reframe-report.json").read_text())
     (case,) = [c for r in report["runs"] for c in r["testcases"] if c["name"].startswith("GpuOffloadGemm")]
     # A passed test's files are kept in ReFrame's output directory, a failed one's in its stage directory.
@@ -142,3 +142,14 @@ def test_a_host_tool_that_writes_nothing_waives_the_crossovers_with_that_reason(
     assert not any("_crossover_" in name for name in values)
     why = "gpuaccept-cpugemm left no document at any size (cpugemm-n*.log)"
     assert doc["waived"]["bf16_crossover_n_pageable"] == why
+
+
+def test_quick_mode_sweeps_to_4096_on_both_sides_without_passing_quick(tmp_path):
+    proc, case, _doc, logged, values, _out = run_check(tmp_path, "ok", "-S", "mode=quick")
+    assert case["result"] == "pass", proc.stdout[-3000:] + proc.stderr[-3000:]
+    (xgemm,) = [c["args"] for c in logged if c["tool"] == "gpuaccept-xgemm"]
+    assert "--quick" not in xgemm and xgemm[:6] == ["--gpu", "0", "--sizes", "256,512,1024,2048,4096", "--time-limit-s",
+                                                    "20"]  # fmt: skip
+    host = [c["args"] for c in logged if c["tool"] == "gpuaccept-cpugemm"]
+    assert [a[a.index("--size") + 1] for a in host] == ["256", "512", "1024", "2048", "4096"]
+    assert values["sgemm_crossover_n_pinned"] == pytest.approx(327.0, abs=0.1)  # below 4096: as in the full sweep
