@@ -10,7 +10,7 @@ import reframe as rfm
 from reframe.core.builtins import fixture, run_after
 
 from gpuaccept.judge.checks import CHECKS, tags_for
-from gpuaccept.rfm import BenchBuild, BenchCheck
+from gpuaccept.rfm import HOST_BLAS_ENV, BenchBuild, BenchCheck
 
 
 class CpuBenchBuild(BenchBuild):
@@ -33,13 +33,7 @@ class CpuGemm(BenchCheck):
     tags = tags_for("cpu_gemm")
     time_limit = "20m"
     build = fixture(CpuBenchBuild, scope="environment")
-    env_vars = {
-        # Intel OpenMP (MKL wheels) and GNU OpenMP read different variables; OpenBLAS-pthread pins itself.
-        "KMP_AFFINITY": "granularity=fine,compact,1,0",
-        "OMP_PROC_BIND": "close",
-        "OMP_PLACES": "cores",
-        "LC_ALL": "C",
-    }
+    env_vars = dict(HOST_BLAS_ENV)
 
     @run_after("setup")
     def set_executable(self):

@@ -1,9 +1,9 @@
 """GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw), cuBLASLt GEMM (gpuaccept-gemm), NCCL collectives
-(gpuaccept-nccl), compute/transfer overlap (gpuaccept-overlap).
+(gpuaccept-nccl), compute/transfer overlap (gpuaccept-overlap), GEMM offload against the host (gpuaccept-xgemm).
 
 They run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
 compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md,
-docs/checks/nccl.md, docs/checks/overlap.md.
+docs/checks/nccl.md, docs/checks/overlap.md, docs/checks/offload-gemm.md.
 """
 
 import os
@@ -11,10 +11,11 @@ import shlex
 import sys
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
 from gpuaccept.judge.checks import CHECKS, tags_for
-from gpuaccept.rfm import BenchBuild, BenchCheck
+from gpuaccept.rfm import HOST_BLAS_ENV, BenchBuild, BenchCheck
 
 
 class GpuBenchBuild(BenchBuild):
@@ -55,6 +56,13 @@ class OverlapBuild(BenchBuild):
 
     make_targets = ["overlap"]
     binaries = ["gpuaccept-overlap"]
+
+
+class XgemmBuild(BenchBuild):
+    """Builds gpuaccept-xgemm with nvcc (prebuilt by the gpuaccept_bench role's ``gpu`` target)."""
+
+    make_targets = ["xgemm"]
+    binaries = ["gpuaccept-xgemm"]
 
 
 @rfm.simple_test
@@ -170,13 +178,88 @@ class GpuOverlap(GpuBenchCheck):
     def add_model(self):
         """After the benchmark, ``gpuaccept overlap-model`` adds the predictions and the model's metrics to its
         document; the job still exits with the benchmark's status (or 4 when only the model failed)."""
-        model = " ".join(
-            shlex.quote(a) for a in (sys.executable, "-m", "gpuaccept", "overlap-model", self.result_file)
+        self.after_benchmark(
+            " ".join(shlex.quote(a) for a in (sys.executable, "-m", "gpuaccept", "overlap-model", self.result_file))
         )
-        self.postrun_cmds = [
-            *self.postrun_cmds,
-            "_gpuaccept_rc=$?",
-            f"if [ -f {shlex.quote(self.result_file)} ]; then {model} || "
-            "{ [ $_gpuaccept_rc -eq 0 ] && _gpuaccept_rc=4; }; fi",
-            "exit $_gpuaccept_rc",
-        ]
+
+
+@rfm.simple_test
+class GpuOffloadGemm(GpuBenchCheck):
+    """Transfer-inclusive GEMM (seed 000): cuBLAS DGEMM, SGEMM, TF32 and BF16 over n = 256-16384 on one GPU, the
+    kernel alone and with the copies of A, B and C from pinned and from pageable memory, every result verified;
+    then the host's DGEMM and SGEMM (``gpuaccept-cpugemm`` from ``extras.bench_dir``, all physical cores) at
+    ``host_sizes`` and ``python -m gpuaccept.probe.offload``: the size from which the offload beats the host
+    (docs/checks/offload-gemm.md). Without the host tool the crossovers are waived with the reason and the rest
+    still reports.
+
+    Variables: ``gpu`` (the device), ``host_sizes``, ``host_window_s``. Quick mode (gpuaccept-xgemm has no
+    ``--quick``): the GPU at ``QUICK_SIZES`` within 20 s, the host up to the largest of them.
+    Metrics (informational: the host's and the link's): <precision>_pinned_over_kernel_ratio and
+    _pageable_over_kernel_ratio (at the largest n measured), <precision>_crossover_n_pinned and _pageable.
+    """
+
+    #: The GPU to measure (``--gpu``): one GPU stands for the node's, as in seed 000.
+    #:
+    #: :type: :class:`int`
+    gpu = variable(int, value=0)
+
+    #: Sizes n at which the host's GEMM is timed (one ``gpuaccept-cpugemm --size n`` each); the crossover is
+    #: sought over the sizes both sides measured. At 16384 one host DGEMM call takes seconds, and the tool makes
+    #: at least four per precision.
+    #:
+    #: :type: :class:`List[int]`
+    host_sizes = variable(typ.List[int], value=[256, 512, 1024, 2048, 4096, 8192])
+
+    #: Seconds of back-to-back host calls per size (``gpuaccept-cpugemm --window-s``).
+    #:
+    #: :type: :class:`float`
+    host_window_s = variable(float, value=0.5)
+
+    #: The GPU's sizes in quick mode; the host's stop at the largest.
+    QUICK_SIZES = (256, 512, 1024, 2048, 4096)
+
+    check_key = "offload_gemm"
+    binary = "gpuaccept-xgemm"
+    descr = CHECKS["offload_gemm"].title
+    tags = tags_for("offload_gemm")
+    time_limit = "30m"
+    build = fixture(XgemmBuild, scope="environment")
+
+    def host_tool(self) -> tuple[str | None, str]:
+        """(path of gpuaccept-cpugemm, "") when the prebuilt tools' directory holds it, else (None, why not)."""
+        bench_dir = str((self.current_partition.extras or {}).get("bench_dir") or "")
+        path = os.path.join(bench_dir, "gpuaccept-cpugemm")
+        if bench_dir and os.access(path, os.X_OK):
+            return path, ""
+        where = f"in {bench_dir}" if bench_dir else "prebuilt (the partition has no extras.bench_dir)"
+        return None, (f"no host GEMM tool: no gpuaccept-cpugemm {where}; the gpuaccept_bench role builds it where the "
+                      "node has a BLAS (Intel MKL or OpenBLAS)")  # fmt: skip
+
+    @run_before("run")
+    def add_host_and_crossover(self):
+        """After the benchmark: the host's GEMM at each of ``host_sizes`` (a size it fails at is left out, its log
+        kept), then the crossover analysis, which rewrites the document in place. The job still exits with the
+        benchmark's status, or 4 when only the analysis failed."""
+        quick = [] if self.mode == "full" else ["--sizes", ",".join(map(str, self.QUICK_SIZES)), "--time-limit-s", "20"]
+        opts = [o for o in self.executable_opts if o != "--quick"]
+        self.executable_opts = ["--gpu", str(self.gpu), *quick, *opts]
+        host_sizes = [int(n) for n in self.host_sizes if self.mode == "full" or n <= max(self.QUICK_SIZES)]
+        q = shlex.quote
+        offload = f"{q(sys.executable)} -m gpuaccept.probe.offload {q(self.result_file)}"
+        tool, why = self.host_tool()
+        if tool is None:
+            self.after_benchmark(f"{offload} --no-host {q(why)}")
+            return
+        env = " ".join(q(f"{k}={v}") for k, v in HOST_BLAS_ENV.items())
+        sizes = " ".join(map(str, host_sizes))
+        host = (
+            "_gpuaccept_cores=$(lscpu -p=CORE,SOCKET | grep -v '^#' | sort -u | wc -l); "
+            "[ \"$_gpuaccept_cores\" -gt 0 ] || _gpuaccept_cores=$(nproc); _gpuaccept_host=(); "
+            f"for n in {sizes}; do env {env} {q(tool)} --size $n --threads $_gpuaccept_cores "
+            f"--window-s {self.host_window_s:g} --output cpugemm-n$n.json > cpugemm-n$n.log 2>&1; "
+            "[ -s cpugemm-n$n.json ] && _gpuaccept_host+=(cpugemm-n$n.json); done; "
+            f"if [ ${{#_gpuaccept_host[@]}} -gt 0 ]; then {offload} --host \"${{_gpuaccept_host[@]}}\"; "
+            f"else {offload} --no-host {q('gpuaccept-cpugemm left no document at any size (cpugemm-n*.log)')}; fi"
+        )
+        self.after_benchmark(host)
+        self.keep_files = [*self.keep_files, "cpugemm-n*.log"]

@@ -210,3 +210,42 @@ def test_recorded_runs_give_again_the_crossovers_recorded_on_the_gpu_machine(gpu
         assert doc["metrics"][name]["value"] == pytest.approx(metric["value"]), name
     assert again["dgemm"]["pinned"]["status"] == "gpu_wins_everywhere"
     assert 0.5 < doc["metrics"]["dgemm_pinned_over_kernel_ratio"]["value"] < 0.7
+
+
+def test_without_a_host_tool_the_crossovers_are_waived_with_the_reason_and_the_ratios_stay(tmp_path):
+    x = tmp_path / "xgemm.json"
+    doc = xgemm_doc(case("dgemm", 256, 400.0, 50.0, 25.0), case("sgemm", 256, 800.0, 90.0, 40.0))
+    doc["metrics"]["dgemm_pinned_over_kernel_ratio"] = {"value": 0.125, "unit": "ratio"}
+    x.write_text(json.dumps(doc))
+    why = "no gpuaccept-cpugemm in /opt/bench"
+    res = subprocess.run([sys.executable, "-m", "gpuaccept.probe.offload", str(x), "--no-host", why],
+                         capture_output=True, text=True, check=False, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
+    assert res.returncode == 0, res.stderr
+    out = json.loads(x.read_text())
+    assert out["waived"] == {f"{p}_crossover_n_{m}": why for p in ("dgemm", "sgemm") for m in offload.MODES}
+    assert list(out["metrics"]) == ["dgemm_pinned_over_kernel_ratio"]
+    cx = out["results"]["crossover"]
+    assert cx["no_host"] == why and cx["host_source"] is None
+    dgemm = cx["per_precision"]["dgemm"]
+    assert dgemm["notes"] == [] and dgemm["rows"][0]["host_gflops"] is None
+    both = subprocess.run([sys.executable, "-m", "gpuaccept.probe.offload", str(x), "--no-host", why, "--host",
+                           str(x)], capture_output=True, text=True, check=False, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+@pytest.mark.parametrize(("gpu", "node_type"), [("h100-1", "h100_sxm5_80gb"), ("h200", "h200")])
+def test_recorded_metrics_are_in_the_table_owned_by_the_host_and_only_reported(gpu, node_type):
+    """The H100's and the H200's annotated documents agree with the metric table, and the shipped references of
+    their node types give every figure as informational (owner host): reported, never a verdict."""
+    from gpuaccept.judge import metric_table, references  # noqa: PLC0415 (the analysis itself needs neither)
+
+    doc = json.loads((FIXTURES / gpu / "xgemm-crossover.json").read_text())
+    assert metric_table.document_problems("offload_gemm", doc) == []
+    refs = references.load_node_type(ROOT / "reference_values", node_type).checks["offload_gemm"]
+    assert set(doc["metrics"]) | set(doc["waived"]) == set(refs)
+    for name, metric in doc["metrics"].items():
+        assert metric_table.owner("offload_gemm", name) == metric_table.HOST == refs[name].owner, name
+        assert not refs[name].judged and refs[name].unit == metric["unit"], name
+        assert refs[name].assess(metric["value"])[0] == "info", name

@@ -180,7 +180,7 @@ INTENSITY_ROW = re.compile(
 
 
 def overlap_section(page):
-    return page[page.index("<h2 id='overlap'>") : page.index("<h2 id='gemm'>")]
+    return page[page.index("<h2 id='overlap'>") : page.index("<h2 id='offload-gemm'>")]
 
 
 @pytest.fixture(scope="module")
@@ -280,3 +280,129 @@ def test_an_overlap_document_the_model_cannot_read_is_named(tmp_path):
     section = overlap_section(report.build([report.load_group(f"h200={tmp_path}")], "broken"))
     assert "cannot be modelled: results.per_gpu[gpu=0].copies.bidir.seconds" in section
     assert "<figure" not in section
+
+
+OFFLOAD = Path(__file__).resolve().parent / "fixtures" / "offload_gemm"
+OFFLOAD_PRECISIONS = ("dgemm", "sgemm", "tf32", "bf16")
+# The H100 bandwidth run of 2026-11-22 (another session than the xgemm run): its fitted PCIe model draws the line.
+H100_BW = H100_RUNS / "20261122T053025Z-evaluation/reframe/output/gpuaccept/node/builtin/GpuBandwidth_17e1f477"
+
+
+def offload_section(page):
+    return page[page.index("<h2 id='offload-gemm'>") : page.index("<h2 id='gemm'>")]
+
+
+def offload_folder(tmp_path, gpu, *names):
+    folder = tmp_path / gpu
+    folder.mkdir()
+    for name in names:
+        for src in sorted((OFFLOAD / gpu).glob(name)):
+            (folder / src.name).write_bytes(src.read_bytes())
+    return folder
+
+
+def table_rows(section, cls):
+    table = section[section.index(f'<table class="{cls}">') :]
+    table = table[: table.index("</table>")]
+    return [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", table)[1:]]
+
+
+@pytest.fixture(scope="module")
+def offload_page(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("offload-report")
+    h100 = offload_folder(tmp, "h100-1", "xgemm-crossover.json")
+    (h100 / "bandwidth.json").write_bytes((H100_BW / "bandwidth.json").read_bytes())
+    h200 = offload_folder(tmp, "h200", "xgemm-crossover.json")
+    groups = [report.load_group(f"h100={h100}"), report.load_group(f"h200={h200}")]
+    return report.build(groups, "offload", generated="2026-11-26")
+
+
+def test_offload_section_gives_the_crossovers_and_ratios_recorded(offload_page):
+    section = offload_section(offload_page)
+    assert re.findall(r"<h3 id='offload-gemm-([^']+)'>", section) == ["h100", "h200"]
+    for label, gpu in (("h100", "h100-1"), ("h200", "h200")):
+        part = section[section.index(f"<h3 id='offload-gemm-{label}'>") :]
+        recorded = json.loads((OFFLOAD / gpu / "xgemm-crossover.json").read_text())
+        per = recorded["results"]["crossover"]["per_precision"]
+        rows = table_rows(part, "offload-crossover")
+        assert [r[1:3] for r in rows] == [[p, per[p]["host_precision"]] for p in OFFLOAD_PRECISIONS]
+        assert [r[3:5] for r in rows] == [[per[p]["pinned"]["text"], per[p]["pageable"]["text"]]
+                                          for p in OFFLOAD_PRECISIONS]  # fmt: skip
+        ratios = [[float(x) for x in r[6:]] for r in rows]
+        metrics = recorded["metrics"]
+        assert ratios == [pytest.approx([metrics[f"{p}_pinned_over_kernel_ratio"]["value"],
+                                         metrics[f"{p}_pageable_over_kernel_ratio"]["value"]], rel=5e-4)
+                          for p in OFFLOAD_PRECISIONS]  # fmt: skip
+    h100 = section[: section.index("<h3 id='offload-gemm-h200'>")]
+    assert "n = 583 (between 512 and 1024" in h100  # DGEMM from pageable memory, the H100's first run
+    # per size: the fastest way from host memory; the host only at 256 for SGEMM, TF32 and BF16 on the H100
+    sizes = table_rows(h100, "offload-sizes")
+    assert len(sizes) == 28
+    best = {(r[0], r[1]): r[8] for r in sizes}
+    assert best[("sgemm", "256")] == "host" and best[("dgemm", "256")] == "GPU, pinned"
+    assert best[("dgemm", "16384")] == "- (no host timing)"
+    assert {b for (p, n), b in best.items() if n not in ("256", "16384")} == {"GPU, pinned"}
+
+
+def test_offload_model_line_comes_from_the_fitted_pcie_model(offload_page):
+    plots = figures(offload_page)
+    assert {"offload:h100", "offload:h200"} <= set(plots)
+    svg = plots["offload:h100"]
+    for prec in OFFLOAD_PRECISIONS:
+        for series in ("host", "kernel", "pinned", "pageable"):
+            assert svg.count(f'id="offload-h100-{prec}-{series}"') == 1, (prec, series)
+        points = svg[svg.index(f'id="offload-h100-{prec}-kernel"') :]
+        points = points[: points.index(f'id="offload-h100-{prec}-pinned"')]
+        assert points.count("<use ") == 7, prec  # n = 256 .. 16384
+        model = svg[svg.index(f'id="offload-h100-{prec}-model"') :]
+        assert re.search(r' d="([^"]+)"', model).group(1).count("L") == 6, prec
+    assert 'id="offload-h100-dgemm-crossover-pageable"' in svg and 'id="offload-h100-dgemm-crossover-pinned"' not in svg
+    assert "PCIe model fitted by gpuaccept-bw (2026-11-22T05:31:47Z)" in svg
+    # The model's error, worked by hand for DGEMM at n=16384 from the two documents: the H2D of A and B back to back,
+    # (L+o) + 2 n^2 8 G + g, the kernel measured, the D2H of C, (L+o) + n^2 8 G.
+    bw = {m["direction"]: m for m in json.loads((H100_BW / "bandwidth.json").read_text())["results"]["model"]
+          if m["gpu"] == 0}  # fmt: skip
+    case = next(c for c in json.loads((OFFLOAD / "h100-1" / "xgemm.json").read_text())["results"]["cases"]
+                if c["precision"] == "dgemm" and c["n"] == 16384)  # fmt: skip
+    n2 = 16384 * 16384 * 8
+    predicted = (bw["h2d"]["lo_us"] * 1e-6 + 2 * n2 * bw["h2d"]["G_s_per_byte"] + bw["h2d"]["g_us"] * 1e-6
+                 + case["kernel"]["seconds"] + bw["d2h"]["lo_us"] * 1e-6 + n2 * bw["d2h"]["G_s_per_byte"])  # fmt: skip
+    measured = 2 * 16384**3 / (case["pinned"]["gflops"] * 1e9)
+    row = next(r for r in table_rows(offload_section(offload_page), "offload-sizes") if r[:2] == ["dgemm", "16384"])
+    assert row[9] == f"{(predicted - measured) / measured:+.1%}" == "+3.3%"
+
+
+def test_offload_without_a_fitted_model_draws_no_line_and_says_so(offload_page):
+    section = offload_section(offload_page)
+    h200 = section[section.index("<h3 id='offload-gemm-h200'>") :]
+    assert "no fitted PCIe model among this column&#x27;s documents (no gpuaccept-bw run): no model line" in h200
+    assert "<th>pinned model error</th>" not in h200
+    svg = figures(offload_page)["offload:h200"]
+    assert "-model" not in svg and 'id="offload-h200-bf16-pinned"' in svg
+
+
+def test_offload_raw_document_is_analysed_against_the_columns_host_documents(offload_page, tmp_path):
+    raw = offload_folder(tmp_path, "h100-1", "xgemm.json", "cpugemm-n*.json")
+    section = offload_section(report.build([report.load_group(f"h100={raw}")], "raw"))
+    recorded = table_rows(offload_section(offload_page), "offload-crossover")[:4]
+    assert table_rows(section, "offload-crossover") == recorded
+    # without the host's documents: no crossover, said once, and the ratios still shown
+    (tmp_path / "alone").mkdir()
+    alone = offload_folder(tmp_path / "alone", "h100-1", "xgemm.json")
+    section = offload_section(report.build([report.load_group(f"h100={alone}")], "alone"))
+    why = "no host GEMM timings among this column&#x27;s documents (gpuaccept-cpugemm)"
+    assert f"No crossover: {why}." in section
+    rows = table_rows(section, "offload-crossover")
+    assert [r[3:5] for r in rows] == [[why, why]] * 4 and [r[6:] for r in rows] == [r[6:] for r in recorded]
+    assert 'id="offload-h100-dgemm-host"' not in figures(section)["offload:h100"]
+
+
+def test_a_run_without_xgemm_has_no_offload_subsection(page, tmp_path):
+    section = offload_section(page)
+    assert "<h3" not in section and "<figure" not in section
+    assert "No gpuaccept-xgemm documents among the inputs" in section
+    doc = json.loads((OFFLOAD / "h200" / "xgemm.json").read_text())
+    del doc["results"]["cases"][3]["pinned"]
+    (tmp_path / "xgemm.json").write_text(json.dumps(doc))
+    section = offload_section(report.build([report.load_group(f"h200={tmp_path}")], "broken"))
+    assert "cannot be read: " in section and "lacks pinned.gflops" in section and "<figure" not in section

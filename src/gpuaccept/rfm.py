@@ -26,7 +26,16 @@ from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.references import NodeType, ReferenceError, load_node_type
 from gpuaccept.layout import POWER_FILE
 
-__all__ = ["BenchBuild", "BenchCheck", "performance_function"]
+__all__ = ["HOST_BLAS_ENV", "BenchBuild", "BenchCheck", "performance_function"]
+
+#: The environment of a host BLAS run (gpuaccept-cpugemm), threads pinned to cores: Intel OpenMP (MKL wheels) and
+#: GNU OpenMP read different variables; OpenBLAS-pthread pins itself.
+HOST_BLAS_ENV = {
+    "KMP_AFFINITY": "granularity=fine,compact,1,0",
+    "OMP_PROC_BIND": "close",
+    "OMP_PLACES": "cores",
+    "LC_ALL": "C",
+}
 
 
 def _extras(test: rfm.RegressionTest) -> dict:
@@ -218,11 +227,15 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
         args = [sys.executable, "-m", "gpuaccept", "peaks", self.result_file, "--reference-dir", refdir]
         if self.sample_power:
             args += ["--power", self.power_file]
-        peaks = " ".join(shlex.quote(a) for a in args)
+        self.after_benchmark(" ".join(shlex.quote(a) for a in args))
+
+    def after_benchmark(self, command: str) -> None:
+        """Appends ``command`` (shell) to the job, run after the benchmark when its document exists; the job still
+        exits with the benchmark's status, or 4 when only ``command`` failed (its last command's status)."""
         self.postrun_cmds = [
             *self.postrun_cmds,
             "_gpuaccept_rc=$?",
-            f"if [ -f {shlex.quote(self.result_file)} ]; then {peaks} || "
+            f"if [ -f {shlex.quote(self.result_file)} ]; then {command} || "
             "{ [ $_gpuaccept_rc -eq 0 ] && _gpuaccept_rc=4; }; fi",
             "exit $_gpuaccept_rc",
         ]

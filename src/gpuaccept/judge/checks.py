@@ -121,6 +121,18 @@ CHECKS: dict[str, Check] = {
             "overlap.json",
             optional=True,
         ),
+        # Seed 000's transfer-inclusive GEMM and its crossover against the host's BLAS (issue 27 item 1,
+        # docs/checks/offload-gemm.md): evaluation only and optional, like overlap (its figures are the host's and the
+        # link's: reported, not judged).
+        Check(
+            "offload_gemm",
+            "GEMM offload: cuBLAS DGEMM/SGEMM/TF32/BF16 kernel-only and with the copies from pinned and pageable "
+            "memory, and the size from which it beats the host's BLAS (gpuaccept-xgemm, gpuaccept-cpugemm)",
+            ("evaluation",),
+            True,
+            "offload_gemm.json",
+            optional=True,
+        ),
         # Application checks (docs/checks/md.md): vendor evaluation only, so that commissioning does not need
         # OpenMM and a licensed NAMD on every node. NAMD is the operator's (its licence forbids carrying it), so its
         # checks are optional like xhpl: expected of a node type only once the site measured it (gpuaccept baseline).

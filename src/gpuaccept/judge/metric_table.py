@@ -164,6 +164,14 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("model_rel_error_max", "ratio", GPU),  # seed 002's predictions against the measured times
         ("model_rank_tau_min", "ratio", GPU),  # Kendall's tau of the predicted against the measured order
     ),
+    # Transfer-inclusive GEMM on one GPU (gpuaccept-xgemm, seed 000; docs/checks/offload-gemm.md): the whole offload
+    # over the kernel alone at the largest n, and the n from which it beats the host's BLAS (gpuaccept.probe.offload).
+    "offload_gemm": (
+        ("*_pinned_over_kernel_ratio", "ratio", GPU),
+        ("*_pageable_over_kernel_ratio", "ratio", GPU),
+        ("*_crossover_n_pinned", "n", GPU),
+        ("*_crossover_n_pageable", "n", GPU),
+    ),
     # NCCL collectives over every GPU of the node (nccl-tests' bus bandwidth, the best message size).
     "nccl": (
         ("*_busbw_gbps_*", "GB/s", NODE),
@@ -204,6 +212,9 @@ _OWNER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
     # How copies overlap and how well the PCIe model predicts them are the host's and the link's (host memory, the
     # IOMMU, the driver, the VM), not the GPU model's.
     "overlap": (("*", HOST),),
+    # Copies from host memory inside a transfer-inclusive rate (as gemm's *_xfer_tflops_min), and the host's BLAS
+    # on the other side of the crossover.
+    "offload_gemm": (("*", HOST),),
     "power": (("host_power_load_w", HOST),),
     **{check: (("cpu_ns_per_day", HOST), ("speedup_vs_cpu", HOST)) for check in ("md_apoa1", "md_apoa1_x12")},
     **{check: (("cpu_*", HOST), ("speedup_vs_cpu", HOST)) for check in ("namd_apoa1", "namd_stmv")},

@@ -35,6 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gpuaccept.probe.overlap import Link
+
 #: The host GEMM each GPU precision is compared with.
 HOST_PRECISION = {"dgemm": "dgemm", "sgemm": "sgemm", "tf32": "sgemm", "bf16": "sgemm"}
 #: The offload modes of a gpuaccept-xgemm case that a crossover is computed for.
@@ -56,6 +58,13 @@ class HostRate:
 
 def flops(n: int) -> float:
     return 2.0 * float(n) ** 3
+
+
+def predicted_offload_s(kernel_s: float, h2d_bytes: float, d2h_bytes: float, h2d: Link, d2h: Link) -> float:
+    """One offload as gpuaccept-xgemm times it, by seed 002's PCIe model (gpuaccept.probe.overlap): H2D of A and of
+    B back to back (``(L + o) + k G + g``), the kernel alone, then D2H of C (``(L + o) + k G``), in stream order,
+    nothing overlapped. ``h2d``/``d2h``: the links of pinned copies (the bandwidth check's fit)."""
+    return h2d.time(h2d_bytes, transfers=2) + kernel_s + d2h.time(d2h_bytes)
 
 
 def host_rates(docs: Iterable[tuple[str, dict[str, Any]]]) -> dict[tuple[str, int], HostRate]:
@@ -133,10 +142,11 @@ def _gflops(case: dict[str, Any], mode: str, name: str) -> float:
     return float(v) if isinstance(v, (int, float)) else math.nan
 
 
-def analyse(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], name: str = "xgemm document"
-            ) -> dict[str, Any]:
+def analyse(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], name: str = "xgemm document",
+            no_host: str = "") -> dict[str, Any]:
     """Per GPU precision of the document: the table rows (kernel, pinned and pageable GFLOP/s, their ratios, the
-    host's GFLOP/s and who wins) and the crossover per offload mode."""
+    host's GFLOP/s and who wins) and the crossover per offload mode. ``no_host``: why the host was not timed at
+    all (no host GEMM tool on the node); each crossover is then ``no_host_data`` with that reason."""
     cases = _cases(doc, name)
     precisions = list(dict.fromkeys(str(c.get("precision")) for c in cases))
     out: dict[str, Any] = {}
@@ -174,13 +184,15 @@ def analyse(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], name: st
                     points[m].append((n, g, hr.gflops))
                 else:
                     row[f"{m}_winner"] = None
-            if hr is None:
+            if hr is None and not no_host:
                 notes.append(f"n={n}: the host documents have no verified {hprec} timing at this size")
             rows.append(row)
         have_host = any(h.precision == hprec for h in host.values())
         result: dict[str, Any] = {"host_precision": hprec, "rows": rows, "notes": notes}
         for m in MODES:
-            if not have_host:
+            if no_host:
+                result[m] = {"status": "no_host_data", "n": None, "between": None, "text": no_host}
+            elif not have_host:
                 result[m] = {"status": "no_host_data", "n": None, "between": None,
                              "text": f"the host documents have no verified {hprec} timing (needed for {prec})"}
             else:
@@ -190,12 +202,14 @@ def analyse(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], name: st
 
 
 def annotate(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], source: str = "",
-             name: str = "xgemm document") -> dict[str, Any]:
+             name: str = "xgemm document", no_host: str = "") -> dict[str, Any]:
     """The xgemm document with ``results.crossover`` and the informational metrics
-    ``<precision>_crossover_n_<mode>`` added (waived, with the reason, where there is no crossover)."""
-    analysis = analyse(doc, host, name)
+    ``<precision>_crossover_n_<mode>`` added (waived, with the reason, where there is no crossover; with
+    ``no_host``, the reason the host was not timed, every crossover waived with it)."""
+    analysis = analyse(doc, host, name, no_host)
     doc.setdefault("results", {})["crossover"] = {
-        "host_source": source or "host timings",
+        "host_source": None if no_host else source or "host timings",
+        "no_host": no_host or None,
         "host_precision": HOST_PRECISION,
         "method": "smallest n from which GPU (transfers included) GFLOP/s > host GFLOP/s at every larger size of the "
         "sweep; ln(gpu/host) interpolated linearly in ln n between the two sweep sizes around the sign change",
@@ -275,20 +289,24 @@ def _write_atomic(path: str, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m gpuaccept.probe.offload XGEMM.json --host CPUGEMM.json [CPUGEMM.json ...] [--output OUT]``:
-    prints the table and the crossovers, and writes the document with ``results.crossover`` and the crossover
-    metrics to OUT (default: XGEMM.json itself, rewritten atomically). Exit status 1 where an input is wrong or
-    the xgemm document has no case (a run without a GPU). The standard library alone."""
+    """``python -m gpuaccept.probe.offload XGEMM.json (--host CPUGEMM.json [CPUGEMM.json ...] | --no-host REASON)
+    [--output OUT]``: prints the table and the crossovers, and writes the document with ``results.crossover`` and
+    the crossover metrics to OUT (default: XGEMM.json itself, rewritten atomically). ``--no-host``: the node has
+    no host GEMM tool; the crossovers are waived with REASON and the rest is still written. Exit status 1 where
+    an input is wrong or the xgemm document has no case (a run without a GPU). The standard library alone."""
     ap = argparse.ArgumentParser(prog="python -m gpuaccept.probe.offload", description=main.__doc__)
     ap.add_argument("document", help="a gpuaccept-xgemm JSON document")
-    ap.add_argument("--host", nargs="+", required=True,
-                    help="gpuaccept-cpugemm JSON documents of the same node (e.g. one per --size)")
+    host_args = ap.add_mutually_exclusive_group(required=True)
+    host_args.add_argument("--host", nargs="+",
+                           help="gpuaccept-cpugemm JSON documents of the same node (e.g. one per --size)")
+    host_args.add_argument("--no-host", metavar="REASON",
+                           help="why the host was not timed: every crossover is waived with this reason")
     ap.add_argument("--output", help="where to write the annotated document (default: the xgemm document itself)")
     args = ap.parse_args(argv)
     try:
         doc = _load(args.document)
-        host = host_rates((p, _load(p)) for p in args.host)
-        annotate(doc, host, ", ".join(args.host), args.document)
+        host = host_rates((p, _load(p)) for p in args.host or ())
+        annotate(doc, host, ", ".join(args.host or ()), args.document, args.no_host or "")
         _write_atomic(args.output or args.document, json.dumps(doc, indent=1) + "\n")
     except (OSError, OffloadError) as err:
         print(f"{ap.prog}: {err}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """One self-contained HTML evaluation report from run directories: inventory, verdicts, the bandwidth sweep,
-the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and host GEMM
-scaling, other checks (HPL, NAMD...), power and energy, and two or more node types side by side with ratios to a
-chosen baseline.
+the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM offload against the
+host's BLAS, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and energy, and two or more node types
+side by side with ratios to a chosen baseline.
 
 Inputs are groups of runs: ``[LABEL=]PATH``, where PATH is a run directory (results/<node>/<run>), a results
 tree holding many, or a folder of benchmark documents. Every ``gpuaccept.bench/1`` document under PATH is read
@@ -24,13 +24,14 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpuaccept import __version__, atomic
 from gpuaccept.layout import BENCH_SCHEMA
-from gpuaccept.probe import overlap
+from gpuaccept.probe import offload, overlap
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -162,6 +163,18 @@ def _svg(fig: Any, plot_id: str, caption: str) -> str:
     )
 
 
+def _log_axes(ax: Any, xlabel: str, ylabel: str = "", title: str = "") -> None:
+    """Log-log axes (x in powers of 2) with their labels, title and major grid."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+
+
 def _colors(n: int) -> list[str]:
     base = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
     return [base[i % len(base)] for i in range(n)]
@@ -178,11 +191,7 @@ def plot_sweep(group: Group, doc: dict[str, Any]) -> str:
         ax_t.plot(x, [p["gb_per_s"] for p in pts], ".-", ms=2.5, lw=1, color=color, label=s["case"])
         ax_l.plot(x, [p["seconds"] * 1e6 for p in pts], ".-", ms=2.5, lw=1, color=color, label=s["case"])
     for ax, ylabel in ((ax_t, "throughput (GB/s)"), (ax_l, "time per transfer (us)")):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("transfer size (bytes)")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, which="major", alpha=0.3)
+        _log_axes(ax, "transfer size (bytes)", ylabel)
     ax_t.legend(fontsize=7, loc="upper left")
     ax_t.set_title(f"{group.label}: throughput")
     ax_l.set_title(f"{group.label}: latency")
@@ -212,11 +221,7 @@ def plot_sweep_compare(groups: list[Group]) -> str | None:
         _pyplot().close(fig)
         return None
     for ax, case in zip(axes, cases, strict=True):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(case)
-        ax.set_xlabel("transfer size (bytes)")
-        ax.grid(True, alpha=0.3)
+        _log_axes(ax, "transfer size (bytes)", title=case)
     axes[0].set_ylabel("throughput (GB/s)")
     axes[0].legend(fontsize=7)
     return _svg(fig, "sweep:compare", "Throughput against size, every node type (GPU 0, newest run)")
@@ -313,12 +318,7 @@ def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
             color="#d62728",
             label=f"L+o {m['lo_fit_us']:.2f} us + k/{m['asymptotic_gb_per_s']:.1f} GB/s",
         )
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("transfer size k (bytes)")
-        ax.set_ylabel("time (us)")
-        ax.set_title(f"{group.label}: {m['direction']} model fit")
-        ax.grid(True, alpha=0.3)
+        _log_axes(ax, "transfer size k (bytes)", "time (us)", f"{group.label}: {m['direction']} model fit")
         ax.legend(fontsize=7)
     return _svg(
         fig,
@@ -360,12 +360,8 @@ def plot_overlap(group: Group, doc: dict[str, Any], gpu: dict[str, Any], links_f
                 gid=f"{gid}-measured-{method}")  # fmt: skip
         ax.plot(x, [p[1]["predicted_s"] * 1e3 for p in pts], "-", lw=1, color=color,
                 gid=f"{gid}-predicted-{method}")  # fmt: skip
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (flop/byte)")
-    ax.set_ylabel("time, host to host (ms)")
-    ax.set_title(f"{group.label}: GPU {gpu['gpu']}, {gpu['copy_engines']} copy engines")
-    ax.grid(True, which="major", alpha=0.3)
+    _log_axes(ax, "arithmetic intensity (flop/byte)", "time, host to host (ms)",
+              f"{group.label}: GPU {gpu['gpu']}, {gpu['copy_engines']} copy engines")  # fmt: skip
     ax.legend(fontsize=7, ncols=2, title="points: measured; lines: model", title_fontsize=7)
     nbytes = next((g.get("bytes") for g in doc["results"].get("per_gpu") or [] if g.get("gpu") == gpu["gpu"]), None)
     size = f"{nbytes / 2**20:.0f} MiB each way, " if isinstance(nbytes, (int, float)) else ""
@@ -411,31 +407,44 @@ def overlap_tables(group: Group, gpu: dict[str, Any]) -> str:
     return _table(head, out, "overlap") + duplex
 
 
-def overlap_section(groups: list[Group]) -> str:
-    """Per column with a gpuaccept-overlap document (the newest): per GPU the plot, the per-intensity table and
-    the full-duplex figure. Columns without one have no subsection."""
+def _per_column(groups: list[Group], tool: str, check: str, anchor: str, note: str,
+                body: Callable[[Group, dict[str, Any]], list[str]]) -> str:  # fmt: skip
+    """A section with one subsection per column that has a ``tool`` document: its newest, rendered by ``body``
+    (HTML parts), under the column's heading (id ``<anchor>-<label>``), after ``note``. Columns without one have
+    no subsection; where none has one, a line names the check that makes them."""
     parts = []
     for g in groups:
-        doc = g.newest("gpuaccept-overlap")
-        if not doc:
-            continue
-        parts.append(f"<h3 id='overlap-{html.escape(g.label)}'>{html.escape(g.label)}</h3>")
-        try:
-            model = overlap_model(doc)
-        except overlap.OverlapError as err:
-            parts.append(
-                f"<p class='fail'>The gpuaccept-overlap document of {html.escape(str(doc.get('started_utc')))} "
-                f"cannot be modelled: {html.escape(str(err))}</p>"
-            )
-            continue
-        for gpu in model["per_gpu"]:
-            parts.append(plot_overlap(g, doc, gpu, str(model.get("links_from", ""))))
-            parts.append(overlap_tables(g, gpu))
+        doc = g.newest(tool)
+        if doc:
+            parts.append(f"<h3 id='{anchor}-{html.escape(g.label)}'>{html.escape(g.label)}</h3>")
+            parts.extend(body(g, doc))
     if not parts:
-        return (
-            "<p>No gpuaccept-overlap documents among the inputs (the evaluation suite's <code>overlap</code> "
-            "check).</p>"
-        )
+        return f"<p>No {tool} documents among the inputs (the evaluation suite's <code>{check}</code> check).</p>"
+    return note + "\n".join(parts)
+
+
+def _unreadable(doc: dict[str, Any], what: str, err: Exception) -> str:
+    return (
+        f"<p class='fail'>The {html.escape(str(doc.get('tool')))} document of "
+        f"{html.escape(str(doc.get('started_utc')))} {what}: {html.escape(str(err))}</p>"
+    )
+
+
+def overlap_column(group: Group, doc: dict[str, Any]) -> list[str]:
+    """Per GPU the plot, the per-intensity table and the full-duplex figure."""
+    try:
+        model = overlap_model(doc)
+    except overlap.OverlapError as err:
+        return [_unreadable(doc, "cannot be modelled", err)]
+    parts = []
+    for gpu in model["per_gpu"]:
+        parts.append(plot_overlap(group, doc, gpu, str(model.get("links_from", ""))))
+        parts.append(overlap_tables(group, gpu))
+    return parts
+
+
+def overlap_section(groups: list[Group]) -> str:
+    """Per column with a gpuaccept-overlap document (the newest): :func:`overlap_column`."""
     note = (
         "<p class='note'>Errors are (predicted - measured) / measured: negative where the method ran slower than "
         f"the model says. Measured times within {overlap.TIE_REL:.0%} of each other count as ties for Kendall's "
@@ -444,7 +453,188 @@ def overlap_section(groups: list[Group]) -> str:
         f"H2D and D2H count as full duplex from {overlap.FULL_DUPLEX_MIN} of the one-way time overlapped "
         "(docs/checks/overlap.md).</p>"
     )
-    return note + "\n".join(parts)
+    return _per_column(groups, "gpuaccept-overlap", "overlap", "overlap", note, overlap_column)
+
+
+def offload_analysis(group: Group, doc: dict[str, Any]) -> dict[str, Any]:
+    """``results.crossover`` of a gpuaccept-xgemm document (gpuaccept.probe.offload); a document that lacks it (the
+    tool's raw output) is analysed here, on a copy, against the group's gpuaccept-cpugemm documents, or with no
+    host at all where the group has none. Raises offload.OffloadError, naming the key, when it cannot be read."""
+    done = (doc.get("results") or {}).get("crossover")
+    if isinstance(done, dict) and isinstance(done.get("per_precision"), dict):
+        return done
+    hosts = group.by_tool("gpuaccept-cpugemm")
+    names = [f"gpuaccept-cpugemm of {h.get('started_utc')}" for h in hosts]
+    why = "" if hosts else "no host GEMM timings among this column's documents (gpuaccept-cpugemm)"
+    rates = offload.host_rates(zip(names, hosts, strict=True))
+    return offload.annotate(copy.deepcopy(doc), rates, ", ".join(names), no_host=why)["results"]["crossover"]
+
+
+def offload_links(group: Group, doc: dict[str, Any]) -> tuple[tuple[overlap.Link, overlap.Link] | None, str]:
+    """The pinned-copy links (L + o, G, g per direction) of the xgemm run's GPU from the column's newest
+    gpuaccept-bw document (its fitted PCIe model, as the overlap model reads it), and where they came from; (None,
+    why) where there is none."""
+    gpu = (doc.get("parameters") or {}).get("gpu", 0)
+    bw = group.newest("gpuaccept-bw")
+    if bw is None:
+        return None, "no fitted PCIe model among this column's documents (no gpuaccept-bw run): no model line"
+    try:
+        return overlap.links_from_bandwidth(bw, gpu), f"the PCIe model fitted by gpuaccept-bw ({bw.get('started_utc')})"
+    except overlap.OverlapError as err:
+        return None, f"no fitted PCIe model for GPU {gpu} ({err}): no model line"
+
+
+def _offload_cases(doc: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(str(c.get("precision")), int(c["n"])): c for c in (doc.get("results") or {}).get("cases") or []}
+
+
+def _seconds(n: int, gflops: Any) -> float | None:
+    ok = isinstance(gflops, (int, float)) and math.isfinite(gflops) and gflops > 0
+    return offload.flops(n) / (gflops * 1e9) if ok else None
+
+
+def offload_model_s(case: dict[str, Any], links: tuple[overlap.Link, overlap.Link]) -> float | None:
+    """The pinned offload's time predicted from the measured kernel time and the fitted links."""
+    kernel_s = (case.get("kernel") or {}).get("seconds")
+    if not isinstance(kernel_s, (int, float)) or not all(isinstance(case.get(k), (int, float))
+                                                         for k in ("h2d_bytes", "d2h_bytes")):  # fmt: skip
+        return None
+    return offload.predicted_offload_s(kernel_s, case["h2d_bytes"], case["d2h_bytes"], *links)
+
+
+OFFLOAD_SERIES = (  # (key of the analysis row, label, marker, colour)
+    ("host_gflops", "host", "s", "#7f7f7f"),
+    ("kernel_gflops", "GPU kernel alone", "o", "#1f77b4"),
+    ("pinned_gflops", "GPU with copies, pinned", "o", "#2ca02c"),
+    ("pageable_gflops", "GPU with copies, pageable", "o", "#d62728"),
+)
+
+
+def plot_offload_gemm(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
+                      links: tuple[overlap.Link, overlap.Link] | None, links_note: str) -> str:  # fmt: skip
+    """Time against n (log-log), one panel per precision: the host's, the kernel's and both offloads' measured
+    points, the pinned offload predicted from the PCIe model (a line), and the crossovers (dotted)."""
+    plt = _pyplot()
+    per = analysis["per_precision"]
+    cases = _offload_cases(doc)
+    gid = f"offload-{group.label}"
+    cols = min(2, len(per))
+    rows_n = math.ceil(len(per) / cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(5.2 * cols, 3.6 * rows_n), squeeze=False)
+    for ax in axes.flat[len(per) :]:
+        ax.set_visible(False)
+    for ax, (prec, res) in zip(axes.flat, per.items(), strict=False):
+        rows = sorted(res["rows"], key=lambda r: r["n"])
+        for key, name, marker, color in OFFLOAD_SERIES:
+            pts = [(r["n"], _seconds(r["n"], r[key])) for r in rows]
+            pts = [(n, t * 1e3) for n, t in pts if t is not None]
+            label = f"{name} {res['host_precision']}" if key == "host_gflops" else name
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker, ms=4, color=color, label=label,
+                        gid=f"{gid}-{prec}-{key.removesuffix('_gflops')}")  # fmt: skip
+        if links is not None:
+            model = [(r["n"], offload_model_s(cases.get((prec, r["n"]), {}), links)) for r in rows]
+            model = [(n, t * 1e3) for n, t in model if t is not None]
+            if model:
+                ax.plot(*zip(*model, strict=True), "-", lw=1.2, color="#2ca02c", label="pinned, model",
+                        gid=f"{gid}-{prec}-model")  # fmt: skip
+        for mode, style in (("pinned", ":"), ("pageable", "--")):
+            cx = res[mode]
+            if cx["status"] == "crossover":
+                ax.axvline(cx["n"], ls=style, lw=0.8, color="#555", label=f"crossover, {mode}",
+                           gid=f"{gid}-{prec}-crossover-{mode}")  # fmt: skip
+        _log_axes(ax, "n (square matrices)", "time per GEMM (ms)", f"{prec} (host: {res['host_precision']})")
+    legend: dict[str, Any] = {}  # every panel's series once (the crossovers are not in every panel)
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    title = f"points: measured{'; line: model' if links else ''}; vertical: where the GPU starts to win"
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncols=4, fontsize=7, title=title, title_fontsize=7)
+    return _svg(
+        fig,
+        f"offload:{group.label}",
+        f"{group.label}: GEMM offload on GPU {(doc.get('parameters') or {}).get('gpu', 0)} ({doc.get('started_utc')})"
+        ": time per GEMM against n, the host's BLAS, the kernel on resident data, and the whole offload (H2D of A and "
+        "B, GEMM, D2H of C) from pinned and from pageable memory; "
+        + (f"the line: the pinned offload predicted as the measured kernel plus the copies by {links_note}; "
+           if links else f"{links_note}; ")
+        + "dotted and dashed: the pinned and pageable crossovers",
+    )
+
+
+def _winner(row: dict[str, Any]) -> str:
+    """The fastest way to a result from host memory at this size: the host, or the GPU with either kind of copy."""
+    options = {"host": row.get("host_gflops"), "GPU, pinned": row.get("pinned_gflops"),
+               "GPU, pageable": row.get("pageable_gflops")}  # fmt: skip
+    measured = {k: v for k, v in options.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+    if "host" not in measured:
+        return "- (no host timing)"
+    return max(measured, key=lambda k: measured[k])
+
+
+def offload_tables(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
+                   links: tuple[overlap.Link, overlap.Link] | None) -> str:  # fmt: skip
+    """Per precision the crossovers and the ratios at the largest n; then per size the rates, the fastest way from
+    host memory and (with a PCIe model) the pinned offload's model error."""
+    per = analysis["per_precision"]
+    cases = _offload_cases(doc)
+    summary = []
+    for prec, res in per.items():
+        largest = max(res["rows"], key=lambda r: r["n"], default=None) or {}
+        summary.append([group.label, prec, res["host_precision"], res["pinned"]["text"], res["pageable"]["text"],
+                        largest.get("n"), largest.get("pinned_over_kernel"), largest.get("pageable_over_kernel")])
+    head = ["group", "GPU GEMM", "host GEMM", "GPU with pinned copies beats the host from",
+            "with pageable copies from", "largest n", "pinned / kernel", "pageable / kernel"]  # fmt: skip
+    out = _table(head, summary, "offload-crossover")
+    head = ["GPU GEMM", "n", "kernel (TFLOP/s)", "pinned", "pageable", "host", "pinned / kernel",
+            "pageable / kernel", "fastest from host memory"]  # fmt: skip
+    if links is not None:
+        head.append("pinned model error")
+    rows = []
+    for prec, res in per.items():
+        for r in sorted(res["rows"], key=lambda r: r["n"]):
+            rates = [r[k] / 1e3 if isinstance(r[k], (int, float)) else None
+                     for k in ("kernel_gflops", "pinned_gflops", "pageable_gflops", "host_gflops")]  # fmt: skip
+            row = [prec, r["n"], *rates, r["pinned_over_kernel"], r["pageable_over_kernel"], _winner(r)]
+            if links is not None:
+                measured = _seconds(r["n"], r["pinned_gflops"])
+                predicted = offload_model_s(cases.get((prec, r["n"]), {}), links)
+                row.append(f"{(predicted - measured) / measured:+.1%}" if measured and predicted else None)
+            rows.append(row)
+    notes = [f"{prec}: {note}" for prec, res in per.items() for note in res["notes"]]
+    noted = "".join(f"<p class='note'>{html.escape(n)}</p>" for n in notes)
+    return out + _table(head, rows, "offload-sizes") + noted
+
+
+def offload_gemm_column(group: Group, doc: dict[str, Any]) -> list[str]:
+    """The plot of time against n, the crossovers and ratios per precision, and the rates per size."""
+    try:
+        analysis = offload_analysis(group, doc)
+    except offload.OffloadError as err:
+        return [_unreadable(doc, "cannot be read", err)]
+    if not analysis["per_precision"]:
+        return ["<p class='fail'>The gpuaccept-xgemm document has no case measured.</p>"]
+    parts = []
+    links, links_note = offload_links(group, doc)
+    if analysis.get("no_host"):
+        parts.append(f"<p class='note'>No crossover: {html.escape(str(analysis['no_host']))}.</p>")
+    if links is None:
+        parts.append(f"<p class='note'>{html.escape(links_note)}.</p>")
+    parts.append(plot_offload_gemm(group, doc, analysis, links, links_note))
+    parts.append(offload_tables(group, doc, analysis, links))
+    return parts
+
+
+def offload_gemm_section(groups: list[Group]) -> str:
+    """Per column with a gpuaccept-xgemm document (the newest): :func:`offload_gemm_column`."""
+    note = (
+        "<p class='note'>Rates are 2 n<sup>3</sup> / time. The crossover is the smallest n from which the GPU, "
+        "copies included, beats the host at every larger size measured, interpolated in log n; TF32 and BF16 are "
+        "set against the host's SGEMM. Every figure here is the host's and the link's: informational, never a "
+        "verdict (docs/checks/offload-gemm.md).</p>"
+    )
+    return _per_column(groups, "gpuaccept-xgemm", "offload_gemm", "offload-gemm", note, offload_gemm_column)
 
 
 def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
@@ -1077,6 +1267,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
             parts.append(plot_model(g, doc) or "")
     parts.append("<h2 id='overlap'>Compute/transfer overlap</h2>")
     parts.append(overlap_section(groups))
+    parts.append("<h2 id='offload-gemm'>GEMM offload</h2>")
+    parts.append(offload_gemm_section(groups))
     parts.append("<h2 id='gemm'>GEMM throughput</h2>")
     for g in groups:
         doc = g.newest("gpuaccept-gemm")
