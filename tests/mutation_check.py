@@ -25,9 +25,9 @@ RULES_TESTS = ["tests/test_judge_rules_fail.py"]
 # (name, file under src/gpuaccept, the rule as written, what replaces it, tests to run); a rule written in two
 # places gives both, as tuples.
 MUTATIONS: list[tuple[str, str, str | tuple[str, ...], str | tuple[str, ...], list[str]]] = [
-    ("reframe result neither pass nor fail", "judge/verdict.py",
+    ("reframe result neither pass nor fail", "judge/validate.py",
      'if result not in ("pass", "fail"):', "if False:", RULES_TESTS),
-    ("reframe failure before sanity", "judge/verdict.py",
+    ("reframe failure before sanity", "judge/validate.py",
      'if result == "fail" and phase not in ("sanity", "performance"):', "if False:", RULES_TESTS),
     ("the tool's own errors", "judge/rules.py",
      'problems = [f"{path.name}: error: {e}" for e in doc.get("errors") or []]', "problems = []", RULES_TESTS),
@@ -41,8 +41,8 @@ MUTATIONS: list[tuple[str, str, str | tuple[str, ...], str | tuple[str, ...], li
      'problems += [f"power sampler: {e}" for e in power_doc.get("errors") or []]', "pass", RULES_TESTS),
     ("the power sampler's failed verification", "judge/rules.py",
      'if not pver.get("passed", False):', "if False:", RULES_TESTS),
-    ("a sampled check without the sampler's document", "judge/verdict.py",
-     'problems.append(f"power sampler: {err}")', "pass", RULES_TESTS),
+    ("a sampled check without the sampler's document", "judge/validate.py",
+     'problems.append(f"power sampler: {case.power.error}")', "pass", RULES_TESTS),
     ("an unknown throttle reason", "judge/rules.py",
      'if reason in FAULT_REASONS or reason.startswith("unknown"):', "if reason in FAULT_REASONS:", RULES_TESTS),
     ("a throttle fault", "judge/rules.py",
@@ -86,7 +86,7 @@ MUTATIONS: list[tuple[str, str, str | tuple[str, ...], str | tuple[str, ...], li
     ("the GPU count of the node", "judge/verdict.py",
      "ok = seen_gpus == claim", "ok = True", RULES_TESTS),
     ("physical bounds of the figures", "judge/verdict.py",
-     "impossible = bounds.problems(check_key, metrics, limits or bounds.Limits())", "impossible = {}", RULES_TESTS),
+     "impossible = bounds.problems(key, metrics, limits)", "impossible = {}", RULES_TESTS),
     ("physical bounds: above the hardware", "judge/bounds.py",
      "if b.high is not None and value > b.high:", "if False:", RULES_TESTS),
     ("physical bounds: zero or negative", "judge/bounds.py",

@@ -112,7 +112,7 @@ checks:
 
 def retry(run: Path, k: int, checks: list[str]) -> Path:
     """A retry directory as gpuaccept run leaves it: the recorded run's report and documents, copied."""
-    d = run / f"{verdict.RETRY_PREFIX}{k}"
+    d = run / f"{layout.RETRY_PREFIX}{k}"
     d.mkdir()
     shutil.copytree(run / "reframe", d / "reframe")
     shutil.copy(run / "reframe-report.json", d / "reframe-report.json")

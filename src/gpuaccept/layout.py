@@ -22,5 +22,6 @@ METRICS_FILE = "gpuaccept.prom"  # the Prometheus textfile of the verdict
 CONFIG_FILE = "reframe_settings.py"  # the ReFrame configuration gpuaccept run writes when none is given
 REFRAME_LOG = "reframe.log"  # ReFrame's debug log (the configuration's file handler)
 RETRIED_FILE = "retried.json"  # in <run>/retry-<k>/: the checks measured again there
+RETRY_PREFIX = "retry-"  # <run>/retry-<k>/: attempt k+1 of the checks that failed on figures out of band
 #: The power sampler's document, beside a sampled check's own in its stage directory.
 POWER_FILE = "power.json"

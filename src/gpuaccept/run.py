@@ -33,7 +33,15 @@ from gpuaccept import helptext, redact, rfmconfig
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
-from gpuaccept.layout import CONFIG_FILE, FACTS_FILE, PROJECT_ROOT, REPORT_FILE, RETRIED_FILE, VERDICT_FILE
+from gpuaccept.layout import (
+    CONFIG_FILE,
+    FACTS_FILE,
+    PROJECT_ROOT,
+    REPORT_FILE,
+    RETRIED_FILE,
+    RETRY_PREFIX,
+    VERDICT_FILE,
+)
 from gpuaccept.probe import facts as node_facts
 from gpuaccept.probe import gpu_preflight
 
@@ -403,10 +411,10 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
         checks = verdict.out_of_band_checks(result)
         if not checks or outcome.timed_out or outcome.returncode is None:
             break
-        names = _test_names(run_dir if k == 1 else run_dir / f"{verdict.RETRY_PREFIX}{k - 1}", checks)
+        names = _test_names(run_dir if k == 1 else run_dir / f"{RETRY_PREFIX}{k - 1}", checks)
         if not names:
             break
-        retry_dir = run_dir / f"{verdict.RETRY_PREFIX}{k}"
+        retry_dir = run_dir / f"{RETRY_PREFIX}{k}"
         retry_dir.mkdir()
         write_text_atomic(retry_dir / RETRIED_FILE, json.dumps(checks) + "\n")
         print(f"   {', '.join(checks)}: a figure outside its band; measuring again (attempt {k + 1} of "

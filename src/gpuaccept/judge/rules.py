@@ -10,8 +10,10 @@ truth, so each rule reads it and says what is wrong, with the file named.
 - ``throttle_problems``: clocks held back under load by anything but the power cap.
 - ``combine``: the power sampler's document joined to a check's, with GFLOP/s per watt.
 
-Metric values against references are judged by ``MetricReference.assess`` (gpuaccept.judge.references), the one
-place a value passes or fails; the health rules are in gpuaccept.judge.health_rules.
+The load stage (gpuaccept.judge.load) calls ``load_document``; the validate stage (gpuaccept.judge.validate)
+calls the others, once per test case. Metric values against references are judged by ``MetricReference.assess``
+(gpuaccept.judge.references), the one place a value passes or fails; the health rules are in
+gpuaccept.judge.health_rules.
 """
 
 from __future__ import annotations

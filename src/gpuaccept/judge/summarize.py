@@ -5,6 +5,10 @@ Every input problem (ReFrame's report missing or malformed, the facts file unrea
 missing or invalid) ends in a written REJECTED verdict that names the file and the problem, and refreshed
 metrics; a run directory that does not exist is an error, never created. One writer at a time per run
 directory (a lock file in it), stale temporary files of a killed writer removed first.
+
+The stages in order (docs/judge.md, "From a run directory to a verdict"): load (gpuaccept.judge.load), validate
+(gpuaccept.judge.validate), judge (gpuaccept.judge.verdict.judge, :func:`judge_run`), write
+(:func:`judge_run_dir`).
 """
 
 from __future__ import annotations
@@ -16,35 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
-from gpuaccept.judge import exporter, rules, verdict
-from gpuaccept.layout import FACTS_FILE, METRICS_FILE, REPORT_FILE, RETRIED_FILE, VERDICT_FILE
+from gpuaccept.judge import exporter, load, validate, verdict
+from gpuaccept.layout import FACTS_FILE, METRICS_FILE, REPORT_FILE, VERDICT_FILE
 
 LOCK_FILE = ".gpuaccept.lock"
-
-
-def read_facts(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """The node facts of a run, or {} and the problem naming the file."""
-    try:
-        return rules.load_json_input(path, "the node facts"), []
-    except rules.DocumentError as err:
-        hint = "; `gpuaccept facts` did not run on the node, or its output was lost" if not path.exists() else ""
-        return {}, [f"{err}{hint}"]
-
-
-def retries(run_dir: Path) -> list[tuple[int, Path, list[str]]]:
-    """The retries a run made, in order: (attempt number, directory, the checks it measured again), from each
-    ``retry-<k>/retried.json`` that ``gpuaccept run`` writes before it runs ReFrame there."""
-    found = []
-    for d in run_dir.glob(f"{verdict.RETRY_PREFIX}*"):
-        k = d.name.removeprefix(verdict.RETRY_PREFIX)
-        if not (k.isdigit() and d.is_dir()):
-            continue
-        try:
-            checks = rules.load_json_input(d / RETRIED_FILE, "the list of retried checks", list)
-        except rules.DocumentError:
-            continue
-        found.append((int(k) + 1, d, [str(c) for c in checks]))
-    return sorted(found)
 
 
 def judge_run(
@@ -60,33 +39,37 @@ def judge_run(
     adjust: verdict.Adjust | None = None,
 ) -> verdict.Verdict:
     """The verdict of ``run_dir`` from its ReFrame ``report``, with the checks its retries measured again
-    (``retry-<k>/``, :func:`retries`) taken from the last attempt (verdict.merge_retry); writes nothing. The
+    (``retry-<k>/``, load.retries) taken from the last attempt (verdict.merge_retry); writes nothing. The
     arguments are verdict.build's; a retry is judged with ``expected_gpus`` and ``adjust`` alone (its report is
     its own, the run's input problems are the run's). A retry that left no report is said on stderr and left out:
     the earlier attempt stands."""
-    result = verdict.build(report, facts, reference_dir, node_type, suite, expected_gpus=expected_gpus,
-                           report_error=report_error, run_dir=run_dir, input_errors=input_errors,
-                           adjust=adjust)  # fmt: skip
-    for attempt, retry_dir, checks in retries(run_dir):
+    # Load: the run, then each retry with its own report.
+    given = load.Run(report, facts, node_type, suite, expected_gpus, report_error, list(input_errors or []))
+    first = load.load_run(given, reference_dir, run_dir)
+    again: list[tuple[int, list[str], load.Run]] = []
+    for attempt, retry_dir, checks in load.retries(run_dir):
         try:
-            retry_report = verdict.load_report(retry_dir / REPORT_FILE)
-        except verdict.ReportError as err:
+            retry_report = load.load_report(retry_dir / REPORT_FILE)
+        except load.ReportError as err:
             print(f"gpuaccept: attempt {attempt} of {', '.join(checks)} left no report: {err}", file=sys.stderr)
             continue
-        again = verdict.build(retry_report, facts, reference_dir, node_type, suite, expected_gpus=expected_gpus,
-                              run_dir=retry_dir, adjust=adjust)  # fmt: skip
-        result = verdict.merge_retry(result, again, checks, attempt)
+        retry = load.load_run(load.Run(retry_report, facts, node_type, suite, expected_gpus), reference_dir, retry_dir)
+        again.append((attempt, checks, retry))
+    # Validate and judge each attempt; the last attempt of a retried check is the one that counts.
+    result = verdict.judge(first, validate.validate(first), adjust)
+    for attempt, checks, retry in again:
+        result = verdict.merge_retry(result, verdict.judge(retry, validate.validate(retry), adjust), checks, attempt)
     return result
 
 
 def read_recorded(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(recorded verdict, facts, ReFrame's report) of a judged run directory, to judge it again: the facts from
     its node-facts.json, else those its verdict.json recorded. A missing or malformed verdict.json is the
-    caller's error (OSError, ValueError); a report that cannot be read is verdict.ReportError."""
+    caller's error (OSError, ValueError); a report that cannot be read is load.ReportError."""
     recorded = json.loads((run_dir / VERDICT_FILE).read_text(encoding="utf-8"))
     facts_file = run_dir / FACTS_FILE
     facts = json.loads(facts_file.read_text(encoding="utf-8")) if facts_file.exists() else recorded.get("facts") or {}
-    return recorded, facts, verdict.load_report(run_dir / REPORT_FILE)
+    return recorded, facts, load.load_report(run_dir / REPORT_FILE)
 
 
 def rejudge(
@@ -127,13 +110,14 @@ def judge_run_dir(
     with locked(run_dir / LOCK_FILE):
         for name in (VERDICT_FILE, METRICS_FILE):
             clean_stale_temps(run_dir, name)
+        # Load (the facts and ReFrame's report here, the rest in judge_run), validate and judge: judge_run.
         input_errors: list[str] = []
         if facts is None:
-            facts, input_errors = read_facts(facts_file or run_dir / FACTS_FILE)
+            facts, input_errors = load.read_facts(facts_file or run_dir / FACTS_FILE)
         report, load_error = None, None
         try:
-            report = verdict.load_report(run_dir / REPORT_FILE)
-        except verdict.ReportError as err:
+            report = load.load_report(run_dir / REPORT_FILE)
+        except load.ReportError as err:
             load_error = None if nothing_selected else str(err)
         if node_type_error:
             input_errors.append(node_type_error)
@@ -153,6 +137,7 @@ def judge_run_dir(
             result.node = node
         if result.started_unix is None:
             result.finished_unix = dt.datetime.now(dt.UTC).timestamp()
+        # Write: the verdict, then the metrics.
         written = [write_text_atomic(run_dir / VERDICT_FILE, json.dumps(result.to_json(), indent=2) + "\n")]
         written += exporter.write(result, run_dir, textfile_dir)
     return result, written

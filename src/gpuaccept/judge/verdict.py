@@ -2,6 +2,9 @@
 node facts and the node type's references, turned into one row per check and metric (pass, fail, not run,
 waived, or informational) and a verdict for the node (docs/judge.md).
 
+This is the judge's third stage: ``judge`` reads what the load stage read (gpuaccept.judge.load) and what the
+validate stage found in it (gpuaccept.judge.validate), and touches no file; ``build`` is the three in a row.
+
 A check that did not run is 'not_run' with the reason, never 'pass'; a node passes only when every check its
 node type has references for passed, and the GPU count matches what the inventory and the node type say.
 """
@@ -10,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -20,22 +22,17 @@ from typing import Any
 import tabulate
 
 from gpuaccept import __version__
-from gpuaccept.judge import bounds, health_rules, metric_table, rules
+from gpuaccept.judge import bounds, load, metric_table, validate
 from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
-from gpuaccept.judge.references import (
-    NODE_BASELINE_FILE,
-    NodeType,
-    ReferenceError,
-    bind_link,
-    load_node_baseline,
-    load_node_type,
-    with_node_baseline,
-)
-from gpuaccept.layout import POWER_FILE, REFRAME_LOG
+
+# ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
+from gpuaccept.judge.load import ReportError as ReportError  # noqa: PLC0414
+from gpuaccept.judge.load import load_report as load_report  # noqa: PLC0414
+from gpuaccept.judge.references import NodeType
+from gpuaccept.judge.validate import Findings
 
 PASS, FAIL, NOT_RUN, WAIVED, INFO = "pass", "fail", "not_run", "waived", "info"
 SCHEMA = "gpuaccept.verdict/1"
-RETRY_PREFIX = "retry-"  # <run>/retry-<k>/: attempt k+1 of the checks that failed on figures out of band
 
 
 @dataclass
@@ -134,64 +131,6 @@ class Verdict:
         )
 
 
-class ReportError(Exception):
-    """ReFrame's report is missing or not what ReFrame 4 writes."""
-
-
-def load_report(path: str | Path) -> dict[str, Any]:
-    """ReFrame's JSON report, checked for the structure the judge reads (``session_info`` an object, ``runs`` a
-    list of objects with ``testcases`` lists of objects); ReportError names the file and what is wrong."""
-    path = Path(path)
-    try:
-        report = rules.load_json_input(path, "ReFrame's report")
-    except rules.DocumentError as err:
-        text = str(err)
-        if text.endswith("is missing"):
-            text += ": ReFrame did not run or did not finish"
-        raise ReportError(text) from None
-    if not isinstance(report.get("session_info"), dict):
-        raise ReportError(f"{path}: not a ReFrame report: 'session_info' is not an object")
-    runs = report.get("runs")
-    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
-        raise ReportError(f"{path}: not a ReFrame report: 'runs' is not a list of objects")
-    for i, run in enumerate(runs):
-        cases = run.get("testcases")
-        if not isinstance(cases, list) or not all(isinstance(tc, dict) for tc in cases):
-            raise ReportError(f"{path}: not a ReFrame report: runs[{i}].testcases is not a list of objects")
-    return report
-
-
-def _testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
-    cases = []
-    for run in report.get("runs", []):
-        cases.extend(tc for tc in run.get("testcases", []) if not tc.get("fixture"))
-    # With --max-retries only the last run of a test case counts: later runs replace earlier ones.
-    latest: dict[str, dict[str, Any]] = {}
-    for tc in cases:
-        latest[str(tc.get("unique_name") or tc.get("name"))] = tc
-    return list(latest.values())
-
-
-def _output_dirs(tc: dict[str, Any], moved: list[tuple[Path, Path]]) -> list[Path]:
-    """Where a test case's files are: where ReFrame kept them or, for a run directory that was moved (fetched to
-    the controller, recorded as a test fixture), at the same place relative to it (tried first)."""
-    out: list[Path] = []
-    dirs = [d for d in (tc.get("outputdir"), tc.get("stagedir")) if isinstance(d, str) and d]
-    for d in dirs:
-        for old, new in moved:
-            if d.startswith(str(old) + "/"):
-                out.append(new / Path(d).relative_to(old))
-    return out + [Path(d) for d in dirs]
-
-
-def _find(dirs: list[Path], name: str) -> Path:
-    """The first existing ``name`` among ``dirs``, else where it should have been (the first directory)."""
-    for d in dirs:
-        if (d / name).exists():
-            return d / name
-    return (dirs[0] if dirs else Path(".")) / name
-
-
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
@@ -285,129 +224,52 @@ def _metric_rows(
     return rows
 
 
-# ReFrame's log line for a skipped test: "[ SKIP ] (1/2) <display name> /<hash> @<partition>+<env> [<reason>]"
-_SKIP_LINE = re.compile(
-    r"\bSKIP\s*(?:\x1b\[[0-9;]*m)?\s*\] \(\d+/\d+\) (?P<name>.+?) /(?P<hash>[0-9a-f]+) @\S+ \[(?P<why>.*)\]$"
-)
-
-
-def _skip_reason(tc: dict[str, Any], run_dir: str | Path | None) -> str:
-    """Why ReFrame skipped a test: its JSON report (4.10) drops the reason, its log (run_dir/reframe.log) has it."""
-    if run_dir is None:
-        return ""
-    try:
-        text = rules.read_text_input(Path(run_dir) / REFRAME_LOG, "ReFrame's log")
-    except rules.DocumentError:
-        return ""
-    for line in text.splitlines():
-        m = _SKIP_LINE.search(line.rstrip())
-        if m and m.group("hash") == tc.get("hashcode") and m.group("name") == tc.get("display_name"):
-            return m.group("why")
-    return ""
-
-
 def _not_run_reason(key: str, facts: dict[str, Any]) -> str:
     if CHECKS[key].needs_gpu and not facts.get("gpus"):
         return facts.get("gpu_error") or "no NVIDIA GPU found"
     return "ReFrame did not run this check (not selected, or filtered out: see reframe.log in the run directory)"
 
 
-def _variable(tc: dict[str, Any], name: str) -> str:
-    """A ReFrame variable of a test case as its report recorded it ("" when absent)."""
-    value = (tc.get("variables") or {}).get(name) if isinstance(tc.get("variables"), dict) else None
-    return value if isinstance(value, str) else ""
-
-
 def _judge_case(
-    tc: dict[str, Any],
-    check_key: str,
+    key: str,
+    found: Findings,
     node_type: NodeType | None,
     why_no_refs: str,
-    facts: dict[str, Any],
-    expected_gpus: int | None,
-    moved: list[tuple[Path, Path]],
-    run_dir: str | Path | None,
-    adjust: Adjust | None = None,
-    limits: bounds.Limits | None = None,
+    limits: bounds.Limits,
+    adjust: Adjust | None,
 ) -> tuple[Row, list[Row]]:
-    """One test case of a check: its row and its metric rows, from its benchmark document."""
-    check = CHECKS[check_key]
-    result = tc.get("result")
-    if result == "skip":
-        why = tc.get("fail_reason") or tc.get("not_run_reason") or _skip_reason(tc, run_dir) or "skipped"
-        return Row(check_key, None, NOT_RUN, reason=why), []
-    dirs = _output_dirs(tc, moved)
-    phase = tc.get("fail_phase")
-    if result not in ("pass", "fail"):
-        return Row(check_key, None, FAIL, reason=f"ReFrame recorded no result ({result!r})"), []
-    # ReFrame's record says whether the run completed; the document says what it measured.
-    problems: list[str] = []
-    if result == "fail" and phase not in ("sanity", "performance"):
-        problems.append(f"{phase or 'run'}: {tc.get('fail_reason') or 'failed'}")
-    path = _find(dirs, check.result_file)
-    try:
-        doc = rules.load_document(path)
-    except rules.DocumentError as err:
-        if result == "fail" and phase in ("sanity", "performance"):
-            problems.append(f"ReFrame recorded {phase}: {' '.join(str(tc.get('fail_reason')).split())}")
-        return Row(check_key, None, FAIL, reason="; ".join([str(err), *problems])), []
-    if doc.get("not_run"):
-        nr = doc["not_run"]
-        reason = nr["reason"] + (f"; fix: {nr['fix']}" if nr.get("fix") else "")
-        return Row(check_key, None, NOT_RUN, reason=reason), []
-    gpus = len(facts.get("gpus") or []) if check.needs_gpu else None
-    problems += rules.document_problems(doc, path, gpus)
-    # The power sampler's document: required of a check the table says is sampled, joined wherever one was
-    # written (any check can run under the sampler: -S sample_power=true).
-    power_doc = None
-    power_path = _find(dirs, POWER_FILE)
-    if check.power_sampled or power_path.exists():
-        try:
-            power_doc = rules.load_document(power_path)
-        except rules.DocumentError as err:
-            problems.append(f"power sampler: {err}")
-            power_doc = {"metrics": {}, "waived": {}, "verification": {"passed": True}}
-    efficiency = check.efficiency_metric or _variable(tc, "efficiency_metric")
-    metrics, waived, power_problems = rules.combine(doc, power_doc, efficiency)
-    problems += power_problems
-    not_run: str | None = None  # why the check could not look (health: the kernel log)
-    if "hpl" in check.rules:
-        problems += rules.hpl_problems(doc, path)
-    if "throttle" in check.rules:
-        problems += rules.throttle_problems(doc, path)
-    if "health" in check.rules and node_type is not None:
-        try:
-            findings, _notes, not_run = health_rules.assess(doc, node_type, expected_gpus)
-        except ReferenceError as err:
-            findings, not_run = [], f"cannot judge health: {err}"
-        problems += [f"{f['message']} -> {f['fix']}" for f in findings]
-        metrics["health_findings"] = {"value": len(findings), "unit": "count"}
+    """One test case of a check: its row and its metric rows, from what validation found in it."""
+    if found.not_run:
+        return Row(key, None, NOT_RUN, reason=found.not_run), []
+    if found.failed:
+        return Row(key, None, FAIL, reason=found.failed), []
+    problems, metrics, not_run = list(found.problems), found.metrics, found.cannot_look
     if adjust is not None:  # gpuaccept sensitivity: the same documents with figures made worse, in memory only
-        metrics = {name: _adjusted(check_key, name, m, adjust) for name, m in metrics.items()}
-    rows = _metric_rows(check_key, metrics, waived, node_type, why_no_refs)
+        metrics = {name: _adjusted(key, name, m, adjust) for name, m in metrics.items()}
+    rows = _metric_rows(key, metrics, found.waived, node_type, why_no_refs)
     # A figure out of its physical bounds (above the datasheet or the link, zero or negative) is a broken or forged
     # measurement: it fails the check whatever its reference says (gpuaccept.judge.bounds).
-    impossible = bounds.problems(check_key, metrics, limits or bounds.Limits())
+    impossible = bounds.problems(key, metrics, limits)
     problems += list(impossible.values())
     for r in rows:
         if r.metric in impossible:
             r.status, r.reason = FAIL, impossible[r.metric]
     failed_metrics = [r.metric for r in rows if r.status == FAIL]
     if problems:
-        row = Row(check_key, None, FAIL, reason="; ".join(problems))
+        row = Row(key, None, FAIL, reason="; ".join(problems))
     elif not_run:
-        row = Row(check_key, None, NOT_RUN, reason=not_run)
+        row = Row(key, None, NOT_RUN, reason=not_run)
     elif node_type is None:
-        row = Row(check_key, None, NOT_RUN, reason=f"ran, not judged: {why_no_refs}")
+        row = Row(key, None, NOT_RUN, reason=f"ran, not judged: {why_no_refs}")
     elif failed_metrics:
-        row = Row(check_key, None, FAIL, reason="a metric failed its reference: " + ", ".join(map(str, failed_metrics)))
+        row = Row(key, None, FAIL, reason="a metric failed its reference: " + ", ".join(map(str, failed_metrics)))
         # Figures outside their bands alone (each with a value: not a missing metric or unit): worth measuring again.
         row.out_of_band = all(
             r.value is not None and (r.lower_bound is not None or r.upper_bound is not None)
             for r in rows if r.status == FAIL
         )
     else:
-        row = Row(check_key, None, PASS)
+        row = Row(key, None, PASS)
     if not_run and problems:
         row.reason += f"; and {not_run}"
     return row, rows
@@ -425,36 +287,29 @@ def build(
     input_errors: list[str] | None = None,
     adjust: Adjust | None = None,
 ) -> Verdict:
-    """Judge one run: a pure function of the benchmark documents (found through ReFrame's report under
-    ``run_dir``), the node type's references and the node facts. ``report`` None means ReFrame left no report
-    (``report_error`` says why); ``input_errors`` are problems with the run's other inputs (the facts file),
-    each a failed row."""
-    rows: list[Row] = [Row("inputs", None, FAIL, reason=e) for e in input_errors or []]
-    node_type: NodeType | None = None
+    """Judge one run: the benchmark documents (found through ReFrame's report under ``run_dir``), the node type's
+    references and the node facts, loaded (gpuaccept.judge.load), validated (gpuaccept.judge.validate) and judged
+    (:func:`judge`). ``report`` None means ReFrame left no report (``report_error`` says why); ``input_errors``
+    are problems with the run's other inputs (the facts file), each a failed row."""
+    given = load.Run(report, facts, node_type_name, suite, expected_gpus, report_error, list(input_errors or []))
+    run = load.load_run(given, reference_dir, run_dir)
+    return judge(run, validate.validate(run), adjust)
+
+
+def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None) -> Verdict:
+    """The verdict of one loaded run (gpuaccept.judge.load) from the findings of its test cases
+    (gpuaccept.judge.validate, one per ``run.cases``): a pure function, no file read or written."""
+    facts, node_type, node_type_name, suite = run.facts, run.node_type, run.node_type_name, run.suite
+    report_error = run.report_error
+    rows: list[Row] = [Row("inputs", None, FAIL, reason=e) for e in run.input_errors]
     why_no_refs = ""
-    try:
-        node_type = load_node_type(reference_dir, node_type_name)
-    except ReferenceError as err:
-        why_no_refs = f"no reference file for this node: {err}"
+    if node_type is None:
+        why_no_refs = f"no reference file for this node: {run.reference_error}"
         rows.append(Row("references", None, FAIL, reason=why_no_refs + BASELINE_HINT))
-    if node_type is not None:
-        node_type = bind_link(node_type, facts)
-        # results/<node>/node-baseline.yaml, beside the node's runs (a retry's directory is one level deeper).
-        node_dir = Path(run_dir).parent if run_dir is not None else None
-        if node_dir is not None and Path(run_dir).name.startswith(RETRY_PREFIX):
-            node_dir = node_dir.parent
-        baseline_path = node_dir / NODE_BASELINE_FILE if node_dir is not None else None
-        if baseline_path is not None and baseline_path.exists():
-            # The node's own host figures, recorded from its accepted runs (gpuaccept baseline --node-baseline).
-            try:
-                node_type = with_node_baseline(node_type, load_node_baseline(baseline_path))
-            except ReferenceError as err:
-                rows.append(Row("references", "node_baseline", FAIL, reason=str(err)))
-    try:  # what no figure of this node can exceed: its GPU model's datasheet, its PCIe link (judge/bounds.py)
-        limits = bounds.node_limits(facts, reference_dir)
-    except bounds.BoundsError as err:
-        limits = bounds.Limits()  # the signs alone
-        rows.append(Row("references", "datasheet", FAIL, reason=f"cannot bound the figures: {err}"))
+    if run.baseline_error:
+        rows.append(Row("references", "node_baseline", FAIL, reason=run.baseline_error))
+    if run.limits_error:
+        rows.append(Row("references", "datasheet", FAIL, reason=f"cannot bound the figures: {run.limits_error}"))
     if node_type is not None and node_type.node_layer_missing:
         # A known GPU SKU with no node type file for this GPU count: per-GPU verdicts only; not accepted.
         rows.append(Row("references", "node_layer", NOT_RUN, reason=node_type.node_layer_missing))
@@ -462,7 +317,7 @@ def build(
     # The node itself: the GPUs the inventory and the node type promise are there.
     seen_gpus = len(facts.get("gpus") or [])
     for claim, source in (
-        (expected_gpus, "the inventory"),
+        (run.expected_gpus, "the inventory"),
         (node_type.match["gpu_count"] if node_type else None, f"node type {node_type_name}"),
     ):
         if claim is None:
@@ -481,16 +336,10 @@ def build(
         count = float(claim)
         rows.append(Row("node", "gpu_count", PASS if ok else FAIL, float(seen_gpus), "", count, count, count, reason))
 
-    cases = _testcases(report) if report else []
-    moved: list[tuple[Path, Path]] = []
-    session = (report or {}).get("session_info", {})
-    for key, sub in (("prefix_output", "output"), ("prefix_stage", "stage")):
-        prefix = session.get(key)
-        if run_dir is not None and isinstance(prefix, str) and prefix:
-            moved.append((Path(prefix), Path(run_dir) / "reframe" / sub))
+    session = (run.report or {}).get("session_info", {})
     for check in in_suite(suite):
         expected = node_type is None or check.key in node_type.checks
-        mine = [tc for tc in cases if tc.get("check_key") == check.key]
+        mine = [found for case, found in zip(run.cases, findings, strict=True) if case.check == check.key]
         if not mine:
             reason = report_error or _not_run_reason(check.key, facts)
             if node_type is None:
@@ -502,10 +351,8 @@ def build(
                 expected = False
             rows.append(Row(check.key, None, NOT_RUN, reason=reason, expected=expected))
             continue
-        for tc in mine:
-            row, metric_rows = _judge_case(
-                tc, check.key, node_type, why_no_refs, facts, expected_gpus, moved, run_dir, adjust, limits
-            )
+        for found in mine:
+            row, metric_rows = _judge_case(check.key, found, node_type, why_no_refs, run.limits, adjust)
             if row.status == NOT_RUN and expected and _reports_only(check, node_type):
                 # An optional backend the site has not installed, whose figures the node type only reports (host
                 # HPL, HPL-CUDA): nothing of it gates the node, so its absence does not reject it.

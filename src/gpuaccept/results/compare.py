@@ -20,7 +20,7 @@ from typing import Any
 
 import tabulate
 
-from gpuaccept.judge import summarize, verdict
+from gpuaccept.judge import load, verdict
 from gpuaccept.judge.references import ReferenceError, load_node_type
 from gpuaccept.layout import FACTS_FILE, REPORT_FILE, VERDICT_FILE
 
@@ -104,10 +104,10 @@ def _rejudged_rows(run: Path, doc: dict[str, Any], reference_dir: str | Path | N
     if not (run / REPORT_FILE).exists():
         return recorded
     facts_file = run / FACTS_FILE
-    facts, problems = summarize.read_facts(facts_file) if facts_file.exists() else (doc.get("facts") or {}, [])
+    facts, problems = load.read_facts(facts_file) if facts_file.exists() else (doc.get("facts") or {}, [])
     try:
-        report, report_error = verdict.load_report(run / REPORT_FILE), None
-    except verdict.ReportError as err:
+        report, report_error = load.load_report(run / REPORT_FILE), None
+    except load.ReportError as err:
         report, report_error = None, str(err)
     v = verdict.build(report, facts, reference_dir, str(doc.get("node_type")), str(doc.get("suite")),
                       report_error=report_error, run_dir=run, input_errors=problems)  # fmt: skip

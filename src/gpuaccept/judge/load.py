@@ -1,0 +1,253 @@
+"""The judge's first stage, load (docs/judge.md, "From a run directory to a verdict"): every file a verdict is
+judged from, read once, into plain data the later stages read without touching the disk.
+
+- ``read_facts``, ``load_report``, ``retries``: the run directory's node facts, ReFrame's report and its retries.
+- ``load_run``: one attempt's references (the node type bound to the node's PCIe link, the node's own baseline,
+  the datasheet limits) and, for each test case of the suite that ReFrame ran, its benchmark document, the power
+  sampler's document and, for a skipped one, why (from ReFrame's log).
+
+A file that cannot be read is recorded with its problem (the file named), never raised: validation
+(gpuaccept.judge.validate) and judging (gpuaccept.judge.verdict) decide what it means.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuaccept.judge import bounds, rules
+from gpuaccept.judge.checks import CHECKS, in_suite
+from gpuaccept.judge.references import (
+    NODE_BASELINE_FILE,
+    NodeType,
+    ReferenceError,
+    bind_link,
+    load_node_baseline,
+    load_node_type,
+    with_node_baseline,
+)
+from gpuaccept.layout import POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX
+
+
+class ReportError(Exception):
+    """ReFrame's report is missing or not what ReFrame 4 writes."""
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    """ReFrame's JSON report, checked for the structure the judge reads (``session_info`` an object, ``runs`` a
+    list of objects with ``testcases`` lists of objects); ReportError names the file and what is wrong."""
+    path = Path(path)
+    try:
+        report = rules.load_json_input(path, "ReFrame's report")
+    except rules.DocumentError as err:
+        text = str(err)
+        if text.endswith("is missing"):
+            text += ": ReFrame did not run or did not finish"
+        raise ReportError(text) from None
+    if not isinstance(report.get("session_info"), dict):
+        raise ReportError(f"{path}: not a ReFrame report: 'session_info' is not an object")
+    runs = report.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise ReportError(f"{path}: not a ReFrame report: 'runs' is not a list of objects")
+    for i, run in enumerate(runs):
+        cases = run.get("testcases")
+        if not isinstance(cases, list) or not all(isinstance(tc, dict) for tc in cases):
+            raise ReportError(f"{path}: not a ReFrame report: runs[{i}].testcases is not a list of objects")
+    return report
+
+
+def read_facts(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The node facts of a run, or {} and the problem naming the file."""
+    try:
+        return rules.load_json_input(path, "the node facts"), []
+    except rules.DocumentError as err:
+        hint = "; `gpuaccept facts` did not run on the node, or its output was lost" if not path.exists() else ""
+        return {}, [f"{err}{hint}"]
+
+
+def retries(run_dir: Path) -> list[tuple[int, Path, list[str]]]:
+    """The retries a run made, in order: (attempt number, directory, the checks it measured again), from each
+    ``retry-<k>/retried.json`` that ``gpuaccept run`` writes before it runs ReFrame there."""
+    found = []
+    for d in run_dir.glob(f"{RETRY_PREFIX}*"):
+        k = d.name.removeprefix(RETRY_PREFIX)
+        if not (k.isdigit() and d.is_dir()):
+            continue
+        try:
+            checks = rules.load_json_input(d / RETRIED_FILE, "the list of retried checks", list)
+        except rules.DocumentError:
+            continue
+        found.append((int(k) + 1, d, [str(c) for c in checks]))
+    return sorted(found)
+
+
+@dataclass
+class Document:
+    """A document a test case left, as read: ``doc`` None and ``error`` (naming the file) when it could not be."""
+
+    path: Path
+    doc: dict[str, Any] | None = None
+    error: str = ""
+
+
+@dataclass
+class Case:
+    """One test case ReFrame ran of a check of the suite, with what it left."""
+
+    check: str  # the check's key
+    tc: dict[str, Any]  # ReFrame's record of it (result, fail_phase, fail_reason, variables...)
+    skip_reason: str = ""  # a skipped test case: why (ReFrame's report, else its log)
+    document: Document | None = None  # the check's document; None: ReFrame recorded it skipped or no result
+    power: Document | None = None  # the power sampler's; None: not sampled, and none was written
+
+
+@dataclass
+class Run:
+    """One attempt of a suite on a node: the inputs of its verdict. The caller gives the first fields;
+    :func:`load_run` loads the others."""
+
+    report: dict[str, Any] | None  # None: ReFrame left no report (report_error says why)
+    facts: dict[str, Any]
+    node_type_name: str
+    suite: str
+    expected_gpus: int | None = None  # the inventory's GPU count
+    report_error: str | None = None
+    input_errors: list[str] = field(default_factory=list)  # problems of the run's other inputs (the facts file)
+    node_type: NodeType | None = None  # bound to the node's link, with its own baseline; None: no reference file
+    reference_error: str = ""  # why there is no node type
+    baseline_error: str = ""  # why the node's baseline (results/<node>/node-baseline.yaml) was not applied
+    limits: bounds.Limits = field(default_factory=bounds.Limits)  # what no figure of this node can exceed
+    limits_error: str = ""  # why only the signs bound the figures
+    cases: list[Case] = field(default_factory=list)  # the suite's test cases, in the report's order
+
+
+def load_run(given: Run, reference_dir: str | Path, run_dir: str | Path | None = None) -> Run:
+    """One attempt, loaded: ``given`` (its report, facts, node type name and suite, and what the caller knows of
+    them) with the references of its node type under ``reference_dir`` and the documents the report's test cases
+    of its suite left (under ``run_dir`` where the run directory was moved)."""
+    run = dataclasses.replace(given, input_errors=list(given.input_errors))
+    facts = run.facts
+    try:
+        run.node_type = load_node_type(reference_dir, run.node_type_name)
+    except ReferenceError as err:
+        run.reference_error = str(err)
+    if run.node_type is not None:
+        run.node_type = bind_link(run.node_type, facts)
+        # results/<node>/node-baseline.yaml, beside the node's runs (a retry's directory is one level deeper).
+        node_dir = Path(run_dir).parent if run_dir is not None else None
+        if node_dir is not None and Path(run_dir).name.startswith(RETRY_PREFIX):
+            node_dir = node_dir.parent
+        baseline_path = node_dir / NODE_BASELINE_FILE if node_dir is not None else None
+        if baseline_path is not None and baseline_path.exists():
+            # The node's own host figures, recorded from its accepted runs (gpuaccept baseline --node-baseline).
+            try:
+                run.node_type = with_node_baseline(run.node_type, load_node_baseline(baseline_path))
+            except ReferenceError as err:
+                run.baseline_error = str(err)
+    try:  # what no figure of this node can exceed: its GPU model's datasheet, its PCIe link (judge/bounds.py)
+        run.limits = bounds.node_limits(facts, reference_dir)
+    except bounds.BoundsError as err:
+        run.limits_error = str(err)  # the signs alone
+    run.cases = _cases(run.report, run.suite, run_dir)
+    return run
+
+
+def _testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
+    cases = []
+    for run in report.get("runs", []):
+        cases.extend(tc for tc in run.get("testcases", []) if not tc.get("fixture"))
+    # With --max-retries only the last run of a test case counts: later runs replace earlier ones.
+    latest: dict[str, dict[str, Any]] = {}
+    for tc in cases:
+        latest[str(tc.get("unique_name") or tc.get("name"))] = tc
+    return list(latest.values())
+
+
+def _cases(report: dict[str, Any] | None, suite: str, run_dir: str | Path | None) -> list[Case]:
+    """The test cases of the suite's checks in the report, each with the files it left."""
+    keys = {check.key for check in in_suite(suite)}
+    moved: list[tuple[Path, Path]] = []
+    session = (report or {}).get("session_info", {})
+    for key, sub in (("prefix_output", "output"), ("prefix_stage", "stage")):
+        prefix = session.get(key)
+        if run_dir is not None and isinstance(prefix, str) and prefix:
+            moved.append((Path(prefix), Path(run_dir) / "reframe" / sub))
+    log: list[str] | None = None  # ReFrame's log, read at the first skipped test case that needs it
+    cases = []
+    for tc in _testcases(report) if report else []:
+        key = tc.get("check_key")
+        if not isinstance(key, str) or key not in keys:
+            continue
+        case = Case(key, tc)
+        result = tc.get("result")
+        if result == "skip":
+            case.skip_reason = tc.get("fail_reason") or tc.get("not_run_reason") or ""
+            if not case.skip_reason:
+                log = _log_lines(run_dir) if log is None else log
+                case.skip_reason = _skip_reason(tc, log)
+        elif result in ("pass", "fail"):
+            check = CHECKS[case.check]
+            dirs = _output_dirs(tc, moved)
+            case.document = _document(_find(dirs, check.result_file))
+            # The power sampler's document: required of a check the table says is sampled, read wherever one was
+            # written (any check can run under the sampler: -S sample_power=true).
+            power_path = _find(dirs, POWER_FILE)
+            if check.power_sampled or power_path.exists():
+                case.power = _document(power_path)
+        cases.append(case)
+    return cases
+
+
+def _document(path: Path) -> Document:
+    try:
+        return Document(path, rules.load_document(path))
+    except rules.DocumentError as err:
+        return Document(path, error=str(err))
+
+
+def _output_dirs(tc: dict[str, Any], moved: list[tuple[Path, Path]]) -> list[Path]:
+    """Where a test case's files are: where ReFrame kept them or, for a run directory that was moved (fetched to
+    the controller, recorded as a test fixture), at the same place relative to it (tried first)."""
+    out: list[Path] = []
+    dirs = [d for d in (tc.get("outputdir"), tc.get("stagedir")) if isinstance(d, str) and d]
+    for d in dirs:
+        for old, new in moved:
+            if d.startswith(str(old) + "/"):
+                out.append(new / Path(d).relative_to(old))
+    return out + [Path(d) for d in dirs]
+
+
+def _find(dirs: list[Path], name: str) -> Path:
+    """The first existing ``name`` among ``dirs``, else where it should have been (the first directory)."""
+    for d in dirs:
+        if (d / name).exists():
+            return d / name
+    return (dirs[0] if dirs else Path(".")) / name
+
+
+# ReFrame's log line for a skipped test: "[ SKIP ] (1/2) <display name> /<hash> @<partition>+<env> [<reason>]"
+_SKIP_LINE = re.compile(
+    r"\bSKIP\s*(?:\x1b\[[0-9;]*m)?\s*\] \(\d+/\d+\) (?P<name>.+?) /(?P<hash>[0-9a-f]+) @\S+ \[(?P<why>.*)\]$"
+)
+
+
+def _log_lines(run_dir: str | Path | None) -> list[str]:
+    """ReFrame's log (run_dir/reframe.log), as lines; none where there is no run directory or it is unreadable."""
+    if run_dir is None:
+        return []
+    try:
+        return rules.read_text_input(Path(run_dir) / REFRAME_LOG, "ReFrame's log").splitlines()
+    except rules.DocumentError:
+        return []
+
+
+def _skip_reason(tc: dict[str, Any], log: list[str]) -> str:
+    """Why ReFrame skipped a test: its JSON report (4.10) drops the reason, its log has it."""
+    for line in log:
+        m = _SKIP_LINE.search(line.rstrip())
+        if m and m.group("hash") == tc.get("hashcode") and m.group("name") == tc.get("display_name"):
+            return m.group("why")
+    return ""

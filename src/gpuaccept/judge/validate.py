@@ -1,0 +1,90 @@
+"""The judge's second stage, validate (docs/judge.md, "From a run directory to a verdict"): each loaded test case
+(gpuaccept.judge.load) through the rules of its check, with no file read. What ReFrame recorded (skipped, no
+result, failed before sanity), the document's own word (gpuaccept.judge.rules: errors, verification, the GPUs
+it saw), the power sampler's document joined, HPL's residuals, throttling and the health rules give the problems
+of the case, and the metrics and waived metrics it reports. Judging them against references is the next stage
+(gpuaccept.judge.verdict.judge).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuaccept.judge import health_rules, rules
+from gpuaccept.judge.checks import CHECKS
+from gpuaccept.judge.load import Case, Run
+from gpuaccept.judge.references import NodeType, ReferenceError
+
+
+@dataclass
+class Findings:
+    """What the rules found in one test case. ``not_run`` or ``failed`` set: the case ends there (skipped or the
+    tool could not look; no result or no readable document), with nothing else found."""
+
+    not_run: str = ""
+    failed: str = ""
+    problems: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)  # the document's, the power sampler's joined
+    waived: dict[str, str] = field(default_factory=dict)
+    cannot_look: str = ""  # why the check could not look although it ran (health: the kernel log)
+
+
+def validate(run: Run) -> list[Findings]:
+    """The findings of each test case of ``run``, in its order."""
+    return [validate_case(case, run.facts, run.node_type, run.expected_gpus) for case in run.cases]
+
+
+def _variable(tc: dict[str, Any], name: str) -> str:
+    """A ReFrame variable of a test case as its report recorded it ("" when absent)."""
+    value = (tc.get("variables") or {}).get(name) if isinstance(tc.get("variables"), dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def validate_case(case: Case, facts: dict[str, Any], node_type: NodeType | None, expected_gpus: int | None) -> Findings:
+    """One test case: ReFrame's record says whether the run completed; the document says what it measured."""
+    check = CHECKS[case.check]
+    tc = case.tc
+    result = tc.get("result")
+    if result == "skip":
+        return Findings(not_run=case.skip_reason or "skipped")
+    phase = tc.get("fail_phase")
+    if result not in ("pass", "fail"):
+        return Findings(failed=f"ReFrame recorded no result ({result!r})")
+    problems: list[str] = []
+    if result == "fail" and phase not in ("sanity", "performance"):
+        problems.append(f"{phase or 'run'}: {tc.get('fail_reason') or 'failed'}")
+    document = case.document
+    assert document is not None  # loaded for every case with a result
+    path, doc = document.path, document.doc
+    if doc is None:
+        if result == "fail" and phase in ("sanity", "performance"):
+            problems.append(f"ReFrame recorded {phase}: {' '.join(str(tc.get('fail_reason')).split())}")
+        return Findings(failed="; ".join([document.error, *problems]))
+    if doc.get("not_run"):
+        nr = doc["not_run"]
+        return Findings(not_run=nr["reason"] + (f"; fix: {nr['fix']}" if nr.get("fix") else ""))
+    gpus = len(facts.get("gpus") or []) if check.needs_gpu else None
+    problems += rules.document_problems(doc, path, gpus)
+    power_doc = None
+    if case.power is not None:
+        power_doc = case.power.doc
+        if power_doc is None:
+            problems.append(f"power sampler: {case.power.error}")
+            power_doc = {"metrics": {}, "waived": {}, "verification": {"passed": True}}
+    efficiency = check.efficiency_metric or _variable(tc, "efficiency_metric")
+    metrics, waived, power_problems = rules.combine(doc, power_doc, efficiency)
+    problems += power_problems
+    not_run: str | None = None  # why the check could not look (health: the kernel log)
+    if "hpl" in check.rules:
+        problems += rules.hpl_problems(doc, path)
+    if "throttle" in check.rules:
+        problems += rules.throttle_problems(doc, path)
+    if "health" in check.rules and node_type is not None:
+        try:
+            findings, _notes, not_run = health_rules.assess(doc, node_type, expected_gpus)
+        except ReferenceError as err:
+            findings, not_run = [], f"cannot judge health: {err}"
+        problems += [f"{f['message']} -> {f['fix']}" for f in findings]
+        metrics["health_findings"] = {"value": len(findings), "unit": "count"}
+    return Findings(problems=problems, metrics=metrics, waived=waived, cannot_look=not_run or "")
