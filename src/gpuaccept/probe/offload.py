@@ -93,10 +93,11 @@ def host_rates_from_timings(timings: Iterable[tuple[int, str, float]], source: s
     return best
 
 
-def crossover(points: list[tuple[int, float, float]]) -> dict[str, Any]:
-    """``points``: ``(n, gpu_gflops, host_gflops)`` over the sweep. Returns ``status`` (``crossover``,
-    ``gpu_wins_everywhere``, ``none_in_sweep`` or ``no_data``), ``n`` (the interpolated crossover, for
-    ``crossover``), ``between`` (the two sweep sizes around it) and ``text``."""
+def crossover(points: list[tuple[int, float, float]], size: str = "n") -> dict[str, Any]:
+    """``points``: ``(n, gpu_rate, host_rate)`` over the sweep (any rate: GFLOP/s, or 1 / seconds). Returns
+    ``status`` (``crossover``, ``gpu_wins_everywhere``, ``none_in_sweep`` or ``no_data``), ``n`` (the interpolated
+    crossover, for ``crossover``), ``between`` (the two sweep sizes around it) and ``text``, which names the size
+    ``size`` (``n``; gpuaccept.probe.fft: ``points``)."""
     pts = sorted(points)
     if not pts:
         return {"status": "no_data", "n": None, "between": None, "text": "no size measured on both sides"}
@@ -104,16 +105,16 @@ def crossover(points: list[tuple[int, float, float]]) -> dict[str, Any]:
     losing = [i for i, x in enumerate(d) if x <= 0]
     if not losing:
         return {"status": "gpu_wins_everywhere", "n": None, "between": None,
-                "text": f"GPU wins at every size in the sweep (from n={pts[0][0]})"}
+                "text": f"GPU wins at every size in the sweep (from {size}={pts[0][0]})"}
     k = losing[-1]
     if k == len(pts) - 1:
         return {"status": "none_in_sweep", "n": None, "between": None,
-                "text": f"none in the sweep: the host is at least as fast at the largest size (n={pts[-1][0]})"}
+                "text": f"none in the sweep: the host is at least as fast at the largest size ({size}={pts[-1][0]})"}
     n0, n1 = pts[k][0], pts[k + 1][0]
     frac = (0.0 - d[k]) / (d[k + 1] - d[k])
     n_star = math.exp(math.log(n0) + frac * (math.log(n1) - math.log(n0)))
     return {"status": "crossover", "n": n_star, "between": [n0, n1],
-            "text": f"n = {n_star:.0f} (between {n0} and {n1}, interpolated in log n)"}
+            "text": f"{size} = {n_star:.0f} (between {n0} and {n1}, interpolated in log {size})"}
 
 
 def _cases(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
