@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "offload_common.h"
 #include "tool_main.h"
 
 using namespace gpuaccept;
@@ -66,44 +67,49 @@ std::string host_fft_version() { return fftw_version; }
 
 // ---------------------------------------------------------------------------------------------
 // Precisions: the FFTW3 and cuFFT names of each.
-struct Fp64 {
+template <typename R>
+struct Fft;
+template <>
+struct Fft<double> {
   using Real = double;
   using HostComplex = fftw_complex;
-  using HostPlan = fftw_plan;
   using DevComplex = cufftDoubleComplex;
   static constexpr const char* key = "fp64";
   static constexpr cufftType type = CUFFT_Z2Z;
-  static constexpr double unit_roundoff = 1.1102230246251565e-16;
-  static HostPlan plan_many(int rank, const int* n, int howmany, HostComplex* in, HostComplex* out, unsigned flags) {
-    int dist = 1;
-    for (int k = 0; k < rank; ++k) dist *= n[k];
-    return fftw_plan_many_dft(rank, n, howmany, in, nullptr, 1, dist, out, nullptr, 1, dist, FFTW_FORWARD, flags);
-  }
-  static void execute(HostPlan p, HostComplex* in, HostComplex* out) { fftw_execute_dft(p, in, out); }
-  static void destroy(HostPlan p) { fftw_destroy_plan(p); }
-  static cufftResult exec(cufftHandle h, void* in, void* out, int dir) {
-    return cufftExecZ2Z(h, static_cast<DevComplex*>(in), static_cast<DevComplex*>(out), dir);
-  }
+  static constexpr double unit_roundoff = 1.1102230246251565e-16;  // 2^-53
+  static constexpr auto plan_many_dft = &fftw_plan_many_dft;
+  static constexpr auto execute_dft = &fftw_execute_dft;
+  static constexpr auto destroy_plan = &fftw_destroy_plan;
+  static constexpr auto exec_c2c = &cufftExecZ2Z;
 };
-struct Fp32 {
+template <>
+struct Fft<float> {
   using Real = float;
   using HostComplex = fftwf_complex;
-  using HostPlan = fftwf_plan;
   using DevComplex = cufftComplex;
   static constexpr const char* key = "fp32";
   static constexpr cufftType type = CUFFT_C2C;
-  static constexpr double unit_roundoff = 5.9604644775390625e-08;
-  static HostPlan plan_many(int rank, const int* n, int howmany, HostComplex* in, HostComplex* out, unsigned flags) {
-    int dist = 1;
-    for (int k = 0; k < rank; ++k) dist *= n[k];
-    return fftwf_plan_many_dft(rank, n, howmany, in, nullptr, 1, dist, out, nullptr, 1, dist, FFTW_FORWARD, flags);
-  }
-  static void execute(HostPlan p, HostComplex* in, HostComplex* out) { fftwf_execute_dft(p, in, out); }
-  static void destroy(HostPlan p) { fftwf_destroy_plan(p); }
-  static cufftResult exec(cufftHandle h, void* in, void* out, int dir) {
-    return cufftExecC2C(h, static_cast<DevComplex*>(in), static_cast<DevComplex*>(out), dir);
-  }
+  static constexpr double unit_roundoff = 5.9604644775390625e-08;  // 2^-24
+  static constexpr auto plan_many_dft = &fftwf_plan_many_dft;
+  static constexpr auto execute_dft = &fftwf_execute_dft;
+  static constexpr auto destroy_plan = &fftwf_destroy_plan;
+  static constexpr auto exec_c2c = &cufftExecC2C;
 };
+
+// The host's forward plan: `howmany` contiguous transforms of rank `rank` and sizes `n`, out of place.
+template <typename P>
+auto host_plan(int rank, const int* n, int howmany, void* in, void* out, unsigned flags) {
+  int dist = 1;
+  for (int k = 0; k < rank; ++k) dist *= n[k];
+  auto* i = static_cast<typename P::HostComplex*>(in);
+  auto* o = static_cast<typename P::HostComplex*>(out);
+  return P::plan_many_dft(rank, n, howmany, i, nullptr, 1, dist, o, nullptr, 1, dist, FFTW_FORWARD, flags);
+}
+
+template <typename P>
+cufftResult gpu_exec(cufftHandle h, void* in, void* out, int dir) {
+  return P::exec_c2c(h, static_cast<typename P::DevComplex*>(in), static_cast<typename P::DevComplex*>(out), dir);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Options.
@@ -204,39 +210,7 @@ Options parse_options(Args& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Buffers that free themselves.
-struct PinnedBuf {
-  void* p = nullptr;
-  PinnedBuf() = default;
-  PinnedBuf(const PinnedBuf&) = delete;
-  PinnedBuf& operator=(const PinnedBuf&) = delete;
-  ~PinnedBuf() {
-    if (p) cudaFreeHost(p);
-  }
-  void alloc(size_t n) { CUDA_CHECK(cudaHostAlloc(&p, n, cudaHostAllocDefault)); }
-};
-struct HostBuf {  // pageable, 64-byte aligned (the host FFT's vector loads)
-  void* p = nullptr;
-  HostBuf() = default;
-  HostBuf(const HostBuf&) = delete;
-  HostBuf& operator=(const HostBuf&) = delete;
-  ~HostBuf() { std::free(p); }
-  void alloc(size_t n) {
-    p = std::aligned_alloc(64, (n + 63) / 64 * 64);
-    if (!p) throw CallError("aligned_alloc(" + std::to_string(n) + ") of a pageable host buffer failed");
-    std::memset(p, 0, n);  // first touch: the pages exist before any timing
-  }
-};
-struct DevBuf {
-  void* p = nullptr;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-  void alloc(size_t n) { CUDA_CHECK(cudaMalloc(&p, n)); }
-};
+// cuFFT's plan, destroyed with it.
 struct CufftPlan {
   cufftHandle h = 0;
   bool made = false;
@@ -250,12 +224,7 @@ struct CufftPlan {
 
 // ---------------------------------------------------------------------------------------------
 // Results.
-struct ModeResult {
-  bool run = false;
-  double seconds = NAN;       // median of the timed repetitions
-  double wall_seconds = NAN;  // GPU modes: median of the host's steady_clock around the same repetitions
-  std::vector<double> samples_s;
-};
+using ModeResult = Timed;  // host: wall_seconds = seconds; GPU modes: the events' and the host's clock
 
 struct CaseResult {
   std::string shape, precision;
@@ -282,7 +251,7 @@ struct Ctx {
   cudaStream_t stream = nullptr;
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   PinnedBuf pin_in, pin_out;
-  HostBuf in, out, host_out;  // in: the input, also the pageable mode's source; out: the pageable mode's output
+  PageableBuf in, out, host_out;  // in: the input, also the pageable mode's source; out: the pageable mode's output
   DevBuf d_in, d_out;
   size_t cap_bytes = 0;
   Ctx() = default;
@@ -311,32 +280,10 @@ double rel_l2(const Real* got, const Real* want, size_t count, double scale = 1.
   return std::isfinite(num) ? std::sqrt(num / std::max(den, 1e-300)) : NAN;
 }
 
+// One repetition of issue() on c.stream, event-timed.
 template <typename Issue>
 double time_gpu(Ctx& c, double& wall, Issue&& issue) {
-  const double w0 = now_s();
-  CUDA_CHECK(cudaEventRecord(c.e0, c.stream));
-  issue();
-  CUDA_CHECK(cudaEventRecord(c.e1, c.stream));
-  CUDA_CHECK(cudaEventSynchronize(c.e1));
-  wall = now_s() - w0;
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, c.e0, c.e1));
-  return ms * 1e-3;
-}
-
-// One untimed warm-up, then o.reps timed repetitions; `once(wall)` returns one repetition's time.
-template <typename Once>
-void timed(const Options& o, ModeResult& m, Once&& once) {
-  double wall = 0;
-  once(wall);
-  std::vector<double> walls;
-  for (int r = 0; r < o.reps; ++r) {
-    m.samples_s.push_back(once(wall));
-    walls.push_back(wall);
-  }
-  m.seconds = median(m.samples_s);
-  m.wall_seconds = median(walls);
-  m.run = true;
+  return time_on_stream(c.stream, c.e0, c.e1, wall, issue);
 }
 
 template <typename P>
@@ -361,12 +308,12 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
   auto* host_out = static_cast<HC*>(c.host_out.p);
   const unsigned flags = o.plan == "measure" ? FFTW_MEASURE : FFTW_ESTIMATE;
   double t_plan = now_s();
-  auto hp = P::plan_many(rank, dims, static_cast<int>(cr.batch), in, host_out, flags);
+  auto hp = host_plan<P>(rank, dims, static_cast<int>(cr.batch), in, host_out, flags);
   cr.host_plan_s = now_s() - t_plan;
   if (!hp) throw CallError(std::string("the host FFT could not plan ") + P::key + " " + cr.shape);
   struct HostPlanGuard {
-    typename P::HostPlan p;
-    ~HostPlanGuard() { P::destroy(p); }
+    decltype(hp) p;
+    ~HostPlanGuard() { P::destroy_plan(p); }
   } hp_guard{hp};
   CufftPlan gp;
   t_plan = now_s();
@@ -389,9 +336,9 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
 
   // (a) The host's FFT.
   std::memset(c.host_out.p, kPoisonByte, bytes);
-  timed(o, cr.host, [&](double& wall) {
+  repeat_median(o.reps, cr.host, [&](double& wall) {
     const double t0 = now_s();
-    P::execute(hp, in, host_out);
+    P::execute_dft(hp, in, host_out);
     wall = now_s() - t0;
     return wall;
   });
@@ -401,14 +348,14 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
   CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream));
   CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, c.pin_in.p, bytes, cudaMemcpyHostToDevice, c.stream));
   CUDA_CHECK(cudaStreamSynchronize(c.stream));
-  timed(o, cr.kernel, [&](double& wall) {
-    return time_gpu(c, wall, [&] { CUFFT_CHECK(P::exec(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD)); });
+  repeat_median(o.reps, cr.kernel, [&](double& wall) {
+    return time_gpu(c, wall, [&] { CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD)); });
   });
   std::memset(c.pin_out.p, kPoisonByte, bytes);
   CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream));
   CUDA_CHECK(cudaStreamSynchronize(c.stream));
   cr.err_kernel = rel_l2(static_cast<const Real*>(c.pin_out.p), want, count);
-  CUFFT_CHECK(P::exec(gp.h, c.d_out.p, c.d_out.p, CUFFT_INVERSE));
+  CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_out.p, c.d_out.p, CUFFT_INVERSE));
   std::memset(c.pin_out.p, kPoisonByte, bytes);
   CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream));
   CUDA_CHECK(cudaStreamSynchronize(c.stream));
@@ -423,10 +370,10 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
     CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream));
     CUDA_CHECK(cudaStreamSynchronize(c.stream));
     std::memset(dst, kPoisonByte, bytes);
-    timed(o, m, [&](double& wall) {
+    repeat_median(o.reps, m, [&](double& wall) {
       return time_gpu(c, wall, [&] {
         CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, src, bytes, cudaMemcpyHostToDevice, c.stream));
-        CUFFT_CHECK(P::exec(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD));
+        CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD));
         CUDA_CHECK(cudaMemcpyAsync(dst, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream));
       });
     });
@@ -446,17 +393,6 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
   }
   cr.verified = ok;
   cr.run = true;
-}
-
-long mem_available_bytes() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return -1;
-  char line[256];
-  long kb = -1;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "MemAvailable: %ld kB", &kb) == 1) break;
-  std::fclose(f);
-  return kb < 0 ? -1 : kb * 1024;
 }
 
 int usable_cpus() {
@@ -525,8 +461,8 @@ void measure(State& st, const Options& o) {
   for (auto& cr : st.cases) {
     if (!cr.not_run.empty()) continue;
     const double c0 = now_s();
-    if (cr.precision == "fp64") measure_case<Fp64>(st, c, o, cr);
-    else measure_case<Fp32>(st, c, o, cr);
+    if (cr.precision == "fp64") measure_case<Fft<double>>(st, c, o, cr);
+    else measure_case<Fft<float>>(st, c, o, cr);
     char line[300];
     std::snprintf(line, sizeof line,
                   "[gpu %d] %s %s size %ld (%ld points): host %.3g s, kernel %.3g s, pinned %.3g s, pageable "
@@ -663,14 +599,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 int run_tool(const Options& o, const Invocation& run) {
   State st;
   std::vector<DeviceInfo> devices;
-  auto emit = [&] { return emit_document(o.output, kTool, [&] { return document(st, o, run, devices); }); };
-  std::vector<int> gpu_ids;
-  if (int rc = open_gpus(kTool, std::to_string(o.gpu), st.errors, emit, gpu_ids); rc >= 0) return rc;
-  run_guarded(st, [&] {
-    devices.push_back(device_info(o.gpu));
-    measure(st, o);
-  });
-  return st.exit_code(emit());
+  return run_on_one_gpu(
+      kTool, o.gpu, o.output, st, devices, [&] { return document(st, o, run, devices); }, [&] { measure(st, o); });
 }
 
 int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
