@@ -22,20 +22,11 @@ import math
 import sys
 from typing import Any
 
-from gpuaccept.probe.offload import OffloadError, _fmt, _load, _write_atomic, crossover
+from gpuaccept.probe.offload import OffloadError, _cases, _fmt, _load, _write_atomic, crossover, record_crossover
 
 #: The offload modes a crossover is computed for; ``kernel`` (no transfers) is reported beside them.
 MODES = ("pinned", "pageable")
 GPU_MODES = ("kernel", *MODES)
-
-
-def _cases(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    if doc.get("tool") != "gpuaccept-fft":
-        raise OffloadError(f"{name}: not a gpuaccept-fft document (tool {doc.get('tool')!r})")
-    cases = (doc.get("results") or {}).get("cases")
-    if not isinstance(cases, list):
-        raise OffloadError(f"{name}: no results.cases list")
-    return cases
 
 
 def _seconds(case: dict[str, Any], mode: str, name: str) -> float:
@@ -51,7 +42,7 @@ def analyse(doc: dict[str, Any], name: str = "fft document") -> dict[str, Any]:
     """Per case ``fft<shape>_<precision>``: the rows (points, host and GPU seconds, speed-ups) and the crossover per
     offload mode (and for the kernel alone)."""
     out: dict[str, Any] = {}
-    for c in _cases(doc, name):
+    for c in _cases(doc, name, "gpuaccept-fft"):
         key = f"fft{c.get('shape')}_{c.get('precision')}"
         res = out.setdefault(key, {"rows": [], "notes": []})
         try:
@@ -87,23 +78,15 @@ def annotate(doc: dict[str, Any], name: str = "fft document") -> dict[str, Any]:
         "between the two sweep sizes around the sign change",
         "per_case": analysis,
     }
-    metrics = doc.setdefault("metrics", {})
-    waived = doc.setdefault("waived", {})
     for case, res in analysis.items():
         for m in MODES:
-            key = f"{case}_crossover_points_{m}"
-            cx = res[m]
-            if cx["status"] == "crossover":
-                metrics[key] = {
-                    "value": cx["n"],
-                    "unit": "points",
-                    "better": "lower",
-                    "description": f"smallest {case} size (complex points) from which cuFFT offloaded from {m} host "
-                    f"memory (H2D, FFT, D2H) beats the host's FFT, interpolated in log points between "
-                    f"{cx['between'][0]} and {cx['between'][1]} (informational)",
-                }
-            else:
-                waived[key] = cx["text"]
+            record_crossover(
+                doc, f"{case}_crossover_points_{m}", res[m], "points",
+                lambda cx, case=case, m=m:
+                f"smallest {case} size (complex points) from which cuFFT offloaded from {m} host memory (H2D, FFT, "
+                f"D2H) beats the host's FFT, interpolated in log points between {cx['between'][0]} and "
+                f"{cx['between'][1]} (informational)",
+            )
     return doc
 
 

@@ -31,7 +31,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,9 +117,10 @@ def crossover(points: list[tuple[int, float, float]], size: str = "n") -> dict[s
             "text": f"{size} = {n_star:.0f} (between {n0} and {n1}, interpolated in log {size})"}
 
 
-def _cases(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    if doc.get("tool") != "gpuaccept-xgemm":
-        raise OffloadError(f"{name}: not a gpuaccept-xgemm document (tool {doc.get('tool')!r})")
+def _cases(doc: dict[str, Any], name: str, tool: str = "gpuaccept-xgemm") -> list[dict[str, Any]]:
+    """``results.cases`` of a ``tool`` document (gpuaccept-xgemm, gpuaccept-fft)."""
+    if doc.get("tool") != tool:
+        raise OffloadError(f"{name}: not a {tool} document (tool {doc.get('tool')!r})")
     cases = (doc.get("results") or {}).get("cases")
     if not isinstance(cases, list):
         raise OffloadError(f"{name}: no results.cases list")
@@ -190,6 +191,18 @@ def analyse(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], name: st
     return out
 
 
+def record_crossover(doc: dict[str, Any], key: str, cx: dict[str, Any], unit: str,
+                     describe: Callable[[dict[str, Any]], str]) -> None:
+    """Writes crossover ``cx`` (from :func:`crossover`) into ``doc`` as the informational metric ``key`` (``unit``,
+    lower is better, described by ``describe(cx)``), or, where there is none, waives ``key`` with the reason."""
+    metrics = doc.setdefault("metrics", {})
+    waived = doc.setdefault("waived", {})
+    if cx["status"] == "crossover":
+        metrics[key] = {"value": cx["n"], "unit": unit, "better": "lower", "description": describe(cx)}
+    else:
+        waived[key] = cx["text"]
+
+
 def annotate(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], source: str = "",
              name: str = "xgemm document") -> dict[str, Any]:
     """The xgemm document with ``results.crossover`` and the informational metrics
@@ -202,23 +215,15 @@ def annotate(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], source:
         "sweep; ln(gpu/host) interpolated linearly in ln n between the two sweep sizes around the sign change",
         "per_precision": analysis,
     }
-    metrics = doc.setdefault("metrics", {})
-    waived = doc.setdefault("waived", {})
     for prec, res in analysis.items():
         for m in MODES:
-            key = f"{prec}_crossover_n_{m}"
-            cx = res[m]
-            if cx["status"] == "crossover":
-                metrics[key] = {
-                    "value": cx["n"],
-                    "unit": "n",
-                    "better": "lower",
-                    "description": f"smallest square size from which {prec} offloaded from {m} host memory (H2D of A "
-                    f"and B, GEMM, D2H of C) beats the host's {res['host_precision']}, interpolated in log n "
-                    f"between n={cx['between'][0]} and n={cx['between'][1]} (informational)",
-                }
-            else:
-                waived[key] = cx["text"]
+            record_crossover(
+                doc, f"{prec}_crossover_n_{m}", res[m], "n",
+                lambda cx, prec=prec, m=m, hprec=res["host_precision"]:
+                f"smallest square size from which {prec} offloaded from {m} host memory (H2D of A and B, GEMM, D2H "
+                f"of C) beats the host's {hprec}, interpolated in log n between n={cx['between'][0]} and "
+                f"n={cx['between'][1]} (informational)",
+            )
     return doc
 
 
