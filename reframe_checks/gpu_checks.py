@@ -1,9 +1,10 @@
 """GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw), cuBLASLt GEMM (gpuaccept-gemm), NCCL collectives
-(gpuaccept-nccl), compute/transfer overlap (gpuaccept-overlap), GEMM offload against the host (gpuaccept-xgemm).
+(gpuaccept-nccl), compute/transfer overlap (gpuaccept-overlap), GEMM offload against the host (gpuaccept-xgemm),
+FFT offload against the host (gpuaccept-fft).
 
 They run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
 compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md,
-docs/checks/nccl.md, docs/checks/overlap.md, docs/checks/offload-gemm.md.
+docs/checks/nccl.md, docs/checks/overlap.md, docs/checks/offload-gemm.md, docs/checks/fft-offload.md.
 """
 
 import os
@@ -63,6 +64,41 @@ class XgemmBuild(BenchBuild):
 
     make_targets = ["xgemm"]
     binaries = ["gpuaccept-xgemm"]
+
+
+class FftBuild(BenchBuild):
+    """Builds gpuaccept-fft with nvcc against the host's FFT: MKL's FFTW3 interface where the partition's
+    ``extras.blas`` is ``mkl`` or ``mkl-static`` (with ``extras.mklroot``), else FFTW3 where ``extras.fftw_inc`` or
+    /usr/include holds fftw3.h (``extras.fftw_lib``, default the Debian multiarch directory). Neither: nothing is
+    built and ``not_run_reason`` says why (the check is then NOT RUN, not failed)."""
+
+    make_targets = ["fft"]
+    binaries = ["gpuaccept-fft"]
+
+    @run_before("compile", always_last=True)
+    def set_host_fft(self):
+        if self.prebuilt():
+            return
+        extras = self.current_partition.extras or {}
+        blas = str(extras.get("blas") or "none")
+        fftw_inc = str(extras.get("fftw_inc") or "/usr/include")
+        if blas in ("mkl", "mkl-static"):
+            opts = [f"FFT={blas}"]
+            if extras.get("mklroot"):
+                opts.append(f"MKLROOT={shlex.quote(str(extras['mklroot']))}")
+        elif os.path.isfile(os.path.join(fftw_inc, "fftw3.h")):
+            opts = ["FFT=fftw", f"FFTW_INC={shlex.quote(fftw_inc)}"]
+            if extras.get("fftw_lib"):
+                opts.append(f"FFTW_LIB={shlex.quote(str(extras['fftw_lib']))}")
+        else:
+            self.not_run_reason = (
+                f"no host FFT to compare cuFFT with: the partition's BLAS is {blas!r} (not MKL) and {fftw_inc} has no "
+                "fftw3.h (install libfftw3-dev, or Intel MKL with gpuaccept_toolenv_mkl: true)"
+            )
+            self.build_system = "CustomBuild"
+            self.build_system.commands = ["true"]
+            return
+        self.build_system.options = [*opts, *self.build_system.options]
 
 
 @rfm.simple_test
@@ -263,3 +299,45 @@ class GpuOffloadGemm(GpuBenchCheck):
         )
         self.after_benchmark(host)
         self.keep_files = [*self.keep_files, "cpugemm-n*.log"]
+
+
+@rfm.simple_test
+class GpuFftOffload(GpuBenchCheck):
+    """FFT offload (seed 001): complex-to-complex FFTs, batched 1-D (4096 points each) and 3-D, fp32 and fp64, over
+    sizes of 2^12 to 2^27 points, on the host's FFT (MKL or FFTW, every CPU) and on one GPU with cuFFT alone and as a
+    whole offload (H2D, cuFFT, D2H) from pinned and from pageable memory, each GPU output verified against the
+    host's; then ``python -m gpuaccept.probe.fft`` adds the crossover sizes (docs/checks/fft-offload.md).
+
+    Not run where the node has no host FFT (``FftBuild.not_run_reason``). Quick mode: sizes up to 2^22 points, 3
+    repetitions. Metrics (informational: the host's): fft<shape>_<precision>_speedup_{kernel,pinned,pageable} at the
+    largest size, fft<shape>_<precision>_crossover_points_{pinned,pageable} (waived where there is none in the sweep).
+    """
+
+    check_key = "fft_offload"
+    binary = "gpuaccept-fft"
+    descr = CHECKS["fft_offload"].title
+    tags = tags_for("fft_offload")
+    time_limit = "20m"
+    build = fixture(FftBuild, scope="environment")
+    env_vars = {"LC_ALL": "C"}
+
+    #: The sweep in quick mode (gpuaccept-fft has no --quick of its own).
+    #:
+    #: :type: :class:`List[str]`
+    quick_opts = variable(typ.List[str], value=[
+        "--points", ",".join(str(1 << k) for k in range(12, 23, 2)), "--cubes", "16,32,64,128", "--reps", "3",
+    ])  # fmt: skip
+
+    @run_after("setup")
+    def need_a_host_fft(self):
+        if self.build.not_run_reason:
+            self.skip(self.build.not_run_reason)
+        if "--quick" in self.executable_opts:
+            self.executable_opts = [o for o in self.executable_opts if o != "--quick"] + list(self.quick_opts)
+
+    @run_before("run")
+    def add_crossover(self):
+        """After the benchmark, ``python -m gpuaccept.probe.fft`` adds the crossovers to its document; the job
+        still exits with the benchmark's status (or 4 when only the analysis failed)."""
+        probe = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "gpuaccept.probe.fft", self.result_file))
+        self.after_benchmark(probe)

@@ -116,6 +116,56 @@ def test_new_options_are_checked(gpu_build, tool, args, message):
     assert res.returncode == 3 and message in res.stderr
 
 
+@pytest.fixture(scope="module")
+def fft_build(tmp_path_factory):
+    # gpuaccept-fft needs a host FFT as well as nvcc: MKL's FFTW3 interface from the test environment's MKL wheels
+    # (libmkl_rt.so.3, and mkl-include's include/fftw/fftw3.h). One architecture: the fat binary is gpu_build's.
+    if not (VENV / "include" / "fftw" / "fftw3.h").exists() or not (VENV / "lib" / "libmkl_rt.so.3").exists():
+        pytest.fail("MKL with its FFTW3 headers is not installed (GPUACCEPT_MKL=1 scripts/venv.sh test): make test "
+                    "installs it")
+    build = tmp_path_factory.mktemp("fft")
+    env_path = f"/usr/local/cuda/bin:{os.environ['PATH']}"
+    res = subprocess.run(["make", "-C", str(SRC), f"BUILD_DIR={build}", "GIT_REV=test", "fft", "FFT=mkl",
+                          f"MKLROOT={VENV}", "CUDA_ARCH=-gencode=arch=compute_90,code=sm_90"],
+                         capture_output=True, text=True, check=False, timeout=900, env={**os.environ, "PATH": env_path})
+    assert res.returncode == 0, res.stderr[-3000:]
+    return build / "gpuaccept-fft"
+
+
+def test_fft_without_a_gpu_records_its_sweep_and_host_fft(fft_build, tmp_path):
+    out = tmp_path / "doc.json"
+    res = subprocess.run([str(fft_build), "--cubes", "32,16", "--precisions", "fp64", "--output", str(out)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 1 and "no CUDA device found" in res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["tool"] == "gpuaccept-fft" and doc["devices"] == [] and doc["metrics"] == {}
+    assert doc["parameters"]["cubes_3d"] == [16, 32] and doc["parameters"]["precisions"] == ["fp64"]
+    assert doc["parameters"]["host_fft"]["library"].startswith("Intel MKL")
+    assert doc["results"]["cases"] == [] and doc["verification"]["passed"] is False
+    assert isinstance(doc["cuda"]["cufft_version"], int)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--no-such-option"], "--no-such-option"),
+    (["--shapes", "2d"], "--shapes"),
+    (["--precisions", "fp16"], "--precisions"),
+    (["--points", "5000"], "--points: 5000 is not a multiple of --length 4096"),
+    (["--cubes", "1"], "--cubes"),
+    (["--plan", "patient"], "--plan"),
+    (["--plan-time-limit-s", "0"], "--plan-time-limit-s"),
+    (["--reps", "0"], "--reps"),
+])
+def test_fft_options_are_checked(fft_build, args, message):
+    res = subprocess.run([str(fft_build), *args], capture_output=True, text=True, check=False)
+    assert res.returncode == 3 and message in res.stderr
+
+
+def test_fft_build_refuses_an_unknown_host_fft(tmp_path):
+    res = subprocess.run(["make", "-C", str(SRC), f"BUILD_DIR={tmp_path}", "FFT=cufftw", "fft"], capture_output=True,
+                         text=True, check=False, timeout=60)
+    assert res.returncode != 0 and "FFT must be mkl, mkl-static or fftw, not 'cufftw'" in res.stdout + res.stderr
+
+
 def blas_builds():
     builds = []
     if (VENV / "lib" / "libmkl_rt.so.3").exists():

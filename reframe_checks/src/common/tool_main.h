@@ -15,6 +15,9 @@
 //     return st.exit_code(write_doc());
 //   }
 //   int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+//
+// A tool that measures one GPU (--gpu N) writes its run_tool as one call of run_on_one_gpu (gpuaccept-xgemm,
+// gpuaccept-fft).
 #pragma once
 
 #include <iostream>
@@ -170,6 +173,22 @@ int open_gpus(const char* tool, const std::string& spec, std::vector<std::string
     return kExitUsage;
   }
   return -1;
+}
+
+// The whole run of a tool that measures one GPU (`gpu`): the no-GPU answer (open_gpus), then `measure()` guarded
+// (run_guarded) after the device's facts are in `devices`; the document from `document()` to `output` (or stdout);
+// the exit code.
+template <typename Document, typename Measure>
+int run_on_one_gpu(const char* tool, int gpu, const std::string& output, Outcome& st, std::vector<DeviceInfo>& devices,
+                   Document document, Measure measure) {
+  auto emit = [&] { return emit_document(output, tool, document); };
+  std::vector<int> gpu_ids;
+  if (int rc = open_gpus(tool, std::to_string(gpu), st.errors, emit, gpu_ids); rc >= 0) return rc;
+  run_guarded(st, [&] {
+    devices.push_back(device_info(gpu));
+    measure();
+  });
+  return st.exit_code(emit());
 }
 
 // The opening of a CUDA tool's document, up to its "devices": the preamble, then the "cuda" object (begin_cuda)

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "offload_common.h"
 #include "tool_main.h"
 
 using namespace gpuaccept;
@@ -182,47 +183,8 @@ double out_value(Prec p, const void* buf, size_t i) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Resources that free themselves (errors on release are ignored).
-struct PinnedBuf {
-  void* p = nullptr;
-  PinnedBuf() = default;
-  PinnedBuf(const PinnedBuf&) = delete;
-  PinnedBuf& operator=(const PinnedBuf&) = delete;
-  ~PinnedBuf() {
-    if (p) cudaFreeHost(p);
-  }
-  void alloc(size_t n) { CUDA_CHECK(cudaHostAlloc(&p, n, cudaHostAllocDefault)); }
-};
-struct PageableBuf {
-  void* p = nullptr;
-  PageableBuf() = default;
-  PageableBuf(const PageableBuf&) = delete;
-  PageableBuf& operator=(const PageableBuf&) = delete;
-  ~PageableBuf() { std::free(p); }
-  void alloc(size_t n) {
-    p = std::malloc(n);
-    if (!p) throw CallError("malloc(" + std::to_string(n) + ") of a pageable host buffer failed");
-    std::memset(p, 0, n);  // first touch: the pages exist before any timing
-  }
-};
-struct DevBuf {
-  void* p = nullptr;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-  void alloc(size_t n) { CUDA_CHECK(cudaMalloc(&p, n)); }
-};
-
-// ---------------------------------------------------------------------------------------------
 // Results.
-struct ModeResult {
-  bool run = false;
-  double seconds = NAN;       // median of the event-timed repetitions
-  double wall_seconds = NAN;  // median of the host's steady_clock around the same repetitions
-  std::vector<double> samples_s;
+struct ModeResult : Timed {  // seconds: the median of the event-timed repetitions
   bool verified = false;
   long checked = 0;
   double max_rel_error = NAN;  // max over the sampled entries of |C - ref| / sum_k |A(i,k)| |B(k,j)|
@@ -289,20 +251,6 @@ void gemm(Ctx& c, Prec p, int n) {
                                 CUBLAS_GEMM_DEFAULT));
       break;
   }
-}
-
-// One repetition: the event pair on c.stream around issue(); returns the event time, sets wall to the host's.
-template <typename Issue>
-double time_once(Ctx& c, double& wall, Issue&& issue) {
-  const double w0 = now_s();
-  CUDA_CHECK(cudaEventRecord(c.e0, c.stream));
-  issue();
-  CUDA_CHECK(cudaEventRecord(c.e1, c.stream));
-  CUDA_CHECK(cudaEventSynchronize(c.e1));
-  wall = now_s() - w0;
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, c.e0, c.e1));
-  return ms * 1e-3;
 }
 
 // The sampled entries (i, j): the four corners, then hashed positions.
@@ -374,19 +322,10 @@ void poison_device(Ctx& c, size_t in_bytes, size_t out_bytes) {
   CUDA_CHECK(cudaStreamSynchronize(c.stream));
 }
 
-// Warm-up, then o.reps timed repetitions.
+// Warm-up, then o.reps repetitions, each the event pair on c.stream around issue().
 template <typename Issue>
 void timed(Ctx& c, const Options& o, ModeResult& m, Issue&& issue) {
-  double wall = 0;
-  time_once(c, wall, issue);
-  std::vector<double> walls;
-  for (int r = 0; r < o.reps; ++r) {
-    m.samples_s.push_back(time_once(c, wall, issue));
-    walls.push_back(wall);
-  }
-  m.seconds = median(m.samples_s);
-  m.wall_seconds = median(walls);
-  m.run = true;
+  repeat_median(o.reps, m, [&](double& wall) { return time_on_stream(c.stream, c.e0, c.e1, wall, issue); });
 }
 
 void measure_case(State& st, Ctx& c, const Options& o, const PrecInfo& pi, CaseResult& cr) {
@@ -426,17 +365,6 @@ void measure_case(State& st, Ctx& c, const Options& o, const PrecInfo& pi, CaseR
     verify(st, pi, cr.n, mode == 0 ? "pinned" : "pageable", ref, C, m);
   }
   cr.run = true;
-}
-
-long mem_available_bytes() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return -1;
-  char line[256];
-  long kb = -1;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "MemAvailable: %ld kB", &kb) == 1) break;
-  std::fclose(f);
-  return kb < 0 ? -1 : kb * 1024;
 }
 
 void measure_gpu(State& st, const Options& o, double t0) {
@@ -662,14 +590,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 int run_tool(const Options& o, const Invocation& run) {
   State st;
   std::vector<DeviceInfo> devices;
-  auto emit = [&] { return emit_document(o.output, kTool, [&] { return document(st, o, run, devices); }); };
-  std::vector<int> gpu_ids;
-  if (int rc = open_gpus(kTool, std::to_string(o.gpu), st.errors, emit, gpu_ids); rc >= 0) return rc;
-  run_guarded(st, [&] {
-    devices.push_back(device_info(o.gpu));
-    measure_gpu(st, o, run.t0);
-  });
-  return st.exit_code(emit());
+  return run_on_one_gpu(
+      kTool, o.gpu, o.output, st, devices, [&] { return document(st, o, run, devices); }, [&] { measure_gpu(st, o, run.t0); });
 }
 
 int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

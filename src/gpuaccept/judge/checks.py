@@ -133,6 +133,18 @@ CHECKS: dict[str, Check] = {
             "offload_gemm.json",
             optional=True,
         ),
+        # Seed 001's FFT offload (docs/checks/fft-offload.md): cuFFT against the host's FFT, with and without the
+        # copies. Evaluation only and optional: it needs a host FFT (MKL or FFTW), and its figures are the host's and
+        # the link's as much as the GPU's (reported, not judged).
+        Check(
+            "fft_offload",
+            "FFT offload: cuFFT against the host's FFT (MKL or FFTW, all cores), 1-D batched and 3-D, fp32 and fp64, "
+            "with and without the copies; speed-up and crossover size (gpuaccept-fft)",
+            ("evaluation",),
+            True,
+            "fft_offload.json",
+            optional=True,
+        ),
         # Application checks (docs/checks/md.md): vendor evaluation only, so that commissioning does not need
         # OpenMM and a licensed NAMD on every node. NAMD is the operator's (its licence forbids carrying it), so its
         # checks are optional like xhpl: expected of a node type only once the site measured it (gpuaccept baseline).

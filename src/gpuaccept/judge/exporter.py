@@ -35,6 +35,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "kJ": ("joules", 1e3),
     "GiB": ("bytes", 2.0**30),  # GPU memory in use (md_apoa1)
     "n": ("number", 1.0),  # a square matrix's order (offload_gemm's crossover size)
+    "points": ("points", 1.0),  # an FFT's size in complex points (fft_offload's crossover)
     "": ("number", 1.0),  # the GPU count; "_count" is reserved for histograms and summaries
 }
 STATUSES = (PASS, FAIL, NOT_RUN)

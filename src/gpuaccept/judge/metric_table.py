@@ -172,6 +172,12 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("*_crossover_n_pinned", "n", GPU),
         ("*_crossover_n_pageable", "n", GPU),
     ),
+    # FFT offload (gpuaccept-fft, seed 001; docs/checks/fft-offload.md): one GPU against the host's FFT on all cores,
+    # per shape and precision (fft1d_fp32 ... fft3d_fp64) at the largest size, and the crossover size in points.
+    "fft_offload": (
+        ("fft*_speedup_*", "ratio", GPU),  # host FFT time over cuFFT time (kernel alone, pinned, pageable offload)
+        ("fft*_crossover_points_*", "points", GPU),  # from the sweep (python -m gpuaccept.probe.fft)
+    ),
     # NCCL collectives over every GPU of the node (nccl-tests' bus bandwidth, the best message size).
     "nccl": (
         ("*_busbw_gbps_*", "GB/s", NODE),
@@ -215,6 +221,8 @@ _OWNER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
     # Copies from host memory inside a transfer-inclusive rate (as gemm's *_xfer_tflops_min), and the host's BLAS
     # on the other side of the crossover.
     "offload_gemm": (("*", HOST),),
+    # An FFT offload's speed-up is the host's FFT over the GPU's time with the host's copies: the host's figure.
+    "fft_offload": (("*", HOST),),
     "power": (("host_power_load_w", HOST),),
     **{check: (("cpu_ns_per_day", HOST), ("speedup_vs_cpu", HOST)) for check in ("md_apoa1", "md_apoa1_x12")},
     **{check: (("cpu_*", HOST), ("speedup_vs_cpu", HOST)) for check in ("namd_apoa1", "namd_stmv")},

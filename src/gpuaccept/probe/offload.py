@@ -31,7 +31,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,10 +102,11 @@ def host_rates_from_timings(timings: Iterable[tuple[int, str, float]], source: s
     return best
 
 
-def crossover(points: list[tuple[int, float, float]]) -> dict[str, Any]:
-    """``points``: ``(n, gpu_gflops, host_gflops)`` over the sweep. Returns ``status`` (``crossover``,
-    ``gpu_wins_everywhere``, ``none_in_sweep`` or ``no_data``), ``n`` (the interpolated crossover, for
-    ``crossover``), ``between`` (the two sweep sizes around it) and ``text``."""
+def crossover(points: list[tuple[int, float, float]], size: str = "n") -> dict[str, Any]:
+    """``points``: ``(n, gpu_rate, host_rate)`` over the sweep (any rate: GFLOP/s, or 1 / seconds). Returns
+    ``status`` (``crossover``, ``gpu_wins_everywhere``, ``none_in_sweep`` or ``no_data``), ``n`` (the interpolated
+    crossover, for ``crossover``), ``between`` (the two sweep sizes around it) and ``text``, which names the size
+    ``size`` (``n``; gpuaccept.probe.fft: ``points``)."""
     pts = sorted(points)
     if not pts:
         return {"status": "no_data", "n": None, "between": None, "text": "no size measured on both sides"}
@@ -113,21 +114,22 @@ def crossover(points: list[tuple[int, float, float]]) -> dict[str, Any]:
     losing = [i for i, x in enumerate(d) if x <= 0]
     if not losing:
         return {"status": "gpu_wins_everywhere", "n": None, "between": None,
-                "text": f"GPU wins at every size in the sweep (from n={pts[0][0]})"}
+                "text": f"GPU wins at every size in the sweep (from {size}={pts[0][0]})"}
     k = losing[-1]
     if k == len(pts) - 1:
         return {"status": "none_in_sweep", "n": None, "between": None,
-                "text": f"none in the sweep: the host is at least as fast at the largest size (n={pts[-1][0]})"}
+                "text": f"none in the sweep: the host is at least as fast at the largest size ({size}={pts[-1][0]})"}
     n0, n1 = pts[k][0], pts[k + 1][0]
     frac = (0.0 - d[k]) / (d[k + 1] - d[k])
     n_star = math.exp(math.log(n0) + frac * (math.log(n1) - math.log(n0)))
     return {"status": "crossover", "n": n_star, "between": [n0, n1],
-            "text": f"n = {n_star:.0f} (between {n0} and {n1}, interpolated in log n)"}
+            "text": f"{size} = {n_star:.0f} (between {n0} and {n1}, interpolated in log {size})"}
 
 
-def _cases(doc: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    if doc.get("tool") != "gpuaccept-xgemm":
-        raise OffloadError(f"{name}: not a gpuaccept-xgemm document (tool {doc.get('tool')!r})")
+def _cases(doc: dict[str, Any], name: str, tool: str = "gpuaccept-xgemm") -> list[dict[str, Any]]:
+    """``results.cases`` of a ``tool`` document (gpuaccept-xgemm, gpuaccept-fft)."""
+    if doc.get("tool") != tool:
+        raise OffloadError(f"{name}: not a {tool} document (tool {doc.get('tool')!r})")
     cases = (doc.get("results") or {}).get("cases")
     if not isinstance(cases, list):
         raise OffloadError(f"{name}: no results.cases list")
@@ -201,6 +203,18 @@ def analyse(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], name: st
     return out
 
 
+def record_crossover(doc: dict[str, Any], key: str, cx: dict[str, Any], unit: str,
+                     describe: Callable[[dict[str, Any]], str]) -> None:
+    """Writes crossover ``cx`` (from :func:`crossover`) into ``doc`` as the informational metric ``key`` (``unit``,
+    lower is better, described by ``describe(cx)``), or, where there is none, waives ``key`` with the reason."""
+    metrics = doc.setdefault("metrics", {})
+    waived = doc.setdefault("waived", {})
+    if cx["status"] == "crossover":
+        metrics[key] = {"value": cx["n"], "unit": unit, "better": "lower", "description": describe(cx)}
+    else:
+        waived[key] = cx["text"]
+
+
 def annotate(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], source: str = "",
              name: str = "xgemm document", no_host: str = "") -> dict[str, Any]:
     """The xgemm document with ``results.crossover`` and the informational metrics
@@ -215,23 +229,15 @@ def annotate(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], source:
         "sweep; ln(gpu/host) interpolated linearly in ln n between the two sweep sizes around the sign change",
         "per_precision": analysis,
     }
-    metrics = doc.setdefault("metrics", {})
-    waived = doc.setdefault("waived", {})
     for prec, res in analysis.items():
         for m in MODES:
-            key = f"{prec}_crossover_n_{m}"
-            cx = res[m]
-            if cx["status"] == "crossover":
-                metrics[key] = {
-                    "value": cx["n"],
-                    "unit": "n",
-                    "better": "lower",
-                    "description": f"smallest square size from which {prec} offloaded from {m} host memory (H2D of A "
-                    f"and B, GEMM, D2H of C) beats the host's {res['host_precision']}, interpolated in log n "
-                    f"between n={cx['between'][0]} and n={cx['between'][1]} (informational)",
-                }
-            else:
-                waived[key] = cx["text"]
+            record_crossover(
+                doc, f"{prec}_crossover_n_{m}", res[m], "n",
+                lambda cx, prec=prec, m=m, hprec=res["host_precision"]:
+                f"smallest square size from which {prec} offloaded from {m} host memory (H2D of A and B, GEMM, D2H "
+                f"of C) beats the host's {hprec}, interpolated in log n between n={cx['between'][0]} and "
+                f"n={cx['between'][1]} (informational)",
+            )
     return doc
 
 

@@ -1,0 +1,108 @@
+// What the offload tools (gpuaccept-xgemm, gpuaccept-fft) share: host and device buffers that free themselves, a
+// stream's event-timed repetition, the median of repetitions after a warm-up, and the host's MemAvailable. CUDA only
+// (include after cuda_runtime.h and bench_common.h).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+
+namespace gpuaccept {
+
+// Page-locked host memory (cudaHostAlloc); errors on release are ignored.
+struct PinnedBuf {
+  void* p = nullptr;
+  PinnedBuf() = default;
+  PinnedBuf(const PinnedBuf&) = delete;
+  PinnedBuf& operator=(const PinnedBuf&) = delete;
+  ~PinnedBuf() {
+    if (p) cudaFreeHost(p);
+  }
+  void alloc(size_t n) { CUDA_CHECK(cudaHostAlloc(&p, n, cudaHostAllocDefault)); }
+};
+
+// Ordinary (pageable) host memory, 64-byte aligned (vector loads), its pages touched before any timing.
+struct PageableBuf {
+  void* p = nullptr;
+  PageableBuf() = default;
+  PageableBuf(const PageableBuf&) = delete;
+  PageableBuf& operator=(const PageableBuf&) = delete;
+  ~PageableBuf() { std::free(p); }
+  void alloc(size_t n) {
+    p = std::aligned_alloc(64, (n + 63) / 64 * 64);
+    if (!p) throw CallError("aligned_alloc(" + std::to_string(n) + ") of a pageable host buffer failed");
+    std::memset(p, 0, n);
+  }
+};
+
+// Device memory (cudaMalloc).
+struct DevBuf {
+  void* p = nullptr;
+  DevBuf() = default;
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
+  void alloc(size_t n) { CUDA_CHECK(cudaMalloc(&p, n)); }
+};
+
+// One timed mode: the median of the repetitions, and the host's steady_clock around the same (median).
+struct Timed {
+  bool run = false;
+  double seconds = NAN;
+  double wall_seconds = NAN;
+  std::vector<double> samples_s;
+};
+
+// One repetition on `stream`: the event pair e0, e1 around issue(); returns the event time, sets `wall` to the
+// host's steady_clock time up to the end event's completion.
+template <typename Issue>
+double time_on_stream(cudaStream_t stream, cudaEvent_t e0, cudaEvent_t e1, double& wall, Issue&& issue) {
+  const double w0 = now_s();
+  CUDA_CHECK(cudaEventRecord(e0, stream));
+  issue();
+  CUDA_CHECK(cudaEventRecord(e1, stream));
+  CUDA_CHECK(cudaEventSynchronize(e1));
+  wall = now_s() - w0;
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  return ms * 1e-3;
+}
+
+// One untimed warm-up, then `reps` repetitions of `once(wall)` (which returns the repetition's time and sets its
+// wall-clock time) into `m`.
+template <typename Once>
+void repeat_median(int reps, Timed& m, Once&& once) {
+  double wall = 0;
+  once(wall);
+  std::vector<double> walls;
+  for (int r = 0; r < reps; ++r) {
+    m.samples_s.push_back(once(wall));
+    walls.push_back(wall);
+  }
+  m.seconds = median(m.samples_s);
+  m.wall_seconds = median(walls);
+  m.run = true;
+}
+
+// The host's MemAvailable in bytes (/proc/meminfo), -1 where it cannot be read.
+inline long mem_available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  long kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %ld kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+}  // namespace gpuaccept
