@@ -102,23 +102,13 @@ const char* kUsage =
     "  --help               this text\n"
     "Exit status: 0 ok, 1 CUDA/cuBLAS call failed or no GPU, 2 verification failed, 3 bad command line.\n";
 
-Options parse_options(int argc, char** argv, bool& help) {
-  Args a(argc, argv);
+Options parse_options(Args& a) {
   Options o;
-  help = a.help();
-  if (help) return o;
   long gpu = a.get_long("gpu", 0);
   if (gpu < 0 || gpu > 1023) throw std::invalid_argument("option --gpu: must be a device index in 0..1023");
   o.gpu = static_cast<int>(gpu);
   for (const auto& s : split_csv(a.get("sizes", "256,512,1024,2048,4096,8192,16384"))) {
-    long n = 0;
-    try {
-      size_t pos = 0;
-      n = std::stol(s, &pos);
-      if (pos != s.size()) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      throw std::invalid_argument("option --sizes: '" + s + "' is not a whole number");
-    }
+    const long n = Args::whole_number("sizes", s);
     if (n < 16 || n > 65536) throw std::invalid_argument("option --sizes: " + s + " is not in 16..65536");
     if (std::find(o.sizes.begin(), o.sizes.end(), n) == o.sizes.end()) o.sizes.push_back(n);
   }
@@ -132,9 +122,7 @@ Options parse_options(int argc, char** argv, bool& help) {
   long reps = a.get_long("reps", 5);
   if (reps < 1 || reps > 1000) throw std::invalid_argument("option --reps: must be in 1..1000");
   o.reps = static_cast<int>(reps);
-  o.time_limit_s = a.get_double("time-limit-s", 60);
-  if (!(o.time_limit_s > 0 && o.time_limit_s <= 3600))
-    throw std::invalid_argument("option --time-limit-s: must be in (0, 3600] seconds");
+  o.time_limit_s = a.get_seconds("time-limit-s", 60, 3600);
   o.output = a.get("output", "");
   a.reject_unknown();
   return o;
@@ -183,14 +171,7 @@ double out_value(Prec p, const void* buf, size_t i) {
 
 // ---------------------------------------------------------------------------------------------
 // Resources that free themselves (errors on release are ignored).
-struct PinnedBuf {
-  void* p = nullptr;
-  PinnedBuf() = default;
-  PinnedBuf(const PinnedBuf&) = delete;
-  PinnedBuf& operator=(const PinnedBuf&) = delete;
-  ~PinnedBuf() {
-    if (p) cudaFreeHost(p);
-  }
+struct PinnedBuf : CudaOwned<void*, cudaFreeHost> {
   void alloc(size_t n) { CUDA_CHECK(cudaHostAlloc(&p, n, cudaHostAllocDefault)); }
 };
 struct PageableBuf {
@@ -205,14 +186,7 @@ struct PageableBuf {
     std::memset(p, 0, n);  // first touch: the pages exist before any timing
   }
 };
-struct DevBuf {
-  void* p = nullptr;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
+struct DevBuf : CudaOwned<void*, cudaFree> {
   void alloc(size_t n) { CUDA_CHECK(cudaMalloc(&p, n)); }
 };
 
@@ -630,11 +604,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
   j.key("tolerance").begin_object();
   for (const auto& p : kPrecs) j.kv(p.key, p.tol);
   j.end_object();
-  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
-                        "CUBLAS_WORKSPACE_CONFIG"});
-  j.end_object();
-
-  j.key("results").begin_object();
+  end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
+                     "CUBLAS_WORKSPACE_CONFIG"});
   j.key("cases").begin_array();
   for (const auto& cr : st.cases) {
     j.begin_object();
@@ -661,15 +632,12 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 
 int run_tool(const Options& o, const Invocation& run) {
   State st;
-  std::vector<DeviceInfo> devices;
-  auto emit = [&] { return emit_document(o.output, kTool, [&] { return document(st, o, run, devices); }); };
-  std::vector<int> gpu_ids;
-  if (int rc = open_gpus(kTool, std::to_string(o.gpu), st.errors, emit, gpu_ids); rc >= 0) return rc;
-  run_guarded(st, [&] {
+  auto doc = [&](const std::vector<DeviceInfo>& devices) { return document(st, o, run, devices); };
+  // One GPU, --gpu's: open_gpus checks the index as it does a --gpus list's.
+  return run_emitting_gpu_tool(st, o.output, std::to_string(o.gpu), doc, [&](const auto&, auto& devices) {
     devices.push_back(device_info(o.gpu));
     measure_gpu(st, o, run.t0);
   });
-  return st.exit_code(emit());
 }
 
 int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
