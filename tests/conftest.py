@@ -1,5 +1,6 @@
-"""Shared paths for the tests. Outputs recorded on the GPU machines are the evidence itself (docs/evidence),
-not copies of it."""
+"""Shared paths for the tests. Outputs recorded on the GPU machines are read from their copies under
+tests/fixtures (each folder's README names the original under docs/evidence, the machine, the date and every
+file's sha256): the evidence is history, not input (issue 26 item 5; tests/test_fixtures_local.py keeps it so)."""
 
 import subprocess
 from pathlib import Path
@@ -55,22 +56,24 @@ def shared(path: Path) -> Path:
     return path
 
 
-# Outputs recorded on the GPU machines (docs/evidence/README.md says how each was made).
-EVIDENCE = ROOT / "docs" / "evidence"
-H100_SMOKE = EVIDENCE / "2026-11-22-h100-smoke"
-H100_RUNS = EVIDENCE / "2026-11-22-h100-accept" / "results"
+FIXTURES = ROOT / "tests" / "fixtures"
+# Copies of the outputs recorded on the GPU machines that the tests read, at their paths below docs/evidence
+# (tests/fixtures/README.md; each folder's README names its origin; docs/evidence/README.md says how each was made).
+RECORDED = FIXTURES / "recorded"
+H100_SMOKE = RECORDED / "2026-11-22-h100-smoke"
+H100_RUNS = RECORDED / "2026-11-22-h100-accept" / "results"
 # The merged harness's commission runs on fresh H100 VMs (the H100 references' runs 6 and 7).
 H100_INTEGRATED = [
     run
     for part in ("first", "second")
-    for run in sorted((EVIDENCE / "2026-11-22-h100-integrated" / part).glob("results/localhost/*-commission"))
+    for run in sorted((RECORDED / "2026-11-22-h100-integrated" / part).glob("results/localhost/*-commission"))
 ]
 # The merged harness's commission run that was accepted (not among the references' runs).
-H100_ACCEPTED_ALL = next((EVIDENCE / "2026-11-22-h100-integrated" / "fourth").glob("results/localhost/*-commission"))
+H100_ACCEPTED_ALL = next((RECORDED / "2026-11-22-h100-integrated" / "fourth").glob("results/localhost/*-commission"))
 H100_COMMISSION = H100_RUNS / "20261122T052346Z-commission"
-H100_DEGRADED = EVIDENCE / "2026-11-22-h100-degraded" / "20261122T053501Z-commission"
-H200_RUNS = EVIDENCE / "2026-11-22-h200" / "runs"
-H200X2 = EVIDENCE / "2026-11-22-h200x2"
+H100_DEGRADED = RECORDED / "2026-11-22-h100-degraded" / "20261122T053501Z-commission"
+H200_RUNS = RECORDED / "2026-11-22-h200" / "runs"
+H200X2 = RECORDED / "2026-11-22-h200x2"
 
 
 # The checks of the runs recorded for the foundation (H100 and H200 accept/evaluation, the degraded H100).

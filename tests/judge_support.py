@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import yaml
-from conftest import EVIDENCE, REFERENCE_DIR
+from conftest import RECORDED, REFERENCE_DIR
 
 from gpuaccept.judge import metric_table, verdict
 from gpuaccept.judge.references import SCHEMA_V1, MetricReference, load_node_type
@@ -23,7 +23,7 @@ def recorded_runs() -> list[Path]:
     """Every recorded run directory under docs/evidence that has a verdict and ReFrame's report, except those
     whose verdict rests on a retired check that ran (its rows are then the verdict)."""
     out = []
-    for p in sorted(EVIDENCE.rglob("verdict.json")):
+    for p in sorted(RECORDED.rglob("verdict.json")):
         if not (p.parent / "reframe-report.json").exists():
             continue
         rows = json.loads(p.read_text())["rows"]

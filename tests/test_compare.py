@@ -4,12 +4,12 @@ first, missing values and unknown node types loud."""
 import json
 import math
 
-from conftest import EVIDENCE, H100_DEGRADED, H100_RUNS, REFERENCE_DIR, references_as_recorded
+from conftest import H100_DEGRADED, H100_RUNS, RECORDED, REFERENCE_DIR, references_as_recorded
 
 from gpuaccept.cli import main
 from gpuaccept.results import compare
 
-H200_EVAL1 = EVIDENCE / "2026-11-22-h200" / "runs" / "eval-1"
+H200_EVAL1 = RECORDED / "2026-11-22-h200" / "runs" / "eval-1"
 
 
 def test_the_degraded_run_is_the_newest_and_its_gemm_is_worst_first(tmp_path):

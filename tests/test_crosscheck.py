@@ -1,6 +1,6 @@
-"""gpuaccept crosscheck: parsers and comparison on the outputs recorded on the H100 (docs/evidence/
-2026-11-22-h100-crosscheck/first-run: gpuaccept-bw, nvbandwidth v0.8 -j and the CUDA samples' v13.0
-p2pBandwidthLatencyTest, run side by side at 256 MiB)."""
+"""gpuaccept crosscheck: parsers and comparison on the outputs recorded on the H100 (tests/fixtures/recorded/
+2026-11-22-h100-crosscheck/first-run, copied from docs/evidence: gpuaccept-bw, nvbandwidth v0.8 -j and the CUDA
+samples' v13.0 p2pBandwidthLatencyTest, run side by side at 256 MiB)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import stat
 from pathlib import Path
 
 import pytest
+from conftest import RECORDED
 
 from gpuaccept import cli
 from gpuaccept.probe import crosscheck
 from gpuaccept.probe.crosscheck import CrosscheckInputError
 
-ROOT = Path(__file__).resolve().parents[1]
-EVIDENCE = ROOT / "docs" / "evidence" / "2026-11-22-h100-crosscheck" / "first-run"
-RUN = EVIDENCE / "run1"
-H200X2_BW = ROOT / "docs" / "evidence" / "2026-11-22-h200x2" / "bandwidth.json"
+FIRST_RUN = RECORDED / "2026-11-22-h100-crosscheck" / "first-run"
+RUN = FIRST_RUN / "run1"
+H200X2_BW = RECORDED / "2026-11-22-h200x2" / "bandwidth.json"
 
 
 def _bw() -> dict:
@@ -52,9 +52,10 @@ def test_parse_p2p_recorded():
     assert m["latency_p2p_disabled_cpu"] == [[6.40]]
 
 
-RECORDED = EVIDENCE.parent
+CROSSCHECK = FIRST_RUN.parent
 ALL_RUNS = sorted(
-    [*RECORDED.glob("first-run/run*"), *RECORDED.glob("second-run/run*"), *RECORDED.glob("role/results/*/*-crosscheck")]
+    [*CROSSCHECK.glob("first-run/run*"), *CROSSCHECK.glob("second-run/run*"),
+     *CROSSCHECK.glob("role/results/*/*-crosscheck")]
 )
 
 

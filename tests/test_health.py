@@ -18,14 +18,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EVIDENCE, REFERENCE_DIR
+from conftest import RECORDED, REFERENCE_DIR
 
 from gpuaccept import cli
 from gpuaccept.judge import health_rules, references
 from gpuaccept.probe import health
 
-POWER = EVIDENCE / "2026-11-22-h100-power"
-H200_Q = EVIDENCE / "2026-11-22-h200" / "runs" / "smoke" / "nvidia-smi-q.txt"
+POWER = RECORDED / "2026-11-22-h100-power"
+H200_Q = RECORDED / "2026-11-22-h200" / "runs" / "smoke" / "nvidia-smi-q.txt"
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 
 

@@ -11,14 +11,14 @@ import sys
 
 import conftest
 import pytest
-from conftest import EVIDENCE, REFERENCE_DIR, hpl_judged
+from conftest import RECORDED, REFERENCE_DIR, hpl_judged
 
 from gpuaccept.judge import verdict
 from gpuaccept.probe import hpl, hpl_dat
 from gpuaccept.results import baseline
 
-H100_HPL = EVIDENCE / "2026-11-22-h100-hpl"
-HPCC = EVIDENCE / "2026-11-22-hpcc-debian12"
+H100_HPL = RECORDED / "2026-11-22-h100-hpl"
+HPCC = RECORDED / "2026-11-22-hpcc-debian12"
 
 
 # --- gpuaccept-hplstyle, recorded on the H100 ---------------------------------------------------------------
@@ -113,7 +113,7 @@ def test_an_hpl_document_carries_its_runs_time_and_host_and_baseline_counts_each
                           elapsed_s=36.4, command_line=["mpirun", "xhpl"])  # fmt: skip
     assert doc["schema"] == "gpuaccept.bench/1" and doc["started_utc"] == "2026-11-23T17:30:21Z"
     assert doc["elapsed_s"] == 36.4 and doc["command_line"] == ["mpirun", "xhpl"] and doc["host"]["hostname"]
-    old = sorted((EVIDENCE / "2026-11-23-h100-evaluation" / "runs" / "results").iterdir())
+    old = sorted((RECORDED / "2026-11-23-h100-evaluation" / "runs" / "results").iterdir())
     assert len(old) == 4 and not any(d.get("started_utc") for d in baseline.collect(old, "hpl_cuda"))
     assert len(baseline.collect(old, "hpl_cuda")) == 4
     for i, t in enumerate(("2026-11-23T17:30:21Z", "2026-11-23T17:30:21Z", "2026-11-23T17:32:25Z")):
@@ -316,7 +316,7 @@ def test_cpu_generator_matches_the_gpu_run():
 
 
 # --- the ReFrame check on the H100, recorded -------------------------------------------------------------------
-H100_RFM = EVIDENCE / "2026-11-22-h100-hpl-reframe"
+H100_RFM = RECORDED / "2026-11-22-h100-hpl-reframe"
 
 
 def _judge_recorded(name: str):
@@ -350,7 +350,7 @@ def test_recorded_reframe_run_with_a_wrong_solution_fails():
     ("node_type", "runs", "source"),
     [
         ("h100_sxm5_80gb", H100_RFM / "repeat", "h100-hpl-2026-11-22"),
-        ("h200", EVIDENCE / "2026-11-22-h200-hpl" / "repeat", "h200-hpl-2026-11-22"),
+        ("h200", RECORDED / "2026-11-22-h200-hpl" / "repeat", "h200-hpl-2026-11-22"),
     ],
 )
 def test_hpl_references_are_reproducible_from_the_evidence(node_type, runs, source):
@@ -396,7 +396,7 @@ def test_recorded_hpl_cuda_run_passes_hpls_rule_and_the_judges():
     parsed, turned into a document and judged by the residual rule."""
     from gpuaccept.judge import rules  # noqa: PLC0415
 
-    path = EVIDENCE / "2026-11-23-hpl-host-gemm" / "hpl-cuda-pass" / "hpl" / "cuda-n16384.out"
+    path = RECORDED / "2026-11-23-hpl-host-gemm" / "hpl-cuda-pass" / "hpl" / "cuda-n16384.out"
     out = hpl.parse_file(path)
     (run,) = out.runs
     assert (run.n, run.nb, run.p, run.q) == (16384, 1024, 1, 1) and run.residual_verdict == "PASSED"
@@ -408,7 +408,7 @@ def test_recorded_hpl_cuda_run_passes_hpls_rule_and_the_judges():
     assert "is not below 16" in rules.hpl_problems(worse, path)[0]
 
 
-GPU_HPL = EVIDENCE / "2026-11-25-hpl-gpu"
+GPU_HPL = RECORDED / "2026-11-25-hpl-gpu"
 
 
 def test_recorded_gpu_resident_hpl_runs_pass_hpls_rule_at_45_tflops():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EVIDENCE, REFERENCE_DIR
+from conftest import RECORDED, REFERENCE_DIR
 from judge_support import RETIRED_CHECKS, recorded_runs, references_of_verdict
 
 from gpuaccept.atomic import OutputError
@@ -20,8 +20,8 @@ from gpuaccept.judge import rules, summarize, verdict
 from gpuaccept.judge.summarize import rejudge
 
 # The merged harness's accepted commission run and a healthy nightly one (H100, docs/evidence).
-ACCEPTED = next((EVIDENCE / "2026-11-22-h100-integrated" / "fourth").glob("results/localhost/*-commission"))
-NIGHTLY = EVIDENCE / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
+ACCEPTED = next((RECORDED / "2026-11-22-h100-integrated" / "fourth").glob("results/localhost/*-commission"))
+NIGHTLY = RECORDED / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
 OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
 
 
@@ -30,7 +30,7 @@ OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
 NO_LONGER_DERIVED = {("hpl_cuda", "gflops_per_watt")}
 
 
-@pytest.mark.parametrize("run", recorded_runs(), ids=lambda p: str(p.relative_to(EVIDENCE)))
+@pytest.mark.parametrize("run", recorded_runs(), ids=lambda p: str(p.relative_to(RECORDED)))
 def test_every_recorded_run_rejudges_to_its_verdict(run, tmp_path):
     """Judged again against the references its verdict shows, a recorded run gets the same verdict, the same
     status for every check and for every metric whose document was kept."""
@@ -64,7 +64,7 @@ def test_rejudging_with_todays_references_gives_todays_answer(tmp_path):
     """The second integrated commission run was rejected on the day (H2D pageable 6.78 GB/s below that day's
     bound); today a pageable copy is a host figure (issue 24): reported with its owner, never judged against
     another machine's."""
-    run = next((EVIDENCE / "2026-11-22-h100-integrated" / "second").glob("results/localhost/*-commission"))
+    run = next((RECORDED / "2026-11-22-h100-integrated" / "second").glob("results/localhost/*-commission"))
     recorded, then = rejudge(run, references_of_verdict(json.loads((run / "verdict.json").read_text()), tmp_path))
     assert not then.accepted and recorded["verdict"] == "fail"
     _, today = rejudge(run, REFERENCE_DIR)
@@ -365,7 +365,7 @@ def test_verdict_rows_are_the_only_judgement_the_metrics_carry(nightly):
 # ------------------------------------------------------------------------------------------------
 # The suites through `gpuaccept run` on the H100 (docs/evidence/2026-11-23-h100-judge), judged again today.
 
-RUNS_2311 = EVIDENCE / "2026-11-23-h100-judge" / "results" / "vm"
+RUNS_2311 = RECORDED / "2026-11-23-h100-judge" / "results" / "vm"
 
 
 def rejudged_today(run: Path) -> verdict.Verdict:
@@ -436,7 +436,7 @@ def test_the_probe_never_imports_the_judge():
 # ------------------------------------------------------------------------------------------------
 # `make accept SUITE=evaluation` on the H100 with every workload (docs/evidence/2026-11-23-h100-evaluation).
 
-EVALUATION_RUN = EVIDENCE / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
+EVALUATION_RUN = RECORDED / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
 
 
 def test_the_evaluation_run_rejected_then_is_accepted_against_todays_references(tmp_path):

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EVIDENCE, REFERENCE_DIR
+from conftest import RECORDED, REFERENCE_DIR
 
 from gpuaccept.judge import bounds, metric_table, references, verdict
 
-ACCEPTED_RUN = EVIDENCE / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
+ACCEPTED_RUN = RECORDED / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
 OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
 NODE_TYPE, SUITE = "h100_sxm5_80gb", "evaluation"
 # Each check's document in the recorded run.
@@ -126,7 +126,7 @@ def test_every_recorded_figure_is_within_its_physical_bounds():
     """The bounds reject no figure measured on the GPU machines: every document of every recorded run with node
     facts, against that node's datasheet and PCIe link."""
     seen = 0
-    for facts_file in sorted(EVIDENCE.rglob("node-facts.json")):
+    for facts_file in sorted(RECORDED.rglob("node-facts.json")):
         facts = json.loads(facts_file.read_text())
         limits = bounds.node_limits(facts, REFERENCE_DIR)
         for path in facts_file.parent.rglob("*.json"):

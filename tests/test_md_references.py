@@ -4,7 +4,7 @@ as evidence: md_apoa1 from 5 runs (docs/evidence/2026-11-23-md-apoa1/batch2), md
 shipped node type expects it."""
 
 import conftest
-from conftest import EVIDENCE
+from conftest import RECORDED
 
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.results import baseline
@@ -23,7 +23,7 @@ INFORMATIONAL = {
 
 def test_md_apoa1_references_are_reproducible_from_the_evidence():
     shipped = conftest.shipped("h100_sxm5_80gb")
-    runs = sorted(p for p in (EVIDENCE / "2026-11-23-md-apoa1" / "batch2").glob("run[0-9]*") if p.is_dir())
+    runs = sorted(p for p in (RECORDED / "2026-11-23-md-apoa1" / "batch2").glob("run[0-9]*") if p.is_dir())
     docs = baseline.collect(runs, "md_apoa1")
     assert len(docs) == shipped["sources"][SOURCE]["runs"] == 5
     checks, _ = baseline.derive({"md_apoa1": docs}, SOURCE, informational=INFORMATIONAL)
@@ -39,7 +39,7 @@ def test_md_apoa1_references_are_reproducible_from_the_evidence():
     assert judged == {"ns_per_day", "s_per_step", "wall_s", "gpu_power_avg_w", "gpu_energy_kj", "ns_per_day_per_kw"}
 
 
-EVALUATION = EVIDENCE / "2026-11-23-h100-evaluation"
+EVALUATION = RECORDED / "2026-11-23-h100-evaluation"
 REPLICA_JUDGED = {"gpu_energy_kj", "gpu_memory_used_gib", "gpu_power_avg_w", "ns_per_day", "ns_per_day_per_kw",
                   "s_per_step", "wall_s"}  # fmt: skip
 

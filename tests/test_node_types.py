@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import (
-    EVIDENCE,
     H100_ACCEPTED_ALL,
     H100_COMMISSION,
     H100_DEGRADED,
     NODE_TYPE_EXISTS,
+    RECORDED,
     REFERENCE_DIR,
     ROOT,
 )
@@ -27,7 +27,7 @@ from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.references import ReferenceError
 from gpuaccept.results import slurm
 
-H200_FACTS = EVIDENCE / "2026-11-22-h200-hpl" / "node-facts.json"
+H200_FACTS = RECORDED / "2026-11-22-h200-hpl" / "node-facts.json"
 SHIPPED = {f"{sku}{suffix}" for sku in ("h100_sxm5_80gb", "h200") for suffix in ("", "_x2", "_x4", "_x8")}
 
 
@@ -209,7 +209,7 @@ def test_the_tools_documents_and_the_metric_table_agree():
     # Every benchmark document recorded on the GPU machines: each metric is in the table, with the table's unit.
     seen = {}
     for check in CHECKS:
-        for path in sorted(EVIDENCE.rglob(CHECKS[check].result_file)):
+        for path in sorted(RECORDED.rglob(CHECKS[check].result_file)):
             try:
                 doc = json.loads(path.read_text())
             except (OSError, json.JSONDecodeError):
@@ -272,7 +272,7 @@ def test_a_figure_in_the_wrong_layer_is_refused(tmp_path):
 
 def test_the_h100_is_recognised_by_the_pci_device_id_nvml_reported():
     # Facts read on the H100 through NVML, with the device id (docs/evidence/2026-11-23-h100-sku).
-    facts = json.loads((EVIDENCE / "2026-11-23-h100-sku" / "out" / "facts.json").read_text())
+    facts = json.loads((RECORDED / "2026-11-23-h100-sku" / "out" / "facts.json").read_text())
     assert facts["gpus"][0]["pci_device_id"] == "0x233010DE"
     sku = references.detect_sku(REFERENCE_DIR, facts)
     assert sku.name == "h100_sxm5_80gb" and facts["gpus"][0]["pci_device_id"] in sku.pci_device_ids

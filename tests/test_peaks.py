@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EVIDENCE, REFERENCE_DIR
+from conftest import RECORDED, REFERENCE_DIR
 
 from gpuaccept import cli
 from gpuaccept.judge import references
 from gpuaccept.probe import peaks
 
 PEAKS = REFERENCE_DIR / peaks.DEFAULT_PATH
-GEMM_H100 = EVIDENCE / "2026-11-22-h100-smoke" / "gemm.json"
-HPL_H100 = EVIDENCE / "2026-11-22-h100-hpl" / "default1.json"
+GEMM_H100 = RECORDED / "2026-11-22-h100-smoke" / "gemm.json"
+HPL_H100 = RECORDED / "2026-11-22-h100-hpl" / "default1.json"
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,7 @@ def test_the_command_annotates_in_place_and_rejects_bad_input(tmp_path: Path, ca
 
 
 def test_hplstyle_fraction_carries_the_power_samplers_clocks(table):
-    stage = next((EVIDENCE / "2026-11-22-h100-hpl-reframe").rglob("GpuHplStyle_*/hplstyle.json")).parent
+    stage = next((RECORDED / "2026-11-22-h100-hpl-reframe").rglob("GpuHplStyle_*/hplstyle.json")).parent
     doc = json.loads((stage / "hplstyle.json").read_text())
     power = json.loads((stage / "power.json").read_text())
     out = peaks.annotate(doc, table, PEAKS, power)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EVIDENCE
+from conftest import RECORDED
 
 from gpuaccept.probe import power
 from gpuaccept.probe.power import Reading
@@ -124,7 +124,7 @@ def test_sample_bad_command_lines_exit_4_naming_the_problem(tmp_path, args, mess
 
 
 # Recorded on the H100 (docs/evidence/2026-11-22-h100-power/README.md).
-POWER = EVIDENCE / "2026-11-22-h100-power"
+POWER = RECORDED / "2026-11-22-h100-power"
 
 
 def test_recorded_nvml_run_re_summarizes_to_its_own_figures():

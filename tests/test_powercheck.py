@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EVIDENCE
+from conftest import RECORDED
 
 from gpuaccept.judge import rules
 from gpuaccept.probe import powercheck
 
-POWER = EVIDENCE / "2026-11-22-h100-power"
+POWER = RECORDED / "2026-11-22-h100-power"
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 NO_HOST = {"how": "not available: ipmitool not installed"}
 

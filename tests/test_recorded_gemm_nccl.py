@@ -4,13 +4,13 @@
 import json
 
 import pytest
-from conftest import EVIDENCE, REFERENCE_DIR
+from conftest import RECORDED, REFERENCE_DIR
 
 from gpuaccept.judge import references
 from gpuaccept.probe import peaks
 
-GEMM_DIR = EVIDENCE / "2026-11-23-h100-gemm-lt"
-NCCL_DIR = EVIDENCE / "2026-11-23-h100-nccl"
+GEMM_DIR = RECORDED / "2026-11-23-h100-gemm-lt"
+NCCL_DIR = RECORDED / "2026-11-23-h100-nccl"
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast")
 
 

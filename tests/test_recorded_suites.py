@@ -6,12 +6,12 @@ import copy
 import json
 
 import pytest
-from conftest import EVIDENCE, REFERENCE_DIR
+from conftest import RECORDED, REFERENCE_DIR
 
 from gpuaccept.judge import health_rules, references, verdict
 from gpuaccept.probe import powercheck
 
-SUITES = EVIDENCE / "2026-11-22-h100-suites"
+SUITES = RECORDED / "2026-11-22-h100-suites"
 RUN1 = SUITES / "run1"
 NIGHTLY_OLD_BW = RUN1 / "results" / "localhost" / "20261122T065514Z-nightly"
 GPU = "GPU 0 (bus 00000000:00:06.0, serial 1653723041302): "

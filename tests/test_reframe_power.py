@@ -17,7 +17,7 @@ import stat
 import sys
 
 import pytest
-from conftest import EVIDENCE
+from conftest import RECORDED
 from rfm_support import render_config, run_reframe
 
 from gpuaccept.judge import verdict
@@ -123,7 +123,7 @@ def run_with_stand_in(tmp_path_factory):
     bindir = base / "bin"
     bindir.mkdir()
     smi = bindir / "nvidia-smi"
-    stream = EVIDENCE / "2026-11-22-h100-power" / "smi-stream.csv"
+    stream = RECORDED / "2026-11-22-h100-power" / "smi-stream.csv"
     smi.write_text(STAND_IN.format(python=sys.executable, stream=str(stream)))
     smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
     refs = base / "refs"

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import EVIDENCE, H100_DEGRADED, H100_RUNS, H200_RUNS, H200X2
+from conftest import H100_DEGRADED, H100_RUNS, H200_RUNS, H200X2, RECORDED
 
 from gpuaccept.cli import main
 from gpuaccept.results import report  # matplotlib: requirements/report.txt, which scripts/venv.sh test installs
@@ -126,7 +126,7 @@ def test_unknown_checks_appear_side_by_side(tmp_path):
     ("args", "message"),
     [
         (["/no/such/dir"], "/no/such/dir: not a directory"),
-        ([str(EVIDENCE / "2026-11-22-h100-smoke" / "nvidia-smi-q.txt")], "not a directory"),
+        ([str(RECORDED / "2026-11-22-h100-smoke" / "nvidia-smi-q.txt")], "not a directory"),
         ([f"a={H200X2}", f"a={H100_RUNS}"], "same label"),
         ([f"a={H200X2}", "--baseline", "b"], "--baseline 'b' is none of the inputs' labels: a"),
     ],
@@ -157,7 +157,7 @@ def test_a_folder_without_documents_is_an_error(tmp_path, capsys):
 def test_md_section_shows_apoa1_beside_namd_3_0s_published_a100_figures():
     """The H100's md_apoa1 runs (docs/evidence/2026-11-23-md-apoa1): APOA1 and its 1.1 M-atom replica through
     OpenMM, NAMD 3.0's A100 figures from the shared logs labelled as published, and the scaling line."""
-    runs = EVIDENCE / "2026-11-23-md-apoa1" / "batch1"
+    runs = RECORDED / "2026-11-23-md-apoa1" / "batch1"
     page = report.build([report.load_group(f"h100={runs}")], "md")
     section = page[page.index("id='md'") : page.index("id='other'")]
     assert "<td>apoa1</td><td>92224</td>" in section and "<td>apoa1_3x2x2</td><td>1106688</td>" in section

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import EVIDENCE, REFERENCE_DIR
+from conftest import RECORDED, REFERENCE_DIR
 
 from gpuaccept import layout
 from gpuaccept.cli import main
@@ -17,9 +17,9 @@ from gpuaccept.judge import exporter, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.results import sensitivity
 
-NIGHTLY = EVIDENCE / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
+NIGHTLY = RECORDED / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
 OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
-H200X2 = EVIDENCE / "2026-11-22-h200x2"
+H200X2 = RECORDED / "2026-11-22-h200x2"
 
 
 @pytest.fixture
@@ -177,7 +177,7 @@ def test_a_check_that_ran_without_references_is_reported_not_judged(nightly):
     not counted."""
     refs = references.load_node_type(REFERENCE_DIR, "a100_sxm4_80gb")
     assert "hpl_cuda" not in refs.checks
-    run = next((EVIDENCE / "2026-11-23-h100-evaluation" / "runs" / "results").iterdir())
+    run = next((RECORDED / "2026-11-23-h100-evaluation" / "runs" / "results").iterdir())
     facts = json.loads((run / "node-facts.json").read_text()) if (run / "node-facts.json").exists() else {}
     v = verdict.build(verdict.load_report(run / "reframe-report.json"), facts, REFERENCE_DIR, "a100_sxm4_80gb",
                       "evaluation", run_dir=run)  # fmt: skip
@@ -220,7 +220,7 @@ def test_the_healthy_two_h200_figures_pass_the_multi_gpu_type(tmp_path):
 
 
 def test_a_ten_percent_loss_of_gemm_device_copies_or_the_pinned_link_is_caught():
-    runs = sorted((EVIDENCE / "2026-11-23-h100-judge" / "results" / "vm").glob("*-nightly"))[:2]
+    runs = sorted((RECORDED / "2026-11-23-h100-judge" / "results" / "vm").glob("*-nightly"))[:2]
     figures, notes = sensitivity.measure(runs, REFERENCE_DIR, [0.10, 0.20])
     assert not notes, notes
     caught = {(f.check, f.metric): f for f in figures}
@@ -242,7 +242,7 @@ def test_the_exporter_keeps_the_attempts_of_every_expected_check(nightly):
 def test_baseline_records_a_nodes_own_host_figures_from_its_accepted_runs(tmp_path, capsys):
     node = tmp_path / "results" / "vm"
     node.mkdir(parents=True)
-    judged = EVIDENCE / "2026-11-23-h100-judge" / "results" / "vm"
+    judged = RECORDED / "2026-11-23-h100-judge" / "results" / "vm"
     for name in ("20261123T154045Z-nightly", "20261123T154130Z-nightly", "20261123T154303Z-nightly"):
         shutil.copytree(judged / name, node / name)
     argv = ["baseline", "--node-baseline", "--node-type", "h100_sxm5_80gb", "--machine", "vm", "--evidence", str(node),
@@ -260,13 +260,13 @@ def test_baseline_records_a_nodes_own_host_figures_from_its_accepted_runs(tmp_pa
     latency = rows(v)[("bandwidth", "latency_h2d_max")]
     assert v.accepted and latency.status == "pass" and latency.reference is not None
     # A rejected run is no baseline.
-    rejected = EVIDENCE / "2026-11-23-h100-judge" / "results" / "vm" / "20261123T154539Z-nightly"
+    rejected = RECORDED / "2026-11-23-h100-judge" / "results" / "vm" / "20261123T154539Z-nightly"
     shutil.copytree(rejected, node / rejected.name)
     assert main([*argv[:-3], "--force", str(node / rejected.name)]) == 4
     assert "a node baseline comes from ACCEPTED runs" in capsys.readouterr().err
 
 
-TRUST = EVIDENCE / "2026-11-25-trust" / "results"
+TRUST = RECORDED / "2026-11-25-trust" / "results"
 
 
 def test_the_recorded_healthy_runs_are_accepted_and_the_loaded_one_rejected_naming_gpu_and_process():

@@ -5,12 +5,12 @@ import json
 import re
 
 import pytest
-from conftest import EVIDENCE
+from conftest import RECORDED
 
 from gpuaccept.judge import verdict
 from gpuaccept.judge.verdict import Row, Verdict
 
-RECORDED = sorted(EVIDENCE.rglob("verdict.json"))
+VERDICTS = sorted(RECORDED.rglob("verdict.json"))
 
 
 def notes(text: str) -> dict[str, str]:
@@ -29,7 +29,7 @@ def notes(text: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("path", RECORDED, ids=lambda p: str(p.relative_to(EVIDENCE)))
+@pytest.mark.parametrize("path", VERDICTS, ids=lambda p: str(p.relative_to(RECORDED)))
 def test_a_recorded_verdict_fits_120_columns_with_each_reason_once(path):
     v = Verdict.from_json(json.loads(path.read_text()))
     text = verdict.table(v)

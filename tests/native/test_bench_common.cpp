@@ -44,6 +44,12 @@ int main() {
   assert(message([&] { bad_gpus.get_gpus(); }).find("option --gpus: 'x' is not a device index") == 0);
   gpuaccept::Args no_gpus(1, argv);
   assert(no_gpus.get_gpus() == "all");
+  assert(no_gpus.get_seconds("window-s", 1.0, 600) == 1.0);
+  char win[] = "--window-s", secs[] = "601";
+  char* argv_s[] = {prog, win, secs};
+  gpuaccept::Args long_window(3, argv_s);
+  assert(message([&] { long_window.get_seconds("window-s", 1.0, 600); }) ==
+         "option --window-s: must be in (0, 600] seconds");
 
   // The outcome of a run: the exit code and the document's closing sections.
   gpuaccept::Outcome st("tool");

@@ -295,22 +295,11 @@ class HostOps {
 
 // ---------------------------------------------------------------------------------------------
 // Buffers, streams and events that free themselves (errors on release are ignored).
-class PinnedBuffer {
+class PinnedBuffer : CudaOwned<void*, cudaFreeHost> {
  public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() {
-    if (p_) cudaFreeHost(p_);
-  }
   // Portable: pinned for every device's context, not only the current one.
-  void alloc(size_t n) {
-    CUDA_CHECK(cudaHostAlloc(&p_, std::max<size_t>(n, 1), cudaHostAllocPortable));
-  }
-  unsigned char* get() const { return static_cast<unsigned char*>(p_); }
-
- private:
-  void* p_ = nullptr;
+  void alloc(size_t n) { CUDA_CHECK(cudaHostAlloc(&p, std::max<size_t>(n, 1), cudaHostAllocPortable)); }
+  unsigned char* get() const { return static_cast<unsigned char*>(p); }
 };
 
 class PageableBuffer {
@@ -332,69 +321,34 @@ class PageableBuffer {
   void* p_ = nullptr;
 };
 
-class DeviceBuffer {
+class DeviceBuffer : CudaOwned<void*, cudaFree> {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (p_) {
-      cudaSetDevice(dev_);
-      cudaFree(p_);
-    }
+  void alloc(int d, size_t n) {
+    dev = d;
+    CUDA_CHECK(cudaSetDevice(d));
+    CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1)));
   }
-  void alloc(int dev, size_t n) {
-    dev_ = dev;
-    CUDA_CHECK(cudaSetDevice(dev));
-    CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(n, 1)));
-  }
-  unsigned char* get() const { return static_cast<unsigned char*>(p_); }
-
- private:
-  void* p_ = nullptr;
-  int dev_ = 0;
+  unsigned char* get() const { return static_cast<unsigned char*>(p); }
 };
 
-class Stream {
+class Stream : CudaOwned<cudaStream_t, cudaStreamDestroy> {
  public:
-  explicit Stream(int dev) : dev_(dev) {
-    CUDA_CHECK(cudaSetDevice(dev));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
+  explicit Stream(int d) {
+    dev = d;
+    CUDA_CHECK(cudaSetDevice(d));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&p, cudaStreamNonBlocking));
   }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    if (s_) {
-      cudaSetDevice(dev_);
-      cudaStreamDestroy(s_);
-    }
-  }
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-  int dev_;
+  cudaStream_t get() const { return p; }
 };
 
-class Event {
+class Event : CudaOwned<cudaEvent_t, cudaEventDestroy> {
  public:
-  explicit Event(int dev) : dev_(dev) {
-    CUDA_CHECK(cudaSetDevice(dev));
-    CUDA_CHECK(cudaEventCreate(&e_));  // timing enabled
+  explicit Event(int d) {
+    dev = d;
+    CUDA_CHECK(cudaSetDevice(d));
+    CUDA_CHECK(cudaEventCreate(&p));  // timing enabled
   }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() {
-    if (e_) {
-      cudaSetDevice(dev_);
-      cudaEventDestroy(e_);
-    }
-  }
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
-  int dev_;
+  cudaEvent_t get() const { return p; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1438,10 +1392,7 @@ std::string document(const State& st, const Options& o, const Invocation& run,
   j.kv("fit_min_bytes", static_cast<unsigned long long>(kFitMinBytes)).kv("gap_max_n", kGapMaxN);
   j.kv("gap_trials", std::max(o.trials, 10));
   j.kv("poison_byte", static_cast<int>(kPoison));
-  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING"});
-  j.end_object();
-
-  j.key("results").begin_object();
+  end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING"});
   j.key("sweep").begin_array();
   for (const auto& r : st.sweep) {
     const CaseDef& c = kCases[r.case_idx];
@@ -1533,9 +1484,7 @@ int run_tool(const Options& o, const Invocation& run) {
   };
 
   std::vector<int> gpu_ids;
-  if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
-
-  run_guarded(st, [&] {
+  auto measure = [&] {
     for (int id : gpu_ids) {
       devices.push_back(device_info(id, nodes));
       CUDA_CHECK(cudaSetDevice(id));
@@ -1572,10 +1521,9 @@ int run_tool(const Options& o, const Invocation& run) {
       run_peer(st, o, devices, allowed);
       std::cerr << kTool << ": peer done (" << static_cast<int>(now_s() - run.t0) << " s)\n";
     }
-  });
-
-  print_summary(st, o, devices, nodes, now_s() - run.t0);
-  return st.exit_code(write_doc());
+  };
+  return run_gpu_tool(st, o.gpus, gpu_ids, write_doc, measure,
+                      [&] { print_summary(st, o, devices, nodes, now_s() - run.t0); });
 }
 
 int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -424,6 +424,16 @@ class Args {
     std::string v = get(name, "");
     return v.empty() ? def : whole_number(name, v);
   }
+  // --name S: seconds in (0, max], `def` where not given.
+  double get_seconds(const std::string& name, double def, double max) {
+    const double v = get_double(name, def);
+    if (!(v > 0.0 && v <= max)) {
+      char bound[32];
+      std::snprintf(bound, sizeof bound, "%g", max);
+      throw std::invalid_argument("option --" + name + ": must be in (0, " + bound + "] seconds");
+    }
+    return v;
+  }
   // --gpus all|LIST (default all), its syntax checked: "all" or device indices such as 0,1. select_gpus
   // checks the indices against the devices visible at run time.
   std::string get_gpus() {
@@ -439,25 +449,13 @@ class Args {
   // `text`, a value of option --name (or an item of its list), as a number; std::invalid_argument naming the
   // option where it is not one.
   static double number(const std::string& name, const std::string& text) {
-    try {
-      size_t pos;
-      double d = std::stod(text, &pos);
-      if (pos != text.size()) throw std::invalid_argument("");
-      return d;
-    } catch (const std::exception&) {
-      throw std::invalid_argument("option --" + name + ": '" + text + "' is not a number");
-    }
+    return converted<double>(name, text, "a number",
+                             [](const std::string& t, size_t* pos) { return std::stod(t, pos); });
   }
   // The same, as a whole number.
   static long whole_number(const std::string& name, const std::string& text) {
-    try {
-      size_t pos;
-      long d = std::stol(text, &pos);
-      if (pos != text.size()) throw std::invalid_argument("");
-      return d;
-    } catch (const std::exception&) {
-      throw std::invalid_argument("option --" + name + ": '" + text + "' is not a whole number");
-    }
+    return converted<long>(name, text, "a whole number",
+                           [](const std::string& t, size_t* pos) { return std::stol(t, pos); });
   }
   // Call after every get/flag: any argument not consumed is an error naming it.
   void reject_unknown() {
@@ -467,6 +465,20 @@ class Args {
   }
 
  private:
+  // `text` through `convert` (std::stod or std::stol), all of it; std::invalid_argument saying that it is not
+  // `what` otherwise.
+  template <typename T, typename Convert>
+  static T converted(const std::string& name, const std::string& text, const char* what, Convert convert) {
+    try {
+      size_t pos;
+      T v = convert(text, &pos);
+      if (pos != text.size()) throw std::invalid_argument("");
+      return v;
+    } catch (const std::exception&) {
+      throw std::invalid_argument("option --" + name + ": '" + text + "' is not " + what);
+    }
+  }
+
   std::vector<std::string> argv_;
   std::vector<size_t> used_;
 };
@@ -613,6 +625,23 @@ inline void write_devices(Json& j, const std::vector<DeviceInfo>& devices) {
   }
   j.end_array();
 }
+
+// A CUDA allocation or handle `p` that `Release` (cudaFree, cudaFreeHost, cudaStreamDestroy, cudaEventDestroy)
+// frees as it goes, on its device (made current first) where `dev` >= 0; errors on release are ignored. Neither
+// copied nor moved: the tools' buffers, streams and events derive from it and add how they are made.
+template <typename T, cudaError_t (*Release)(T)>
+struct CudaOwned {
+  T p = nullptr;
+  int dev = -1;
+  CudaOwned() = default;
+  CudaOwned(const CudaOwned&) = delete;
+  CudaOwned& operator=(const CudaOwned&) = delete;
+  ~CudaOwned() {
+    if (!p) return;
+    if (dev >= 0) cudaSetDevice(dev);
+    Release(p);
+  }
+};
 #endif
 
 }  // namespace gpuaccept

@@ -10,9 +10,7 @@
 //     State st;  // a tool's State derives from Outcome
 //     auto write_doc = [&] { return write_document(o.output, kTool, [&] { return document(st, o, run, ...); }); };
 //     std::vector<int> gpu_ids;
-//     if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
-//     run_guarded(st, [&] { ... measure ... });
-//     return st.exit_code(write_doc());
+//     return run_gpu_tool(st, o.gpus, gpu_ids, write_doc, [&] { ... measure ... });
 //   }
 //   int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
 //
@@ -112,6 +110,18 @@ inline std::string close_document(Json& j, const std::vector<Metric>& metrics, c
   return j.str() + "\n";
 }
 
+// Closes the document's "parameters" with its "environment" (write_environment: each of `names`, null where
+// unset) and opens its "results".
+template <typename Names>
+void end_parameters(Json& j, const Names& names) {
+  write_environment(j, names);
+  j.end_object();
+  j.key("results").begin_object();
+}
+inline void end_parameters(Json& j, std::initializer_list<const char*> names) {
+  end_parameters<std::initializer_list<const char*>>(j, names);
+}
+
 // Closes a document whose "results" object is open: the run's notes as results.notes, then close_document.
 inline std::string end_results(Json& j, const std::vector<Metric>& metrics, const Waived& waived, bool passed,
                                const Outcome& st) {
@@ -175,20 +185,47 @@ int open_gpus(const char* tool, const std::string& spec, std::vector<std::string
   return -1;
 }
 
-// The whole run of a tool that measures one GPU (`gpu`): the no-GPU answer (open_gpus), then `measure()` guarded
-// (run_guarded) after the device's facts are in `devices`; the document from `document()` to `output` (or stdout);
-// the exit code.
+// A CUDA tool's run that records into `st`: the devices chosen with --gpus (`spec`) in `ids` (open_gpus, whose
+// exit code it returns where there is none or the index is not visible), `measure()` (run_guarded), `after()`
+// (what the tool prints or releases once measured, unguarded), then the document (`write_doc`) and the exit
+// code that follows (Outcome::exit_code).
+template <typename WriteDoc, typename Measure, typename After>
+int run_gpu_tool(Outcome& st, const std::string& spec, std::vector<int>& ids, WriteDoc write_doc, Measure measure,
+                 After after) {
+  if (int rc = open_gpus(st.tool, spec, st.errors, write_doc, ids); rc >= 0) return rc;
+  run_guarded(st, measure);
+  after();
+  return st.exit_code(write_doc());
+}
+
+// The same with nothing to do after the measurements.
+template <typename WriteDoc, typename Measure>
+int run_gpu_tool(Outcome& st, const std::string& spec, std::vector<int>& ids, WriteDoc write_doc, Measure measure) {
+  return run_gpu_tool(st, spec, ids, write_doc, measure, [] {});
+}
+
+// run_gpu_tool for the tools whose document is their whole output (emit_document: to `output`, or to stdout):
+// the document made by `document(devices)`, `measure(ids, devices)` adding the DeviceInfo of each GPU it opens.
+template <typename Document, typename Measure>
+int run_emitting_gpu_tool(Outcome& st, const std::string& output, const std::string& spec, Document document,
+                          Measure measure) {
+  std::vector<DeviceInfo> devices;
+  std::vector<int> ids;
+  auto emit = [&] { return emit_document(output, st.tool, [&] { return document(devices); }); };
+  return run_gpu_tool(st, spec, ids, emit, [&] { measure(ids, devices); });
+}
+
+// The whole run of a tool that measures one GPU (`gpu`, its --gpu): run_gpu_tool with that one index, the device's
+// facts added to `devices` before `measure()`, and the document from `document()` to `output` (or stdout).
 template <typename Document, typename Measure>
 int run_on_one_gpu(const char* tool, int gpu, const std::string& output, Outcome& st, std::vector<DeviceInfo>& devices,
                    Document document, Measure measure) {
   auto emit = [&] { return emit_document(output, tool, document); };
   std::vector<int> gpu_ids;
-  if (int rc = open_gpus(tool, std::to_string(gpu), st.errors, emit, gpu_ids); rc >= 0) return rc;
-  run_guarded(st, [&] {
+  return run_gpu_tool(st, std::to_string(gpu), gpu_ids, emit, [&] {
     devices.push_back(device_info(gpu));
     measure();
   });
-  return st.exit_code(emit());
 }
 
 // The opening of a CUDA tool's document, up to its "devices": the preamble, then the "cuda" object (begin_cuda)

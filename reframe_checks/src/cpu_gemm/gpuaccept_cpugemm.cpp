@@ -392,9 +392,7 @@ Options parse_options(Args& a) {
     if (o.threads.empty()) throw std::invalid_argument("option --threads: empty list");
     std::sort(o.threads.begin(), o.threads.end());
   }
-  o.window_s = a.get_double("window-s", 1.0);
-  if (!(o.window_s > 0.0 && o.window_s <= 600.0))
-    throw std::invalid_argument("option --window-s: must be in (0, 600] seconds");
+  o.window_s = a.get_seconds("window-s", 1.0, 600);
   o.output = a.get("output", "");
   a.reject_unknown();
   return o;
@@ -428,10 +426,7 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
   j.kv("quick", o.quick).kv("inject_error", o.inject_error);
   j.kv("usable_cpus", usable_cpus()).kv("logical_cpus", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN)));
   j.key("tolerance").begin_object().kv("dgemm", kTolDgemm).kv("sgemm", kTolSgemm).end_object();
-  write_environment(j, kAffinityVars);
-  j.end_object();
-
-  j.key("results").begin_object();
+  end_parameters(j, kAffinityVars);
   j.key("cpu_gemm").begin_array();
   for (const auto& r : st.rows) {
     j.begin_object();

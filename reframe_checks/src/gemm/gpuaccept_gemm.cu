@@ -36,6 +36,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "bench_common.h"
@@ -91,6 +92,21 @@ const PrecInfo& info(Prec p) {
   for (const auto& i : kPrecs)
     if (i.p == p) return i;
   throw std::logic_error("unknown precision");
+}
+
+// Calls `f(ab, c)` with a value of the element type of A and B and one of C's for precision `p` (PrecInfo's
+// ab_bytes and c_bytes): fp64 double, fp32 and tf32 float, bf16 __nv_bfloat16, fp16 __half, fp8 __nv_fp8_e4m3
+// with C in __nv_bfloat16.
+template <typename F>
+void with_element_types(Prec p, F f) {
+  switch (p) {
+    case Prec::fp64: f(double{}, double{}); break;
+    case Prec::fp32:
+    case Prec::tf32: f(float{}, float{}); break;
+    case Prec::bf16: f(__nv_bfloat16{}, __nv_bfloat16{}); break;
+    case Prec::fp16: f(__half{}, __half{}); break;
+    case Prec::fp8: f(__nv_fp8_e4m3{}, __nv_bfloat16{}); break;
+  }
 }
 
 const char* kFp8CcReason = "FP8 needs compute capability >= 8.9";
@@ -408,14 +424,9 @@ class Gemm {
 
   void inject_error() {
     size_t idx = static_cast<size_t>(n_ / 2) + static_cast<size_t>(n_ / 3) * n_;
-    switch (p_) {
-      case Prec::fp64: inject_kernel<<<1, 1, 0, g_.stream>>>(static_cast<double*>(C_), idx); break;
-      case Prec::fp32:
-      case Prec::tf32: inject_kernel<<<1, 1, 0, g_.stream>>>(static_cast<float*>(C_), idx); break;
-      case Prec::bf16:
-      case Prec::fp8: inject_kernel<<<1, 1, 0, g_.stream>>>(static_cast<__nv_bfloat16*>(C_), idx); break;
-      case Prec::fp16: inject_kernel<<<1, 1, 0, g_.stream>>>(static_cast<__half*>(C_), idx); break;
-    }
+    with_element_types(p_, [&](auto, auto c) {
+      inject_kernel<<<1, 1, 0, g_.stream>>>(static_cast<decltype(c)*>(C_), idx);
+    });
     CUDA_CHECK_LAST();
   }
 
@@ -435,34 +446,15 @@ class Gemm {
     double* w = za + n;
     fill_x_kernel<<<(n + 255) / 256, 256, 0, g_.stream>>>(x, xa, n, seed);
     CUDA_CHECK_LAST();
-    switch (p_) {
-      case Prec::fp64:
-        gemv_n<double>(B_, x, xa, y, ya);
-        gemv_n<double>(A_, y, ya, z, za);
-        gemv_n<double>(C_, x, nullptr, w, nullptr);
-        break;
-      case Prec::fp32:
-      case Prec::tf32:
-        gemv_n<float>(B_, x, xa, y, ya);
-        gemv_n<float>(A_, y, ya, z, za);
-        gemv_n<float>(C_, x, nullptr, w, nullptr);
-        break;
-      case Prec::bf16:
-        gemv_n<__nv_bfloat16>(B_, x, xa, y, ya);
-        gemv_n<__nv_bfloat16>(A_, y, ya, z, za);
-        gemv_n<__nv_bfloat16>(C_, x, nullptr, w, nullptr);
-        break;
-      case Prec::fp16:
-        gemv_n<__half>(B_, x, xa, y, ya);
-        gemv_n<__half>(A_, y, ya, z, za);
-        gemv_n<__half>(C_, x, nullptr, w, nullptr);
-        break;
-      case Prec::fp8:
-        gemv_n<__nv_fp8_e4m3>(B_, x, xa, y, ya);
-        gemv_t<__nv_fp8_e4m3>(A_, y, ya, z, za);  // op(A) = A^T
-        gemv_n<__nv_bfloat16>(C_, x, nullptr, w, nullptr);
-        break;
-    }
+    with_element_types(p_, [&](auto ab, auto c) {
+      using AB = decltype(ab);
+      gemv_n<AB>(B_, x, xa, y, ya);
+      if constexpr (std::is_same_v<AB, __nv_fp8_e4m3>)
+        gemv_t<AB>(A_, y, ya, z, za);  // op(A) = A^T
+      else
+        gemv_n<AB>(A_, y, ya, z, za);
+      gemv_n<decltype(c)>(C_, x, nullptr, w, nullptr);
+    });
     std::vector<double> hz(n), hza(n), hw(n);
     CUDA_CHECK(cudaMemcpyAsync(hz.data(), z, n * sizeof(double), cudaMemcpyDeviceToHost, g_.stream));
     CUDA_CHECK(cudaMemcpyAsync(hza.data(), za, n * sizeof(double), cudaMemcpyDeviceToHost, g_.stream));
@@ -482,18 +474,9 @@ class Gemm {
  private:
   void fill(void* p, size_t count, uint64_t seed) {
     const int threads = 256, blocks = 2048;
-    switch (p_) {
-      case Prec::fp64: fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<double*>(p), count, seed); break;
-      case Prec::fp32:
-      case Prec::tf32: fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<float*>(p), count, seed); break;
-      case Prec::bf16:
-        fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<__nv_bfloat16*>(p), count, seed);
-        break;
-      case Prec::fp16: fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<__half*>(p), count, seed); break;
-      case Prec::fp8:
-        fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<__nv_fp8_e4m3*>(p), count, seed);
-        break;
-    }
+    with_element_types(p_, [&](auto ab, auto) {
+      fill_kernel<<<blocks, threads, 0, g_.stream>>>(static_cast<decltype(ab)*>(p), count, seed);
+    });
     CUDA_CHECK_LAST();
   }
 
@@ -788,6 +771,17 @@ void choose_brief(Gpu& g, Prec p, int n, int algos) {
   CUDA_CHECK(cudaStreamSynchronize(g.stream));
 }
 
+// One measurement of `calls` timed GEMMs into `r`: the algorithm noted, C poisoned, the calls timed between two
+// sampler marks (r.t0, r.t1), then what C holds verified.
+void timed_and_verified(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r, int calls) {
+  r.algo = gm.choice();
+  gm.poison();
+  r.t0 = st.sampler->mark();
+  fill_stats(r, timed_calls(g, gm, calls));
+  r.t1 = st.sampler->mark();
+  verify(st, o, g, gm, r);
+}
+
 // Series / large sizes: the algorithm chosen ahead (choose_brief), idle --cooldown-s, 2 untimed calls, poison C,
 // 10 timed calls, verify.
 void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std::string& phase) {
@@ -805,12 +799,7 @@ void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std
       if (o.cooldown_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.cooldown_s));
       for (int i = 0; i < kBriefWarmups; ++i) gm.run();
       r.warmup_calls = kBriefWarmups;
-      r.algo = gm.choice();
-      gm.poison();
-      r.t0 = st.sampler->mark();
-      fill_stats(r, timed_calls(g, gm, kBriefCalls));
-      r.t1 = st.sampler->mark();
-      verify(st, o, g, gm, r);
+      timed_and_verified(st, o, g, gm, r, kBriefCalls);
     } else {
       r.skipped = gm.skip_reason();
     }
@@ -844,12 +833,7 @@ bool measure_window(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r, Barri
   calls = std::min(std::max(calls, kWindowMinCalls), kWindowMaxCalls);
   g.ensure_events(2 * static_cast<size_t>(calls));
   if (bar && !bar->wait()) return false;
-  r.algo = gm.choice();
-  gm.poison();
-  r.t0 = st.sampler->mark();
-  fill_stats(r, timed_calls(g, gm, calls));
-  r.t1 = st.sampler->mark();
-  verify(st, o, g, gm, r);
+  timed_and_verified(st, o, g, gm, r, calls);
   return true;
 }
 
@@ -1054,9 +1038,7 @@ Options parse_options(Args& a) {
   long ms = a.get_long("metric-size", 8192);
   if (ms < 16 || ms > 65536) throw std::invalid_argument("option --metric-size: " + std::to_string(ms) + " out of range 16..65536");
   o.metric_size = static_cast<int>(ms);
-  o.window_s = a.get_double("window-s", o.quick ? 1.0 : 3.0);
-  if (!(o.window_s > 0.0 && o.window_s <= 600.0))
-    throw std::invalid_argument("option --window-s: must be in (0, 600] seconds");
+  o.window_s = a.get_seconds("window-s", o.quick ? 1.0 : 3.0, 600);
   o.gpus = a.get_gpus();
   long algos = a.get_long("algos", 8);
   if (algos < 1 || algos > 64) throw std::invalid_argument("option --algos: " + std::to_string(algos) + " out of range 1..64");
@@ -1186,11 +1168,8 @@ std::string document(State& st, const Options& o, const Invocation& run,
     j.key(info(p).key).begin_object().kv("call", info(p).setup).kv("tolerance", info(p).tolerance).end_object();
   }
   j.end_object();
-  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
-                        "CUBLAS_WORKSPACE_CONFIG", "CUBLAS_EMULATION_STRATEGY", "CUBLASLT_WORKSPACE_SIZE"});
-  j.end_object();
-
-  j.key("results").begin_object();
+  end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
+                     "CUBLAS_WORKSPACE_CONFIG", "CUBLAS_EMULATION_STRATEGY", "CUBLASLT_WORKSPACE_SIZE"});
   j.key("gemm").begin_array();
   for (const auto& r : st.rows) {
     j.begin_object();
@@ -1260,37 +1239,33 @@ int run_tool(const Options& o, const Invocation& run) {
     return write_document(o.output, kTool, [&] { return document(st, o, run, devices, gpu_ids); });
   };
 
-  if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
-
   std::unique_ptr<nvml::Sampler> sampler;  // outlives the GPUs: the document summarises its readings
-  {
-    std::vector<std::unique_ptr<Gpu>> gpus;
+  auto measure = [&] {
+    std::vector<std::unique_ptr<Gpu>> gpus;  // released as measure returns (or throws), before the sampler stops
     PinnedHost host;
-    run_guarded(st, [&] {
-      std::vector<std::string> bus_ids;
-      for (int id : gpu_ids) {
-        gpus.push_back(std::make_unique<Gpu>(id, static_cast<size_t>(o.workspace_mib) << 20));
-        devices.push_back(gpus.back()->info);
-        std::cerr << "[gpu " << id << "] " << gpus.back()->info.name << ", " << gpus.back()->info.pci_bus_id
-                  << ", compute capability " << gpus.back()->info.cc << "\n";
-        bus_ids.push_back(gpus.back()->info.pci_bus_id);
+    std::vector<std::string> bus_ids;
+    for (int id : gpu_ids) {
+      gpus.push_back(std::make_unique<Gpu>(id, static_cast<size_t>(o.workspace_mib) << 20));
+      devices.push_back(gpus.back()->info);
+      std::cerr << "[gpu " << id << "] " << gpus.back()->info.name << ", " << gpus.back()->info.pci_bus_id
+                << ", compute capability " << gpus.back()->info.cc << "\n";
+      bus_ids.push_back(gpus.back()->info.pci_bus_id);
+    }
+    sampler = std::make_unique<nvml::Sampler>(bus_ids, o.sample_interval_s);
+    st.sampler = sampler.get();
+    if (!sampler->ok()) st.note("no clock/power readings: " + sampler->why_not());
+    for (auto& g : gpus) run_solo(st, o, *g, host);
+    if (gpus.size() > 1) {
+      for (Prec p : o.precisions) {
+        run_concurrent(st, o, gpus, p);
+        if (!st.errors.empty()) break;
       }
-      sampler = std::make_unique<nvml::Sampler>(bus_ids, o.sample_interval_s);
-      st.sampler = sampler.get();
-      if (!sampler->ok()) st.note("no clock/power readings: " + sampler->why_not());
-      for (auto& g : gpus) run_solo(st, o, *g, host);
-      if (gpus.size() > 1) {
-        for (Prec p : o.precisions) {
-          run_concurrent(st, o, gpus, p);
-          if (!st.errors.empty()) break;
-        }
-      }
-    });
-  }
-
-  if (sampler) sampler->stop();
-  print_table(st, gpu_ids);
-  return st.exit_code(write_doc());
+    }
+  };
+  return run_gpu_tool(st, o.gpus, gpu_ids, write_doc, measure, [&] {
+    if (sampler) sampler->stop();
+    print_table(st, gpu_ids);
+  });
 }
 
 int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -380,12 +380,9 @@ std::string document(State& st, const Options& o, const Invocation& run,
   for (const auto& ci : kColls)
     j.key(ci.key).begin_object().kv("call", ci.call).kv("size_is", ci.size_is).kv("bus_factor", bus_factor(ci.c, nranks)).end_object();
   j.end_object();
-  write_environment(j, {"CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE",
-                        "NCCL_IB_DISABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_MIN_NCHANNELS",
-                        "NCCL_MAX_NCHANNELS", "NCCL_CUMEM_ENABLE"});
-  j.end_object();
-
-  j.key("results").begin_object();
+  end_parameters(j, {"CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE",
+                     "NCCL_IB_DISABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_MIN_NCHANNELS",
+                     "NCCL_MAX_NCHANNELS", "NCCL_CUMEM_ENABLE"});
   j.kv("self_test", nranks < 2);
   j.key("collectives").begin_array();
   for (const auto& r : st.rows) {
@@ -426,13 +423,12 @@ int run_tool(const Options& o, const Invocation& run) {
                           [&] { return document(st, o, run, devices, nranks, nvls_note); });
   };
   std::vector<int> gpu_ids;
-  if (int rc = open_gpus(kTool, o.gpus, st.errors, write_doc, gpu_ids); rc >= 0) return rc;
-  nranks = static_cast<int>(gpu_ids.size());
-  if (nranks < 2) st.notes.push_back(std::string("self-test: ") + kOneGpu);
-
-  std::vector<Rank> ranks(nranks);
-  std::vector<ncclComm_t> comms(nranks, nullptr);
-  run_guarded(st, [&] {
+  std::vector<Rank> ranks;
+  auto measure = [&] {
+    nranks = static_cast<int>(gpu_ids.size());
+    if (nranks < 2) st.notes.push_back(std::string("self-test: ") + kOneGpu);
+    ranks.resize(nranks);
+    std::vector<ncclComm_t> comms(nranks, nullptr);
     size_t max_bytes = 0;
     for (size_t s : o.sizes) max_bytes = std::max(max_bytes, s);
     for (int r = 0; r < nranks; ++r) {
@@ -510,25 +506,28 @@ int run_tool(const Options& o, const Invocation& run) {
         st.rows.push_back(row);
       }
     }
-  });
-  for (auto& rk : ranks) {
-    if (rk.dev < 0) continue;
-    cudaSetDevice(rk.dev);
-    if (rk.stream) cudaStreamSynchronize(rk.stream);
-    if (rk.comm) ncclCommDestroy(rk.comm);
-    for (auto e : rk.events) cudaEventDestroy(e);
-    if (rk.bad) cudaFree(rk.bad);
-    if (rk.recv) cudaFree(rk.recv);
-    if (rk.send) cudaFree(rk.send);
-    if (rk.stream) cudaStreamDestroy(rk.stream);
-  }
+  };
+  // After the measurements, whether they finished or not: the ranks' resources released, the table printed.
+  auto after = [&] {
+    for (auto& rk : ranks) {
+      if (rk.dev < 0) continue;
+      cudaSetDevice(rk.dev);
+      if (rk.stream) cudaStreamSynchronize(rk.stream);
+      if (rk.comm) ncclCommDestroy(rk.comm);
+      for (auto e : rk.events) cudaEventDestroy(e);
+      if (rk.bad) cudaFree(rk.bad);
+      if (rk.recv) cudaFree(rk.recv);
+      if (rk.send) cudaFree(rk.send);
+      if (rk.stream) cudaStreamDestroy(rk.stream);
+    }
 
-  std::printf("%-14s %12s %10s %12s %12s %12s %s\n", "collective", "bytes", "ranks", "time us", "algbw GB/s",
-              "busbw GB/s", "verified");
-  for (const auto& r : st.rows)
-    std::printf("%-14s %12zu %10d %12.2f %12.2f %12.2f %s\n", kColls[static_cast<int>(r.c)].key, r.bytes, nranks,
-                r.sec_median * 1e6, r.algbw, r.busbw, r.verified ? "yes" : "NO");
-  return st.exit_code(write_doc());
+    std::printf("%-14s %12s %10s %12s %12s %12s %s\n", "collective", "bytes", "ranks", "time us", "algbw GB/s",
+                "busbw GB/s", "verified");
+    for (const auto& r : st.rows)
+      std::printf("%-14s %12zu %10d %12.2f %12.2f %12.2f %s\n", kColls[static_cast<int>(r.c)].key, r.bytes, nranks,
+                  r.sec_median * 1e6, r.algbw, r.busbw, r.verified ? "yes" : "NO");
+  };
+  return run_gpu_tool(st, o.gpus, gpu_ids, write_doc, measure, after);
 }
 
 int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

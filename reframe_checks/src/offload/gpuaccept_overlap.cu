@@ -142,30 +142,12 @@ float input_value(size_t i) { return static_cast<float>((i * 2654435761ull) % 10
 
 // ---------------------------------------------------------------------------------------------
 // Resources that free themselves (errors on release are ignored).
-struct HostBuf {  // pinned, portable, mapped into the device address space
-  void* p = nullptr;
-  HostBuf() = default;
-  HostBuf(const HostBuf&) = delete;
-  HostBuf& operator=(const HostBuf&) = delete;
-  ~HostBuf() {
-    if (p) cudaFreeHost(p);
-  }
+struct HostBuf : CudaOwned<void*, cudaFreeHost> {  // pinned, portable, mapped into the device address space
   void alloc(size_t n) { CUDA_CHECK(cudaHostAlloc(&p, n, cudaHostAllocPortable | cudaHostAllocMapped)); }
   float* f() const { return static_cast<float*>(p); }
 };
 
-struct DevBuf {  // cudaMalloc or cudaMallocManaged
-  void* p = nullptr;
-  int dev = 0;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p) {
-      cudaSetDevice(dev);
-      cudaFree(p);
-    }
-  }
+struct DevBuf : CudaOwned<void*, cudaFree> {  // cudaMalloc or cudaMallocManaged, freed on its device
   void alloc(int d, size_t n) {
     dev = d;
     CUDA_CHECK(cudaMalloc(&p, n));
@@ -442,6 +424,20 @@ void measure_copies(const Ctx& c, const Options& o, GpuResult& r) {
   CUDA_CHECK(cudaMemcpy(c.d_in.p, c.h_in.p, c.bytes, cudaMemcpyHostToDevice));
 }
 
+// A method before it runs: its key and the streams it uses.
+MethodResult method(std::string key, int streams) {
+  MethodResult m;
+  m.key = std::move(key);
+  m.streams = streams;
+  return m;
+}
+
+// A method that does not run, and why, among the intensity's results.
+void not_run(IntensityResult& ir, MethodResult m, std::string why) {
+  m.not_run = std::move(why);
+  ir.methods.push_back(std::move(m));
+}
+
 // Runs one method: poisons the outputs, times it (median), verifies the host output of the last repetition.
 void run_method(State& st, const Ctx& c, const Options& o, IntensityResult& ir, MethodResult m,
                 const std::function<double()>& once, const std::function<void()>& before, const float* host_out) {
@@ -463,26 +459,18 @@ void measure_intensity(State& st, Ctx& c, const Options& o, const GpuResult& r, 
   ir.kernel_s = median(ir.kernel_samples_s);
 
   // (a) Synchronous copies on the legacy default stream.
-  {
-    MethodResult m;
-    m.key = "sync";
-    m.streams = 1;
-    run_method(st, c, o, ir, m,
-               [&] {
-                 return time_on(0, c.ev, [&] {
-                   CUDA_CHECK(cudaMemcpy(c.d_in.p, c.h_in.p, c.bytes, cudaMemcpyHostToDevice));
-                   launch(c, c.d_in.f(), c.d_out.f(), c.n, it, 0);
-                   CUDA_CHECK(cudaMemcpy(c.h_out.p, c.d_out.p, c.bytes, cudaMemcpyDeviceToHost));
-                 });
-               },
-               nullptr, c.h_out.f());
-  }
+  run_method(st, c, o, ir, method("sync", 1),
+             [&] {
+               return time_on(0, c.ev, [&] {
+                 CUDA_CHECK(cudaMemcpy(c.d_in.p, c.h_in.p, c.bytes, cudaMemcpyHostToDevice));
+                 launch(c, c.d_in.f(), c.d_out.f(), c.n, it, 0);
+                 CUDA_CHECK(cudaMemcpy(c.h_out.p, c.d_out.p, c.bytes, cudaMemcpyDeviceToHost));
+               });
+             },
+             nullptr, c.h_out.f());
   // (b) Asynchronous copies in n streams, one chunk per stream.
   for (int ns : o.streams) {
-    MethodResult m;
-    m.key = "streams_" + std::to_string(ns);
-    m.streams = ns;
-    run_method(st, c, o, ir, m,
+    run_method(st, c, o, ir, method("streams_" + std::to_string(ns), ns),
                [&] {
                  return time_streams(c.ss, ns, c.ev, [&](int i, cudaStream_t s) {
                    auto [b, e] = chunk(c.n, ns, i);
@@ -496,55 +484,42 @@ void measure_intensity(State& st, Ctx& c, const Options& o, const GpuResult& r, 
                nullptr, c.h_out.f());
   }
   // (c) Mapped (zero-copy) host memory.
-  {
-    MethodResult m;
-    m.key = "mapped";
-    m.streams = 1;
-    if (!o.mapped) {
-      m.not_run = "not asked for (--no-mapped)";
-      ir.methods.push_back(m);
-    } else if (r.can_map_host_memory != 1) {
-      m.not_run = "the device cannot map host memory (cudaDevAttrCanMapHostMemory = 0)";
-      ir.methods.push_back(m);
-    } else {
-      run_method(st, c, o, ir, m,
-                 [&] { return time_on(s0, c.ev, [&] { launch(c, c.m_in_dev, c.m_out_dev, c.n, it, s0); }); },
-                 nullptr, c.h_out.f());
-    }
+  if (!o.mapped) {
+    not_run(ir, method("mapped", 1), "not asked for (--no-mapped)");
+  } else if (r.can_map_host_memory != 1) {
+    not_run(ir, method("mapped", 1), "the device cannot map host memory (cudaDevAttrCanMapHostMemory = 0)");
+  } else {
+    run_method(st, c, o, ir, method("mapped", 1),
+               [&] { return time_on(s0, c.ev, [&] { launch(c, c.m_in_dev, c.m_out_dev, c.n, it, s0); }); },
+               nullptr, c.h_out.f());
   }
   // (d) Managed memory with prefetch. The input starts on the host and the output buffer on the GPU (as the
   // explicit methods' device buffers do), untimed before each repetition.
-  {
-    MethodResult m;
-    m.key = "managed";
-    m.streams = 1;
-    if (!o.managed) {
-      m.not_run = "not asked for (--no-managed)";
-      ir.methods.push_back(m);
-    } else if (c.u_in.p == nullptr || c.u_out.p == nullptr) {
-      m.not_run = !c.managed_why.empty()     ? c.managed_why
-                  : r.managed_memory != 1 ? "the device has no managed memory (cudaDevAttrManagedMemory = 0)"
-                                          : "the device cannot prefetch managed memory "
-                                            "(cudaDevAttrConcurrentManagedAccess = 0)";
-      ir.methods.push_back(m);
-    } else {
-      const cudaMemLocation on_gpu = device_location(c.dev), on_host = host_location();
-      auto before = [&] {
-        CUDA_CHECK(cudaMemPrefetchAsync(c.u_in.p, c.bytes, on_host, 0, s0));
-        CUDA_CHECK(cudaMemPrefetchAsync(c.u_out.p, c.bytes, on_gpu, 0, s0));
-        CUDA_CHECK(cudaStreamSynchronize(s0));
-      };
-      std::memset(c.u_out.p, kPoisonByte, c.bytes);  // on the host: the poison travels with the pages
-      run_method(st, c, o, ir, m,
-                 [&] {
-                   return time_on(s0, c.ev, [&] {
-                     CUDA_CHECK(cudaMemPrefetchAsync(c.u_in.p, c.bytes, on_gpu, 0, s0));
-                     launch(c, c.u_in.f(), c.u_out.f(), c.n, it, s0);
-                     CUDA_CHECK(cudaMemPrefetchAsync(c.u_out.p, c.bytes, on_host, 0, s0));
-                   });
-                 },
-                 before, c.u_out.f());
-    }
+  if (!o.managed) {
+    not_run(ir, method("managed", 1), "not asked for (--no-managed)");
+  } else if (c.u_in.p == nullptr || c.u_out.p == nullptr) {
+    not_run(ir, method("managed", 1),
+            !c.managed_why.empty()     ? c.managed_why
+            : r.managed_memory != 1 ? "the device has no managed memory (cudaDevAttrManagedMemory = 0)"
+                                    : "the device cannot prefetch managed memory "
+                                      "(cudaDevAttrConcurrentManagedAccess = 0)");
+  } else {
+    const cudaMemLocation on_gpu = device_location(c.dev), on_host = host_location();
+    auto before = [&] {
+      CUDA_CHECK(cudaMemPrefetchAsync(c.u_in.p, c.bytes, on_host, 0, s0));
+      CUDA_CHECK(cudaMemPrefetchAsync(c.u_out.p, c.bytes, on_gpu, 0, s0));
+      CUDA_CHECK(cudaStreamSynchronize(s0));
+    };
+    std::memset(c.u_out.p, kPoisonByte, c.bytes);  // on the host: the poison travels with the pages
+    run_method(st, c, o, ir, method("managed", 1),
+               [&] {
+                 return time_on(s0, c.ev, [&] {
+                   CUDA_CHECK(cudaMemPrefetchAsync(c.u_in.p, c.bytes, on_gpu, 0, s0));
+                   launch(c, c.u_in.f(), c.u_out.f(), c.n, it, s0);
+                   CUDA_CHECK(cudaMemPrefetchAsync(c.u_out.p, c.bytes, on_host, 0, s0));
+                 });
+               },
+               before, c.u_out.f());
   }
 }
 
@@ -559,12 +534,16 @@ void measure_gpu(State& st, const Options& o, int dev) {
     CUDA_CHECK(cudaDeviceGetAttribute(&v, a, dev));
     return v;
   };
-  r.async_engine_count = attr(cudaDevAttrAsyncEngineCount);
-  r.concurrent_kernels = attr(cudaDevAttrConcurrentKernels);
-  r.can_map_host_memory = attr(cudaDevAttrCanMapHostMemory);
-  r.managed_memory = attr(cudaDevAttrManagedMemory);
-  r.concurrent_managed_access = attr(cudaDevAttrConcurrentManagedAccess);
-  r.unified_addressing = attr(cudaDevAttrUnifiedAddressing);
+  // The capabilities that decide which methods can run (the document's "device"), in this order.
+  const std::pair<int*, cudaDeviceAttr> capabilities[] = {
+      {&r.async_engine_count, cudaDevAttrAsyncEngineCount},
+      {&r.concurrent_kernels, cudaDevAttrConcurrentKernels},
+      {&r.can_map_host_memory, cudaDevAttrCanMapHostMemory},
+      {&r.managed_memory, cudaDevAttrManagedMemory},
+      {&r.concurrent_managed_access, cudaDevAttrConcurrentManagedAccess},
+      {&r.unified_addressing, cudaDevAttrUnifiedAddressing},
+  };
+  for (const auto& [field, a] : capabilities) *field = attr(a);
 
   Ctx c;
   c.dev = dev;
@@ -690,11 +669,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
   j.kv("verification_samples", kSamples).kv("mapped", o.mapped).kv("managed", o.managed).kv("quick", o.quick);
   // CUDA_DEVICE_MAX_CONNECTIONS: hardware queues the streams share (8 by default); more streams than queues can
   // wait on each other's work.
-  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
-                        "CUDA_DEVICE_MAX_CONNECTIONS"});
-  j.end_object();
-
-  j.key("results").begin_object();
+  end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
+                     "CUDA_DEVICE_MAX_CONNECTIONS"});
   j.key("per_gpu").begin_array();
   for (const auto& r : st.gpus) {
     j.begin_object();
@@ -751,18 +727,12 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 }  // namespace
 
 int run_tool(const Options& o, const Invocation& run) {
-
   State st;
-  std::vector<DeviceInfo> devices;
-  auto emit = [&] { return emit_document(o.output, kTool, [&] { return document(st, o, run, devices); }); };
-
-  std::vector<int> gpu_ids;
-  if (int rc = open_gpus(kTool, o.gpus, st.errors, emit, gpu_ids); rc >= 0) return rc;
-  run_guarded(st, [&] {
-    for (int id : gpu_ids) devices.push_back(device_info(id));
-    for (int id : gpu_ids) measure_gpu(st, o, id);
+  auto doc = [&](const std::vector<DeviceInfo>& devices) { return document(st, o, run, devices); };
+  return run_emitting_gpu_tool(st, o.output, o.gpus, doc, [&](const auto& ids, auto& devices) {
+    for (int id : ids) devices.push_back(device_info(id));
+    for (int id : ids) measure_gpu(st, o, id);
   });
-  return st.exit_code(emit());
 }
 
 int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

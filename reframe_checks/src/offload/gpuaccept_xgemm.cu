@@ -103,23 +103,13 @@ const char* kUsage =
     "  --help               this text\n"
     "Exit status: 0 ok, 1 CUDA/cuBLAS call failed or no GPU, 2 verification failed, 3 bad command line.\n";
 
-Options parse_options(int argc, char** argv, bool& help) {
-  Args a(argc, argv);
+Options parse_options(Args& a) {
   Options o;
-  help = a.help();
-  if (help) return o;
   long gpu = a.get_long("gpu", 0);
   if (gpu < 0 || gpu > 1023) throw std::invalid_argument("option --gpu: must be a device index in 0..1023");
   o.gpu = static_cast<int>(gpu);
   for (const auto& s : split_csv(a.get("sizes", "256,512,1024,2048,4096,8192,16384"))) {
-    long n = 0;
-    try {
-      size_t pos = 0;
-      n = std::stol(s, &pos);
-      if (pos != s.size()) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      throw std::invalid_argument("option --sizes: '" + s + "' is not a whole number");
-    }
+    const long n = Args::whole_number("sizes", s);
     if (n < 16 || n > 65536) throw std::invalid_argument("option --sizes: " + s + " is not in 16..65536");
     if (std::find(o.sizes.begin(), o.sizes.end(), n) == o.sizes.end()) o.sizes.push_back(n);
   }
@@ -133,9 +123,7 @@ Options parse_options(int argc, char** argv, bool& help) {
   long reps = a.get_long("reps", 5);
   if (reps < 1 || reps > 1000) throw std::invalid_argument("option --reps: must be in 1..1000");
   o.reps = static_cast<int>(reps);
-  o.time_limit_s = a.get_double("time-limit-s", 60);
-  if (!(o.time_limit_s > 0 && o.time_limit_s <= 3600))
-    throw std::invalid_argument("option --time-limit-s: must be in (0, 3600] seconds");
+  o.time_limit_s = a.get_seconds("time-limit-s", 60, 3600);
   o.output = a.get("output", "");
   a.reject_unknown();
   return o;
@@ -558,11 +546,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
   j.key("tolerance").begin_object();
   for (const auto& p : kPrecs) j.kv(p.key, p.tol);
   j.end_object();
-  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
-                        "CUBLAS_WORKSPACE_CONFIG"});
-  j.end_object();
-
-  j.key("results").begin_object();
+  end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
+                     "CUBLAS_WORKSPACE_CONFIG"});
   j.key("cases").begin_array();
   for (const auto& cr : st.cases) {
     j.begin_object();
