@@ -8,10 +8,11 @@
   sums, health expectations such as NVLink links).
 - A self-contained ``gpuaccept.references/1`` file (both layers in one file) still loads.
 
-Which layer a metric belongs to, and its unit, is src/gpuaccept/metric_table.py. A node of a known SKU with no
-node type file for its GPU count gets the node type ``<sku>_x<count>``: its per-GPU figures are judged, its node
-layer is missing (NodeType.node_layer_missing says why) and the node is not accepted until a node type file
-is added. The format is described in docs/reference-values.md; every error names the file, the line and the key.
+Which layer a metric belongs to, and its unit, is its check's declaration (src/gpuaccept/judge/checks.py). A node
+of a known SKU with no node type file for its GPU count gets the node type ``<sku>_x<count>``: its per-GPU
+figures are judged, its node layer is missing (NodeType.node_layer_missing says why) and the node is not accepted
+until a node type file is added. The format is described in docs/reference-values.md; every error names the
+file, the line and the key.
 """
 
 from __future__ import annotations
@@ -570,7 +571,7 @@ def _parse_metric(
         raise _fail(
             path, entry, "owner",
             f"{context}.owner {_show(entry['owner'])}: the metric is owned by {owner!r} "
-            "(src/gpuaccept/judge/metric_table.py)",
+            "(its declaration in src/gpuaccept/judge/checks.py)",
         )
     if host_baseline:
         if owner != metric_table.HOST:

@@ -359,7 +359,8 @@ def derive(
 
 def split_layers(checks: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(per-GPU, node-level) sections of a derived checks section, by the metric table's layer. A metric the
-    table does not know is an error: the table must learn it first (src/gpuaccept/metric_table.py)."""
+    table does not know is an error: the table must learn it first (its check's declaration,
+    src/gpuaccept/judge/checks.py)."""
     layers: dict[str, dict[str, dict[str, Any]]] = {metric_table.GPU: {}, metric_table.NODE: {}}
     for check, metrics in checks.items():
         for metric, entry in metrics.items():
