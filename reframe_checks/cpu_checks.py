@@ -9,7 +9,6 @@ import os
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after
 
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 
@@ -28,9 +27,7 @@ class CpuGemm(BenchCheck):
     """
 
     check_key = "cpu_gemm"
-    descr = CHECKS["cpu_gemm"].title
     valid_systems = ["*"]
-    tags = tags_for("cpu_gemm")
     time_limit = "20m"
     build = fixture(CpuBenchBuild, scope="environment")
     env_vars = {

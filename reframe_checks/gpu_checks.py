@@ -13,7 +13,6 @@ import sys
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 
@@ -68,8 +67,6 @@ class GpuBandwidth(GpuBenchCheck):
 
     check_key = "bandwidth"
     binary = "gpuaccept-bw"
-    descr = CHECKS["bandwidth"].title
-    tags = tags_for("bandwidth")
     time_limit = "20m"
 
 
@@ -86,8 +83,6 @@ class GpuGemm(GpuBenchCheck):
 
     check_key = "gemm"
     binary = "gpuaccept-gemm"
-    descr = CHECKS["gemm"].title
-    tags = tags_for("gemm")
     time_limit = "20m"
     peak_fractions = True
 
@@ -105,8 +100,6 @@ class GpuNccl(BenchCheck):
 
     check_key = "nccl"
     binary = "gpuaccept-nccl"
-    descr = CHECKS["nccl"].title
-    tags = tags_for("nccl")
     valid_systems = ["+gpu"]
     time_limit = "10m"
     build = fixture(NcclBuild, scope="environment")
@@ -135,8 +128,6 @@ class GpuPower(GpuBenchCheck):
 
     check_key = "power"
     binary = "gpuaccept-gemm"
-    descr = CHECKS["power"].title
-    tags = tags_for("power")
     time_limit = "10m"
 
     @run_after("setup")
@@ -161,8 +152,6 @@ class GpuOverlap(GpuBenchCheck):
 
     check_key = "overlap"
     binary = "gpuaccept-overlap"
-    descr = CHECKS["overlap"].title
-    tags = tags_for("overlap")
     time_limit = "30m"
     build = fixture(OverlapBuild, scope="environment")
 

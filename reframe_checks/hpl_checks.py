@@ -30,7 +30,6 @@ from reframe.core.builtins import fixture, run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.layout import PROJECT_ROOT
 from gpuaccept.probe import hpl, hpl_dat
 from gpuaccept.probe.document import utc_iso
@@ -110,8 +109,6 @@ class GpuHplStyle(BenchCheck):
 
     check_key = "hplstyle"
     binary = "gpuaccept-hplstyle"
-    descr = CHECKS["hplstyle"].title
-    tags = tags_for("hplstyle")
     valid_systems = ["+gpu"]
     time_limit = "20m"
     build = fixture(HplStyleBuild, scope="environment")
@@ -217,8 +214,6 @@ class GpuHplNvidia(HplOutputCheck):
     descriptor = variable(str, value=NVIDIA_HPL_DESCRIPTOR)
 
     check_key = "hpl_nvidia"
-    descr = CHECKS["hpl_nvidia"].title
-    tags = tags_for("hpl_nvidia")
     valid_systems = ["+gpu"]
     time_limit = "60m"
     sample_power = True
@@ -302,8 +297,6 @@ class GpuHplCuda(HplOutputCheck):
     descriptor = variable(str, value=CUDA_HPL_DESCRIPTOR)
 
     check_key = "hpl_cuda"
-    descr = CHECKS["hpl_cuda"].title
-    tags = tags_for("hpl_cuda")
     valid_systems = ["+gpu"]
     time_limit = "30m"
     sample_power = True
@@ -442,8 +435,6 @@ class HostHpl(HplOutputCheck):
     descriptor = variable(str, value=HOST_HPL_DESCRIPTOR)
 
     check_key = "hpl_host"
-    descr = CHECKS["hpl_host"].title
-    tags = tags_for("hpl_host")
     valid_systems = ["*"]
     time_limit = "30m"
     metric_unit = "GFLOP/s"

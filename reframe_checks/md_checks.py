@@ -16,7 +16,6 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, variable
 
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.probe import namd
 from gpuaccept.rfm import BenchCheck
 
@@ -51,15 +50,13 @@ class MdApoa1(BenchCheck):
     #: :type: :class:`str`
     apoa1_inputs = variable(str, value="")
 
-    check_key = "md_apoa1"  # set per system below
-    tags = tags_for("md_apoa1")
     valid_systems = ["+gpu"]
     time_limit = "20m"
 
     @run_after("init")
-    def set_key(self):
+    def take_declaration(self):  # BenchCheck's, for this system's check
         self.check_key = f"md_{self.system}"
-        self.descr = CHECKS[self.check_key].title
+        super().take_declaration()
 
     def _inputs(self) -> str:
         return (
@@ -119,15 +116,13 @@ class Namd(BenchCheck):
     #: :type: :class:`List[str]`
     modes = variable(typ.List[str], value=["gpu_resident", "gpu_offload", "cpu"])
 
-    check_key = "namd_apoa1"  # set per system below
-    tags = tags_for("namd_apoa1")
     valid_systems = ["*"]
     time_limit = "60m"
 
     @run_after("init")
-    def set_key(self):
+    def take_declaration(self):  # BenchCheck's, for this system's check
         self.check_key = f"namd_{self.system}"
-        self.descr = CHECKS[self.check_key].title
+        super().take_declaration()
 
     def _home(self) -> str:
         return (

@@ -11,7 +11,6 @@ import os
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, variable
 
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 
@@ -42,9 +41,7 @@ class MpiPingPong(BenchCheck):
     ranks_per_node = variable(int, value=1)
 
     check_key = "mpi"
-    descr = CHECKS["mpi"].title
     valid_systems = ["+mpi"]
-    tags = tags_for("mpi")
     time_limit = "10m"
     build = fixture(MpiBenchBuild, scope="environment")
     env_vars = {"LC_ALL": "C"}

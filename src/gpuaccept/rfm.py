@@ -22,7 +22,7 @@ from reframe.core.builtins import performance_function, run_after, run_before, s
 from reframe.core.exceptions import SanityError
 
 from gpuaccept.judge import rules
-from gpuaccept.judge.checks import CHECKS
+from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.judge.references import NodeType, ReferenceError, load_node_type
 from gpuaccept.layout import POWER_FILE
 
@@ -167,6 +167,15 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
     @property
     def result_file(self) -> str:
         return CHECKS[self.check_key].result_file
+
+    @run_after("init")
+    def take_declaration(self):
+        """The test's identity from its check's declaration (gpuaccept.judge.checks): ``descr`` its title (unless the
+        class gives one), ``tags`` its suites and ``gpu`` or ``cpu``."""
+        if self.check_key not in CHECKS:
+            raise ValueError(f"check_key {self.check_key!r} is not declared in src/gpuaccept/judge/checks.py")
+        self.descr = self.descr or CHECKS[self.check_key].title
+        self.tags |= tags_for(self.check_key)
 
     @run_after("init")
     def check_mode(self):
