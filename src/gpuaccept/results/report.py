@@ -24,6 +24,7 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -793,24 +794,19 @@ def side_by_side(groups: list[Group], baseline: Group, tools: tuple[str, ...] | 
     return _table(head, rows, "compare")
 
 
-def model_table(groups: list[Group]) -> str:
+def _bw_rows(groups: list[Group], key: str, row: Callable[[dict[str, Any]], list[Any]]) -> list[list[Any]]:
+    """A row per entry of ``results[key]`` in each group's newest gpuaccept-bw document: the group's label, then
+    ``row(entry)``."""
     rows = []
     for g in groups:
         doc = g.newest("gpuaccept-bw")
-        for m in (doc or {}).get("results", {}).get("model") or []:
-            rows.append(
-                [
-                    g.label,
-                    m["gpu"],
-                    m["direction"],
-                    m.get("lo_us"),
-                    m.get("lo_fit_us"),
-                    m.get("asymptotic_gb_per_s"),
-                    m.get("g_us"),
-                    m.get("max_rel_error"),
-                    m.get("fit_points"),
-                ]
-            )
+        rows.extend([g.label, *row(entry)] for entry in (doc or {}).get("results", {}).get(key) or [])
+    return rows
+
+
+def model_table(groups: list[Group]) -> str:
+    fields = ("lo_us", "lo_fit_us", "asymptotic_gb_per_s", "g_us", "max_rel_error", "fit_points")
+    rows = _bw_rows(groups, "model", lambda m: [m["gpu"], m["direction"], *(m.get(f) for f in fields)])
     if not rows:
         return "<p>No PCIe model in these runs.</p>"
     head = [
@@ -842,21 +838,8 @@ def matrix_table(group: Group, doc: dict[str, Any]) -> str:
 
 
 def peer_table(groups: list[Group]) -> str:
-    rows = []
-    for g in groups:
-        doc = g.newest("gpuaccept-bw")
-        for p in (doc or {}).get("results", {}).get("peer") or []:
-            rows.append(
-                [
-                    g.label,
-                    p["src"],
-                    p["dst"],
-                    p.get("write_gb_per_s"),
-                    p.get("read_gb_per_s"),
-                    p.get("bidir_gb_per_s"),
-                    p.get("waived", ""),
-                ]
-            )
+    fields = ("write_gb_per_s", "read_gb_per_s", "bidir_gb_per_s")
+    rows = _bw_rows(groups, "peer", lambda p: [p["src"], p["dst"], *(p.get(f) for f in fields), p.get("waived", "")])
     if not rows:
         return "<p>No GPU pairs in these runs (one GPU per node).</p>"
     return _table(["group", "src", "dst", "write (GB/s)", "read (GB/s)", "bidirectional (GB/s)", "waived"], rows)
