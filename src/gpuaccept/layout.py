@@ -10,6 +10,9 @@ from pathlib import Path
 #: reference_values/ (gpuaccept runs from its sources: an editable install, or PYTHONPATH=src).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
+#: The references shipped with gpuaccept (docs/reference-values.md): node types, GPU SKUs, datasheets.
+REFERENCE_DIR = PROJECT_ROOT / "reference_values"
+
 #: The schema every benchmark document names (docs/benchmark-json.md); the native tools write it too
 #: (reframe_checks/src/common/bench_common.h).
 BENCH_SCHEMA = "gpuaccept.bench/1"
