@@ -4,10 +4,9 @@ Runs on every partition; the CPU figures are the baseline the GPU figures are co
 ratio in the verdict). What it measures: docs/checks/gemm.md.
 """
 
-import os
 
 import reframe as rfm
-from reframe.core.builtins import fixture, run_after
+from reframe.core.builtins import fixture
 
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
@@ -27,6 +26,7 @@ class CpuGemm(BenchCheck):
     """
 
     check_key = "cpu_gemm"
+    binary = "gpuaccept-cpugemm"
     valid_systems = ["*"]
     time_limit = "20m"
     build = fixture(CpuBenchBuild, scope="environment")
@@ -37,7 +37,3 @@ class CpuGemm(BenchCheck):
         "OMP_PLACES": "cores",
         "LC_ALL": "C",
     }
-
-    @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, "gpuaccept-cpugemm")

@@ -6,7 +6,6 @@ compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md,
 docs/checks/nccl.md, docs/checks/overlap.md.
 """
 
-import os
 import shlex
 import sys
 
@@ -24,14 +23,10 @@ class GpuBenchBuild(BenchBuild):
 
 
 class GpuBenchCheck(BenchCheck):
-    """A GPU micro-benchmark; ``binary`` names the executable the fixture built."""
+    """A GPU micro-benchmark on a partition with GPUs, built by GpuBenchBuild unless it names its own fixture."""
 
     valid_systems = ["+gpu"]
     build = fixture(GpuBenchBuild, scope="environment")
-
-    @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, self.binary)
 
 
 class NcclBuild(BenchBuild):
@@ -88,7 +83,7 @@ class GpuGemm(GpuBenchCheck):
 
 
 @rfm.simple_test
-class GpuNccl(BenchCheck):
+class GpuNccl(GpuBenchCheck):
     """NCCL all-reduce, all-gather, reduce-scatter and broadcast between the node's GPUs, one thread per GPU,
     every result verified; NVLink SHARP (NVLS) off (docs/checks/nccl.md).
 
@@ -100,14 +95,9 @@ class GpuNccl(BenchCheck):
 
     check_key = "nccl"
     binary = "gpuaccept-nccl"
-    valid_systems = ["+gpu"]
     time_limit = "10m"
     build = fixture(NcclBuild, scope="environment")
     env_vars = {"NCCL_NVLS_ENABLE": "0"}
-
-    @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, self.binary)
 
 
 @rfm.simple_test

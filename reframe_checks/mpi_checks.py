@@ -6,7 +6,6 @@ the ``multinode`` suite. Two ranks on two nodes by default; ``-S num_tasks=N`` p
 ``-S num_tasks_per_node=2`` puts a pair on one node (CI, or a node's own loopback).
 """
 
-import os
 
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, variable
@@ -41,6 +40,7 @@ class MpiPingPong(BenchCheck):
     ranks_per_node = variable(int, value=1)
 
     check_key = "mpi"
+    binary = "gpuaccept-mpi"
     valid_systems = ["+mpi"]
     time_limit = "10m"
     build = fixture(MpiBenchBuild, scope="environment")
@@ -52,7 +52,3 @@ class MpiPingPong(BenchCheck):
             raise ValueError(f"ranks must be even and at least 2, not {self.ranks}")
         self.num_tasks = self.ranks
         self.num_tasks_per_node = self.ranks_per_node
-
-    @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, "gpuaccept-mpi")

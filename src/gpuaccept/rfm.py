@@ -160,6 +160,9 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
     #: :type: :class:`str`
     efficiency_metric = variable(str, value="")
 
+    #: The executable the check's build fixture (``build``) made; '' where the check sets ``executable`` itself.
+    binary = ""
+
     valid_prog_environs = ["builtin"]
     require_reference = False  # the judge fails a metric without a reference, ReFrame only records
     power_file = POWER_FILE
@@ -216,6 +219,11 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             *(["--quick"] if self.mode == "quick" else []),
             *self.bench_opts,
         ]
+
+    @run_after("setup")
+    def set_executable(self):
+        if self.binary:
+            self.executable = os.path.join(self.build.stagedir, self.binary)
 
     @run_before("run")
     def add_peak_fractions(self):
