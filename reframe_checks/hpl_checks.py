@@ -118,8 +118,7 @@ class GpuHplStyle(BenchCheck):
     peak_fractions = True
 
     @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, self.binary)
+    def set_order(self):
         if self.n > 0:
             self.executable_opts += ["--n", str(self.n)]
 
@@ -161,6 +160,12 @@ class HplOutputCheck(BenchCheck):
 
     def hpl_output_path(self) -> str:
         return os.path.join(self.stagedir, str(self.stdout))
+
+    def not_installed(self, what: str, fix: str) -> None:
+        """Skip the check, the reason in ``not_run_reason``: ``what`` is missing (its ``descriptor`` absent), ``fix``
+        says how to install it. Before setup, so that ReFrame reports it as skipped with the reason."""
+        self.not_run_reason = f"not run: {what} ({self.descriptor} absent: {fix})"
+        self.skip(self.not_run_reason)
 
     def run_backend(self, out: hpl.HplOutput) -> dict:
         """What only the run can tell of its backend (``out``: its output, parsed), merged into ``backend`` for
@@ -223,11 +228,11 @@ class GpuHplNvidia(HplOutputCheck):
     @run_before("setup")
     def need_artifact(self):
         if not os.path.isfile(self.descriptor):
-            self.not_run_reason = (
-                f"not run: artifact not configured ({self.descriptor} absent: set gpuaccept_hpl_artifact_path or "
-                "gpuaccept_hpl_artifact_url with its sha256 and run the gpuaccept_hpl role)"
+            self.not_installed(
+                "artifact not configured",
+                "set gpuaccept_hpl_artifact_path or gpuaccept_hpl_artifact_url with its sha256 and run the "
+                "gpuaccept_hpl role",
             )
-            self.skip(self.not_run_reason)
 
     @run_after("setup")
     def write_hpl_dat(self):
@@ -305,11 +310,11 @@ class GpuHplCuda(HplOutputCheck):
     @run_before("setup")
     def need_build(self):
         if not os.path.isfile(self.descriptor):
-            self.not_run_reason = (
-                f"not run: HPL-CUDA not built ({self.descriptor} absent: set gpuaccept_hpl_source_path or "
-                "gpuaccept_hpl_source_url and run the gpuaccept_hpl role on a node with CUDA's nvcc)"
+            self.not_installed(
+                "HPL-CUDA not built",
+                "set gpuaccept_hpl_source_path or gpuaccept_hpl_source_url and run the gpuaccept_hpl role on a node "
+                "with CUDA's nvcc",
             )
-            self.skip(self.not_run_reason)
 
     @run_after("setup")
     def write_hpl_dat(self):
@@ -450,11 +455,11 @@ class HostHpl(HplOutputCheck):
         self.hpcc_output = True
         self.executable = shutil.which("hpcc") or ""
         if not self.executable:
-            self.not_run_reason = (
-                f"not run: no host HPL ({self.descriptor} absent: set gpuaccept_hpl_source_path or "
-                "gpuaccept_hpl_source_url and run the gpuaccept_hpl role; or Debian: apt install hpcc)"
+            self.not_installed(
+                "no host HPL",
+                "set gpuaccept_hpl_source_path or gpuaccept_hpl_source_url and run the gpuaccept_hpl role; or "
+                "Debian: apt install hpcc",
             )
-            self.skip(self.not_run_reason)
 
     @run_after("setup")
     def write_input(self):
