@@ -24,6 +24,7 @@ FACTS_FILE = "node-facts.json"  # the node's facts (gpuaccept facts)
 METRICS_FILE = "gpuaccept.prom"  # the Prometheus textfile of the verdict
 CONFIG_FILE = "reframe_settings.py"  # the ReFrame configuration gpuaccept run writes when none is given
 REFRAME_LOG = "reframe.log"  # ReFrame's debug log (the configuration's file handler)
+REFRAME_OUT = "reframe.out"  # ReFrame's console output (stdout and stderr) of the run
 RETRIED_FILE = "retried.json"  # in <run>/retry-<k>/: the checks measured again there
 #: The power sampler's document, beside a sampled check's own in its stage directory.
 POWER_FILE = "power.json"
