@@ -168,6 +168,22 @@ def _colors(n: int) -> list[str]:
     return [base[i % len(base)] for i in range(n)]
 
 
+def _frame(ax: Any, xlabel: str, ylabel: str, title: str = "", *, logx: bool = True, logy: bool = True,
+           **grid: Any) -> None:  # fmt: skip
+    """An axis in the report's style: sizes in powers of two on x (``logx``), rates and times on a log y
+    (``logy``), its labels and title ('' none), a light grid (``grid``: matplotlib's ``which``, ``axis``)."""
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, alpha=0.3, **grid)
+
+
 def plot_sweep(group: Group, doc: dict[str, Any]) -> str:
     """Seed 000 figures 4-7: NetPIPE throughput and latency against size, log axes, GPU 0's test cases."""
     plt = _pyplot()
@@ -179,11 +195,7 @@ def plot_sweep(group: Group, doc: dict[str, Any]) -> str:
         ax_t.plot(x, [p["gb_per_s"] for p in pts], ".-", ms=2.5, lw=1, color=color, label=s["case"])
         ax_l.plot(x, [p["seconds"] * 1e6 for p in pts], ".-", ms=2.5, lw=1, color=color, label=s["case"])
     for ax, ylabel in ((ax_t, "throughput (GB/s)"), (ax_l, "time per transfer (us)")):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("transfer size (bytes)")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, which="major", alpha=0.3)
+        _frame(ax, "transfer size (bytes)", ylabel, which="major")
     ax_t.legend(fontsize=7, loc="upper left")
     ax_t.set_title(f"{group.label}: throughput")
     ax_l.set_title(f"{group.label}: latency")
@@ -213,11 +225,7 @@ def plot_sweep_compare(groups: list[Group]) -> str | None:
         _pyplot().close(fig)
         return None
     for ax, case in zip(axes, cases, strict=True):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(case)
-        ax.set_xlabel("transfer size (bytes)")
-        ax.grid(True, alpha=0.3)
+        _frame(ax, "transfer size (bytes)", "", case)
     axes[0].set_ylabel("throughput (GB/s)")
     axes[0].legend(fontsize=7)
     return _svg(fig, "sweep:compare", "Throughput against size, every node type (GPU 0, newest run)")
@@ -314,12 +322,7 @@ def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
             color="#d62728",
             label=f"L+o {m['lo_fit_us']:.2f} us + k/{m['asymptotic_gb_per_s']:.1f} GB/s",
         )
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("transfer size k (bytes)")
-        ax.set_ylabel("time (us)")
-        ax.set_title(f"{group.label}: {m['direction']} model fit")
-        ax.grid(True, alpha=0.3)
+        _frame(ax, "transfer size k (bytes)", "time (us)", f"{group.label}: {m['direction']} model fit")
         ax.legend(fontsize=7)
     return _svg(
         fig,
@@ -361,12 +364,8 @@ def plot_overlap(group: Group, doc: dict[str, Any], gpu: dict[str, Any], links_f
                 gid=f"{gid}-measured-{method}")  # fmt: skip
         ax.plot(x, [p[1]["predicted_s"] * 1e3 for p in pts], "-", lw=1, color=color,
                 gid=f"{gid}-predicted-{method}")  # fmt: skip
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (flop/byte)")
-    ax.set_ylabel("time, host to host (ms)")
-    ax.set_title(f"{group.label}: GPU {gpu['gpu']}, {gpu['copy_engines']} copy engines")
-    ax.grid(True, which="major", alpha=0.3)
+    title = f"{group.label}: GPU {gpu['gpu']}, {gpu['copy_engines']} copy engines"
+    _frame(ax, "arithmetic intensity (flop/byte)", "time, host to host (ms)", title, which="major")
     ax.legend(fontsize=7, ncols=2, title="points: measured; lines: model", title_fontsize=7)
     nbytes = next((g.get("bytes") for g in doc["results"].get("per_gpu") or [] if g.get("gpu") == gpu["gpu"]), None)
     size = f"{nbytes / 2**20:.0f} MiB each way, " if isinstance(nbytes, (int, float)) else ""
@@ -465,11 +464,8 @@ def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
         )
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3, lw=1, color=color, label=precision)
-    ax.set_yscale("log")
-    ax.set_xlabel("m = n = k")
-    ax.set_ylabel("TFLOP/s (median of the calls)")
-    ax.set_title(f"{group.label}: GEMM throughput against size")
-    ax.grid(True, which="both", alpha=0.3)
+    title = f"{group.label}: GEMM throughput against size"
+    _frame(ax, "m = n = k", "TFLOP/s (median of the calls)", title, logx=False, which="both")
     ax.legend(fontsize=7, ncols=3)
     return _svg(
         fig,
@@ -522,11 +518,7 @@ def plot_cpu_scaling(groups: list[Group]) -> str | None:
         _pyplot().close(fig)
         return None
     for ax, precision in zip(axes, ("DGEMM", "SGEMM"), strict=True):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("threads")
-        ax.set_ylabel("GFLOP/s")
-        ax.set_title(f"host {precision} (dotted: linear from 1 thread)")
-        ax.grid(True, alpha=0.3)
+        _frame(ax, "threads", "GFLOP/s", f"host {precision} (dotted: linear from 1 thread)", logy=False)
         ax.legend(fontsize=7)
     return _svg(fig, "cpu:scaling", "Host GEMM thread scaling (seed 000 figure 9), newest run per node type")
 
@@ -574,10 +566,7 @@ def plot_power(group: Group, doc: dict[str, Any]) -> str | None:
         t0 = sorted(series.items())[0][1][0]
         total = [sum(v[1][i] for v in series.values() if i < len(v[1])) for i in range(len(t0))]
         ax.plot(t0, total, lw=1.2, color="black", label="all GPUs")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("power (W)")
-    ax.set_title(f"{group.label}: {load_name(doc)}")
-    ax.grid(True, alpha=0.3)
+    _frame(ax, "time (s)", "power (W)", f"{group.label}: {load_name(doc)}", logx=False, logy=False)
     ax.legend(fontsize=7)
     return _svg(
         fig,
