@@ -41,7 +41,7 @@ __all__ = ["GPU", "HOST", "LAYERS", "LINK", "METRICS", "NODE", "OWNERS", "UNITS"
 METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
     key: tuple((m.pattern, m.unit, m.layer) for m in (*check.metrics, *SAMPLER)) for key, check in CHECKS.items()
 }
-# check -> (metric pattern -> owner), in METRICS' order.
+# check -> (owner, ...): each row's owner, in the order of its METRICS rows.
 _OWNERS: dict[str, tuple[str, ...]] = {
     key: tuple(check.owner_of(m) for m in (*check.metrics, *SAMPLER)) for key, check in CHECKS.items()
 }
