@@ -4,12 +4,9 @@ Runs on every partition; the CPU figures are the baseline the GPU figures are co
 ratio in the verdict). What it measures: docs/checks/gemm.md.
 """
 
-import os
-
 import reframe as rfm
-from reframe.core.builtins import fixture, run_after
+from reframe.core.builtins import fixture
 
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import HOST_BLAS_ENV, BenchBuild, BenchCheck
 
 
@@ -28,13 +25,8 @@ class CpuGemm(BenchCheck):
     """
 
     check_key = "cpu_gemm"
-    descr = CHECKS["cpu_gemm"].title
+    binary = "gpuaccept-cpugemm"
     valid_systems = ["*"]
-    tags = tags_for("cpu_gemm")
     time_limit = "20m"
     build = fixture(CpuBenchBuild, scope="environment")
     env_vars = dict(HOST_BLAS_ENV)
-
-    @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, "gpuaccept-cpugemm")

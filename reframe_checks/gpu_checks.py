@@ -15,7 +15,6 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_after, run_before, variable
 
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import HOST_BLAS_ENV, BenchBuild, BenchCheck
 
 
@@ -27,14 +26,10 @@ class GpuBenchBuild(BenchBuild):
 
 
 class GpuBenchCheck(BenchCheck):
-    """A GPU micro-benchmark; ``binary`` names the executable the fixture built."""
+    """A GPU micro-benchmark on a partition with GPUs, built by GpuBenchBuild unless it names its own fixture."""
 
     valid_systems = ["+gpu"]
     build = fixture(GpuBenchBuild, scope="environment")
-
-    @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, self.binary)
 
 
 class NcclBuild(BenchBuild):
@@ -112,8 +107,6 @@ class GpuBandwidth(GpuBenchCheck):
 
     check_key = "bandwidth"
     binary = "gpuaccept-bw"
-    descr = CHECKS["bandwidth"].title
-    tags = tags_for("bandwidth")
     time_limit = "20m"
 
 
@@ -130,14 +123,12 @@ class GpuGemm(GpuBenchCheck):
 
     check_key = "gemm"
     binary = "gpuaccept-gemm"
-    descr = CHECKS["gemm"].title
-    tags = tags_for("gemm")
     time_limit = "20m"
     peak_fractions = True
 
 
 @rfm.simple_test
-class GpuNccl(BenchCheck):
+class GpuNccl(GpuBenchCheck):
     """NCCL all-reduce, all-gather, reduce-scatter and broadcast between the node's GPUs, one thread per GPU,
     every result verified; NVLink SHARP (NVLS) off (docs/checks/nccl.md).
 
@@ -149,16 +140,9 @@ class GpuNccl(BenchCheck):
 
     check_key = "nccl"
     binary = "gpuaccept-nccl"
-    descr = CHECKS["nccl"].title
-    tags = tags_for("nccl")
-    valid_systems = ["+gpu"]
     time_limit = "10m"
     build = fixture(NcclBuild, scope="environment")
     env_vars = {"NCCL_NVLS_ENABLE": "0"}
-
-    @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, self.binary)
 
 
 @rfm.simple_test
@@ -179,8 +163,6 @@ class GpuPower(GpuBenchCheck):
 
     check_key = "power"
     binary = "gpuaccept-gemm"
-    descr = CHECKS["power"].title
-    tags = tags_for("power")
     time_limit = "10m"
 
     @run_after("setup")
@@ -205,8 +187,6 @@ class GpuOverlap(GpuBenchCheck):
 
     check_key = "overlap"
     binary = "gpuaccept-overlap"
-    descr = CHECKS["overlap"].title
-    tags = tags_for("overlap")
     time_limit = "30m"
     build = fixture(OverlapBuild, scope="environment")
 
@@ -256,8 +236,6 @@ class GpuOffloadGemm(GpuBenchCheck):
 
     check_key = "offload_gemm"
     binary = "gpuaccept-xgemm"
-    descr = CHECKS["offload_gemm"].title
-    tags = tags_for("offload_gemm")
     time_limit = "30m"
     build = fixture(XgemmBuild, scope="environment")
 
@@ -315,8 +293,6 @@ class GpuFftOffload(GpuBenchCheck):
 
     check_key = "fft_offload"
     binary = "gpuaccept-fft"
-    descr = CHECKS["fft_offload"].title
-    tags = tags_for("fft_offload")
     time_limit = "20m"
     build = fixture(FftBuild, scope="environment")
     env_vars = {"LC_ALL": "C"}

@@ -12,7 +12,6 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, variable
 
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchCheck
 
 
@@ -36,8 +35,6 @@ class GpuHealth(BenchCheck):
     exempt_pids = variable(typ.List[int], value=[])
 
     check_key = "health"
-    descr = CHECKS["health"].title
-    tags = tags_for("health")
     valid_systems = ["+gpu"]
     time_limit = "5m"
 

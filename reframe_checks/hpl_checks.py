@@ -30,7 +30,6 @@ from reframe.core.builtins import fixture, run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.layout import PROJECT_ROOT
 from gpuaccept.probe import hpl, hpl_dat
 from gpuaccept.probe.document import utc_iso
@@ -110,8 +109,6 @@ class GpuHplStyle(BenchCheck):
 
     check_key = "hplstyle"
     binary = "gpuaccept-hplstyle"
-    descr = CHECKS["hplstyle"].title
-    tags = tags_for("hplstyle")
     valid_systems = ["+gpu"]
     time_limit = "20m"
     build = fixture(HplStyleBuild, scope="environment")
@@ -121,8 +118,7 @@ class GpuHplStyle(BenchCheck):
     peak_fractions = True
 
     @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, self.binary)
+    def set_order(self):
         if self.n > 0:
             self.executable_opts += ["--n", str(self.n)]
 
@@ -164,6 +160,12 @@ class HplOutputCheck(BenchCheck):
 
     def hpl_output_path(self) -> str:
         return os.path.join(self.stagedir, str(self.stdout))
+
+    def not_installed(self, what: str, fix: str) -> None:
+        """Skip the check, the reason in ``not_run_reason``: ``what`` is missing (its ``descriptor`` absent), ``fix``
+        says how to install it. Before setup, so that ReFrame reports it as skipped with the reason."""
+        self.not_run_reason = f"not run: {what} ({self.descriptor} absent: {fix})"
+        self.skip(self.not_run_reason)
 
     def run_backend(self, out: hpl.HplOutput) -> dict:
         """What only the run can tell of its backend (``out``: its output, parsed), merged into ``backend`` for
@@ -217,8 +219,6 @@ class GpuHplNvidia(HplOutputCheck):
     descriptor = variable(str, value=NVIDIA_HPL_DESCRIPTOR)
 
     check_key = "hpl_nvidia"
-    descr = CHECKS["hpl_nvidia"].title
-    tags = tags_for("hpl_nvidia")
     valid_systems = ["+gpu"]
     time_limit = "60m"
     sample_power = True
@@ -228,11 +228,11 @@ class GpuHplNvidia(HplOutputCheck):
     @run_before("setup")
     def need_artifact(self):
         if not os.path.isfile(self.descriptor):
-            self.not_run_reason = (
-                f"not run: artifact not configured ({self.descriptor} absent: set gpuaccept_hpl_artifact_path or "
-                "gpuaccept_hpl_artifact_url with its sha256 and run the gpuaccept_hpl role)"
+            self.not_installed(
+                "artifact not configured",
+                "set gpuaccept_hpl_artifact_path or gpuaccept_hpl_artifact_url with its sha256 and run the "
+                "gpuaccept_hpl role",
             )
-            self.skip(self.not_run_reason)
 
     @run_after("setup")
     def write_hpl_dat(self):
@@ -302,8 +302,6 @@ class GpuHplCuda(HplOutputCheck):
     descriptor = variable(str, value=CUDA_HPL_DESCRIPTOR)
 
     check_key = "hpl_cuda"
-    descr = CHECKS["hpl_cuda"].title
-    tags = tags_for("hpl_cuda")
     valid_systems = ["+gpu"]
     time_limit = "30m"
     sample_power = True
@@ -312,11 +310,11 @@ class GpuHplCuda(HplOutputCheck):
     @run_before("setup")
     def need_build(self):
         if not os.path.isfile(self.descriptor):
-            self.not_run_reason = (
-                f"not run: HPL-CUDA not built ({self.descriptor} absent: set gpuaccept_hpl_source_path or "
-                "gpuaccept_hpl_source_url and run the gpuaccept_hpl role on a node with CUDA's nvcc)"
+            self.not_installed(
+                "HPL-CUDA not built",
+                "set gpuaccept_hpl_source_path or gpuaccept_hpl_source_url and run the gpuaccept_hpl role on a node "
+                "with CUDA's nvcc",
             )
-            self.skip(self.not_run_reason)
 
     @run_after("setup")
     def write_hpl_dat(self):
@@ -442,8 +440,6 @@ class HostHpl(HplOutputCheck):
     descriptor = variable(str, value=HOST_HPL_DESCRIPTOR)
 
     check_key = "hpl_host"
-    descr = CHECKS["hpl_host"].title
-    tags = tags_for("hpl_host")
     valid_systems = ["*"]
     time_limit = "30m"
     metric_unit = "GFLOP/s"
@@ -459,11 +455,11 @@ class HostHpl(HplOutputCheck):
         self.hpcc_output = True
         self.executable = shutil.which("hpcc") or ""
         if not self.executable:
-            self.not_run_reason = (
-                f"not run: no host HPL ({self.descriptor} absent: set gpuaccept_hpl_source_path or "
-                "gpuaccept_hpl_source_url and run the gpuaccept_hpl role; or Debian: apt install hpcc)"
+            self.not_installed(
+                "no host HPL",
+                "set gpuaccept_hpl_source_path or gpuaccept_hpl_source_url and run the gpuaccept_hpl role; or "
+                "Debian: apt install hpcc",
             )
-            self.skip(self.not_run_reason)
 
     @run_after("setup")
     def write_input(self):

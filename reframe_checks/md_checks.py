@@ -16,7 +16,6 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, variable
 
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.probe import namd
 from gpuaccept.rfm import BenchCheck
 
@@ -27,8 +26,25 @@ def _extras(test: rfm.RegressionTest) -> dict:
     return test.current_partition.extras or {}
 
 
+def _installed(test: rfm.RegressionTest, value: str, extras_key: str, env: str, default: str) -> str:
+    """Where the site installed an application or its inputs: the check's variable (``value``), else the
+    partition's extras, else the environment, else where the role installs it."""
+    return value or str(_extras(test).get(extras_key) or "") or os.environ.get(env, "") or default
+
+
+class SystemCheck(BenchCheck):
+    """A check per input system: its key is ``<key_prefix>_<system>`` (``system`` is the subclass's parameter)."""
+
+    key_prefix = ""
+
+    @run_after("init")
+    def take_declaration(self):  # BenchCheck's, for this system's check
+        self.check_key = f"{self.key_prefix}_{self.system}"
+        super().take_declaration()
+
+
 @rfm.simple_test
-class MdApoa1(BenchCheck):
+class MdApoa1(SystemCheck):
     """NAMD's APOA1 benchmark through OpenMM's CUDA platform, its energies matched to NAMD 3.0's before it is
     timed: the unit cell (92,224 atoms, ``md_apoa1``) and the cell replicated 3x2x2 (1,106,688 atoms, STMV's
     scale but not STMV, ``md_apoa1_x12``).
@@ -51,23 +67,9 @@ class MdApoa1(BenchCheck):
     #: :type: :class:`str`
     apoa1_inputs = variable(str, value="")
 
-    check_key = "md_apoa1"  # set per system below
-    tags = tags_for("md_apoa1")
+    key_prefix = "md"
     valid_systems = ["+gpu"]
     time_limit = "20m"
-
-    @run_after("init")
-    def set_key(self):
-        self.check_key = f"md_{self.system}"
-        self.descr = CHECKS[self.check_key].title
-
-    def _inputs(self) -> str:
-        return (
-            self.apoa1_inputs
-            or str(_extras(self).get("apoa1_inputs") or "")
-            or os.environ.get("GPUACCEPT_APOA1", "")
-            or "/opt/gpuaccept/md/apoa1"
-        )
 
     @run_after("setup")
     def bind_references(self):
@@ -75,7 +77,7 @@ class MdApoa1(BenchCheck):
             importlib.util.find_spec("openmm") is None,
             f"OpenMM not installed in {sys.prefix} (pip install -r requirements/md.txt; see docs/checks/md.md)",
         )
-        inputs = self._inputs()
+        inputs = _installed(self, self.apoa1_inputs, "apoa1_inputs", "GPUACCEPT_APOA1", "/opt/gpuaccept/md/apoa1")
         self.skip_if(
             not os.path.exists(inputs),
             f"APOA1 input set not installed at {inputs} (the gpuaccept_md role installs it; docs/checks/md.md)",
@@ -90,7 +92,7 @@ class MdApoa1(BenchCheck):
 
 
 @rfm.simple_test
-class Namd(BenchCheck):
+class Namd(SystemCheck):
     """NAMD 3.0.x APOA1 and STMV: GPU-resident, GPU-offload and CPU-only, on all GPUs and on one.
 
     Parameters: ``system`` (apoa1, stmv). Variables: ``namd_home`` (where the gpuaccept_namd role installed
@@ -119,27 +121,13 @@ class Namd(BenchCheck):
     #: :type: :class:`List[str]`
     modes = variable(typ.List[str], value=["gpu_resident", "gpu_offload", "cpu"])
 
-    check_key = "namd_apoa1"  # set per system below
-    tags = tags_for("namd_apoa1")
+    key_prefix = "namd"
     valid_systems = ["*"]
     time_limit = "60m"
 
-    @run_after("init")
-    def set_key(self):
-        self.check_key = f"namd_{self.system}"
-        self.descr = CHECKS[self.check_key].title
-
-    def _home(self) -> str:
-        return (
-            self.namd_home
-            or str(_extras(self).get("namd_home") or "")
-            or os.environ.get("GPUACCEPT_NAMD_HOME", "")
-            or "/opt/gpuaccept/namd"
-        )
-
     @run_after("setup")
     def bind_references(self):
-        home = self._home()
+        home = _installed(self, self.namd_home, "namd_home", "GPUACCEPT_NAMD_HOME", "/opt/gpuaccept/namd")
         missing = namd.missing(home, self.system, self.modes)
         self.skip_if(bool(missing), f"NAMD not installed (see {README_NAMD}): {missing}")
         self.skip_if(

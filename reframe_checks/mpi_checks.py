@@ -6,12 +6,10 @@ the ``multinode`` suite. Two ranks on two nodes by default; ``-S num_tasks=N`` p
 ``-S num_tasks_per_node=2`` puts a pair on one node (CI, or a node's own loopback).
 """
 
-import os
 
 import reframe as rfm
 from reframe.core.builtins import fixture, run_after, variable
 
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
 
@@ -42,9 +40,8 @@ class MpiPingPong(BenchCheck):
     ranks_per_node = variable(int, value=1)
 
     check_key = "mpi"
-    descr = CHECKS["mpi"].title
+    binary = "gpuaccept-mpi"
     valid_systems = ["+mpi"]
-    tags = tags_for("mpi")
     time_limit = "10m"
     build = fixture(MpiBenchBuild, scope="environment")
     env_vars = {"LC_ALL": "C"}
@@ -55,7 +52,3 @@ class MpiPingPong(BenchCheck):
             raise ValueError(f"ranks must be even and at least 2, not {self.ranks}")
         self.num_tasks = self.ranks
         self.num_tasks_per_node = self.ranks_per_node
-
-    @run_after("setup")
-    def set_executable(self):
-        self.executable = os.path.join(self.build.stagedir, "gpuaccept-mpi")

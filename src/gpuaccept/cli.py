@@ -20,7 +20,7 @@ from gpuaccept import __version__, cli_fleet, helptext, redact, run
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
-from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, PROJECT_ROOT, REPORT_FILE, VERDICT_FILE
+from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, REFERENCE_DIR, REPORT_FILE, VERDICT_FILE
 from gpuaccept.probe import crosscheck, facts, health, overlap, peaks, power, powercheck
 from gpuaccept.results import baseline, compare, sensitivity
 
@@ -29,7 +29,7 @@ EXIT_INPUT = 4
 
 
 def default_reference_dir() -> Path:
-    return Path(os.environ.get("GPUACCEPT_REFERENCE_DIR") or PROJECT_ROOT / "reference_values")
+    return Path(os.environ.get("GPUACCEPT_REFERENCE_DIR") or REFERENCE_DIR)
 
 
 class InputError(Exception):
@@ -499,6 +499,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"gpuaccept {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
+    def bench_output(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--output", required=True, help=f"the {BENCH_SCHEMA} document to write (atomically)")
+
+    def sample_interval(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
+
     def refdir(sp: argparse.ArgumentParser) -> None:
         sp.add_argument(
             "--reference-dir",
@@ -604,8 +610,8 @@ def parser() -> argparse.ArgumentParser:
         help="run a command while sampling every GPU's power, clocks, temperature and throttle reasons; "
         "exits with the command's exit status",
     )
-    sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
-    sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
+    sample_interval(sp)
+    bench_output(sp)
     sp.add_argument(
         "--backend", choices=power.BACKENDS, default="auto", help="how GPUs are read (default: NVML, else nvidia-smi)"
     )
@@ -669,7 +675,7 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--node-type", help="also judge what was recorded against this node type's health expectations and print it"
     )
-    sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
+    bench_output(sp)
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument(
         "--xid-since", default="24h", help="XID lines since: boot, 24h/30m/2d ago, epoch seconds or ISO time"
@@ -687,11 +693,11 @@ def parser() -> argparse.ArgumentParser:
         "exit 0 pass, 2 a rule failed, 1 could not measure",
     )
     sp.add_argument("--gemm", required=True, help="the gpuaccept-gemm executable")
-    sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")
+    bench_output(sp)
     sp.add_argument("--precision", default="fp64", help="GEMM precision of the load (default %(default)s)")
     sp.add_argument("--idle-s", type=float, help="seconds of idle sampling (default 5, --quick 3)")
     sp.add_argument("--load-s", type=float, help="seconds of the sustained GEMM window (default 10, --quick 5)")
-    sp.add_argument("--interval", type=float, default=0.1, help="seconds between samples (default %(default)s)")
+    sample_interval(sp)
     sp.add_argument("--quick", action="store_true", help="nightly: shorter idle and load phases")
     sp.set_defaults(func=cmd_powercheck)
 

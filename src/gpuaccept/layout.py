@@ -10,6 +10,9 @@ from pathlib import Path
 #: reference_values/ (gpuaccept runs from its sources: an editable install, or PYTHONPATH=src).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
+#: The references shipped with gpuaccept (docs/reference-values.md): node types, GPU SKUs, datasheets.
+REFERENCE_DIR = PROJECT_ROOT / "reference_values"
+
 #: The schema every benchmark document names (docs/benchmark-json.md); the native tools write it too
 #: (reframe_checks/src/common/bench_common.h).
 BENCH_SCHEMA = "gpuaccept.bench/1"
@@ -21,6 +24,7 @@ FACTS_FILE = "node-facts.json"  # the node's facts (gpuaccept facts)
 METRICS_FILE = "gpuaccept.prom"  # the Prometheus textfile of the verdict
 CONFIG_FILE = "reframe_settings.py"  # the ReFrame configuration gpuaccept run writes when none is given
 REFRAME_LOG = "reframe.log"  # ReFrame's debug log (the configuration's file handler)
+REFRAME_OUT = "reframe.out"  # ReFrame's console output (stdout and stderr) of the run
 RETRIED_FILE = "retried.json"  # in <run>/retry-<k>/: the checks measured again there
 RETRY_PREFIX = "retry-"  # <run>/retry-<k>/: attempt k+1 of the checks that failed on figures out of band
 #: The power sampler's document, beside a sampled check's own in its stage directory.

@@ -22,7 +22,7 @@ from reframe.core.builtins import performance_function, run_after, run_before, s
 from reframe.core.exceptions import SanityError
 
 from gpuaccept.judge import rules
-from gpuaccept.judge.checks import CHECKS
+from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.judge.references import NodeType, ReferenceError, load_node_type
 from gpuaccept.layout import POWER_FILE
 
@@ -177,6 +177,9 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
     #: :type: :class:`str`
     efficiency_metric = variable(str, value="")
 
+    #: The executable the check's build fixture (``build``) made; '' where the check sets ``executable`` itself.
+    binary = ""
+
     valid_prog_environs = ["builtin"]
     require_reference = False  # the judge fails a metric without a reference, ReFrame only records
     power_file = POWER_FILE
@@ -184,6 +187,15 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
     @property
     def result_file(self) -> str:
         return CHECKS[self.check_key].result_file
+
+    @run_after("init")
+    def take_declaration(self):
+        """The test's identity from its check's declaration (gpuaccept.judge.checks): ``descr`` its title (unless the
+        class gives one), ``tags`` its suites and ``gpu`` or ``cpu``."""
+        if self.check_key not in CHECKS:
+            raise ValueError(f"check_key {self.check_key!r} is not declared in src/gpuaccept/judge/checks.py")
+        self.descr = self.descr or CHECKS[self.check_key].title
+        self.tags |= tags_for(self.check_key)
 
     @run_after("init")
     def check_mode(self):
@@ -224,6 +236,11 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             *(["--quick"] if self.mode == "quick" else []),
             *self.bench_opts,
         ]
+
+    @run_after("setup")
+    def set_executable(self):
+        if self.binary:
+            self.executable = os.path.join(self.build.stagedir, self.binary)
 
     @run_before("run")
     def add_peak_fractions(self):

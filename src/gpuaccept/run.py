@@ -37,6 +37,7 @@ from gpuaccept.layout import (
     CONFIG_FILE,
     FACTS_FILE,
     PROJECT_ROOT,
+    REFRAME_OUT,
     REPORT_FILE,
     RETRIED_FILE,
     RETRY_PREFIX,
@@ -329,7 +330,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                             not args.no_suite_options, args.quick, extra)  # fmt: skip
         timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
         print(f"   reframe (time limit {timeout_s:g} s), output in {run_dir / 'reframe.out'}")
-        outcome = run_reframe(argv, run_dir, timeout_s, run_dir / "reframe.out")
+        outcome = run_reframe(argv, run_dir, timeout_s, run_dir / REFRAME_OUT)
     except rfmconfig.ConfigError as err:
         outcome = ReframeOutcome(None, report_error=f"no ReFrame configuration: {err}")
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
@@ -420,7 +421,7 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
         print(f"   {', '.join(checks)}: a figure outside its band; measuring again (attempt {k + 1} of "
               f"{args.retries + 1}, {retry_dir})")  # fmt: skip
         pattern = f"^({'|'.join(names)})( |$)"
-        run_reframe(argv_for(retry_dir, ["-n", pattern]), retry_dir, timeout_s, retry_dir / "reframe.out")
+        run_reframe(argv_for(retry_dir, ["-n", pattern]), retry_dir, timeout_s, retry_dir / REFRAME_OUT)
         result, written = summarize.judge_run_dir(
             run_dir, facts, args.reference_dir, node_type.name, args.suite, expected_gpus=args.expected_gpus,
             textfile_dir=args.textfile_dir, node_type_error=node_type.error, report_error=outcome.report_error,
@@ -453,7 +454,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
                         not args.no_suite_options, args.quick, extra, distribute=args.distribute)  # fmt: skip
     timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
     print(f"== {args.suite} suite through Slurm{', one job per node' if args.distribute else ''}, run {run_id}")
-    outcome = run_reframe(argv, work, timeout_s, work / "reframe.out")
+    outcome = run_reframe(argv, work, timeout_s, work / REFRAME_OUT)
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
     try:
         report = verdict.load_report(work / REPORT_FILE)

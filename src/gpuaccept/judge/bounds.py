@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept.judge import link, metric_table
+from gpuaccept.layout import REFERENCE_DIR
 from gpuaccept.probe import peaks
 
 # The shipped datasheets: the peaks of a GPU model are facts about the model, not site data, so a reference
 # directory without its own datasheets/ (a test's, a site's copy of the node types) is bounded by these.
-SHIPPED_PEAKS = Path(__file__).resolve().parents[3] / "reference_values" / peaks.DEFAULT_PATH
+SHIPPED_PEAKS = REFERENCE_DIR / peaks.DEFAULT_PATH
 
 # NVML's power reading is accurate to about +/-5 % of the draw (nvmlDeviceGetPowerUsage): an average or median
 # power up to 5 % over the board's maximum is a reading, not a forgery.

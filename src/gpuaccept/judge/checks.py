@@ -1,5 +1,13 @@
-"""The checks gpuaccept knows and the suites that run them: one table, read by the ReFrame checks (their
-tags) and by the verdict (which checks a suite expects, and why one did not run)."""
+"""The checks gpuaccept knows, the suites that run them and the metrics each reports: one declaration per check,
+from which follow the ReFrame class's identity (``check_key``, ``descr``, ``tags``: ``tags_for``), the verdict's
+list of expected checks (``in_suite``), the judge's rules (``Check.rules``), the metric table
+(gpuaccept.judge.metric_table: units, layers, owners), the Prometheus series and the check list in
+docs/running.md (``python -m gpuaccept.judge.checkdoc``).
+
+A metric's **layer** says where its reference lives (``gpu``: ``reference_values/gpus/<sku>.yaml``; ``node``:
+``reference_values/<node_type>.yaml``); its **owner** what it may be judged against (``gpu``, ``link``, ``host``,
+``node``; gpuaccept.judge.metric_table's docstring, docs/verdicts.md). A metric names a ``fnmatch`` pattern;
+within a check the first that matches a metric name wins."""
 
 from __future__ import annotations
 
@@ -7,6 +15,20 @@ from dataclasses import dataclass
 
 # multinode: checks between nodes (MPI), run through a scheduler across several nodes at once (docs/fleet.md).
 SUITES = ("nightly", "commission", "evaluation", "multinode")
+
+# Layers and owners (gpuaccept.judge.metric_table's docstring).
+GPU, NODE = "gpu", "node"
+LAYERS = (GPU, NODE)
+LINK, HOST = "link", "host"
+OWNERS = (GPU, LINK, HOST, NODE)
+
+
+@dataclass(frozen=True)
+class Metric:
+    pattern: str  # the metric's name in the benchmark document, or an fnmatch pattern of names
+    unit: str  # the unit the tool writes (docs/benchmark-json.md) and a reference file must give
+    layer: str  # GPU or NODE: where its reference lives
+    owner: str = ""  # GPU, LINK, HOST or NODE; "" the check's owner, else the layer
 
 
 @dataclass(frozen=True)
@@ -26,19 +48,141 @@ class Check:
     # metric ("" none).
     power_sampled: bool = False
     efficiency_metric: str = ""
+    # Its metrics, first match wins (the power sampler's, SAMPLER, follow every check's own).
+    metrics: tuple[Metric, ...] = ()
+    # The owner of every metric of the check that names none ("" the metric's layer).
+    owner: str = ""
+    # Its page under docs/checks/ (the check list of docs/running.md links it).
+    doc: str = ""
 
+    def owner_of(self, metric: Metric) -> str:
+        return metric.owner or self.owner or metric.layer
+
+
+# The power sampler's metrics (gpuaccept sample, docs/checks/power.md), added to any check run under it: all GPUs of
+# the node over the benchmark's run. A check's own metrics come first.
+SAMPLER = (
+    Metric("energy_j", "J", NODE),
+    Metric("power_avg_w", "W", NODE),
+    Metric("power_peak_w", "W", NODE),
+    Metric("gflops_per_watt", "GFLOP/s/W", NODE),
+)
+
+# HPL's document (gpuaccept.probe.hpl) from NVIDIA's xhpl and from HPL-CUDA (HPL 2.3's driver with gpuaccept's
+# GPU-resident solver: the matrix generated, factored and solved in GPU memory, so its rate per GPU is the GPU
+# model's).
+_HPL_PER_GPU = (
+    Metric("tflops_per_gpu", "TFLOP/s", GPU),
+    Metric("tflops", "TFLOP/s", NODE),
+    Metric("residual_max", "ratio", NODE),
+)
+
+# APOA1 through OpenMM (docs/checks/md.md): one GPU's figures are the GPU's; all GPUs at once and the host's CPU
+# platform are the node's (the CPU platform's figures owned by the host). The 3 x 2 x 2 replicated system
+# (md_apoa1_x12) reports the same metrics.
+_MD_APOA1 = (
+    Metric("all_gpus_ns_per_day", "ns/day", NODE),
+    Metric("cpu_ns_per_day", "ns/day", NODE, owner=HOST),
+    Metric("speedup_vs_cpu", "ratio", NODE, owner=HOST),
+    Metric("ns_per_day", "ns/day", GPU),
+    Metric("ns_per_day_per_kw", "ns/day/kW", GPU),
+    Metric("s_per_step", "s/step", GPU),
+    Metric("wall_s", "s", GPU),
+    Metric("gpu_power_avg_w", "W", GPU),
+    Metric("gpu_energy_kj", "kJ", GPU),
+    Metric("gpu_memory_used_gib", "GiB", GPU),
+    Metric("energy_bonded_max_rel_diff", "ratio", GPU),
+    Metric("energy_nonbonded_rel_diff", "ratio", GPU),
+    Metric("energy_drift_ratio", "ratio", GPU),
+)
+
+
+def _namd_figures(prefix: str, layer: str, owner: str = "") -> tuple[Metric, ...]:
+    """NAMD's figures of one run: '<mode>_<gpus>_<figure>' (gpuaccept.probe.namd), ns/day per kW first."""
+    return tuple(
+        Metric(f"{prefix}_{figure}", unit, layer, owner)
+        for figure, unit in (
+            ("ns_per_day_per_kw", "ns/day/kW"),
+            ("ns_per_day", "ns/day"),
+            ("s_per_step", "s/step"),
+            ("wall_s", "s"),
+            ("power_avg_w", "W"),
+            ("energy_kj", "kJ"),
+        )
+    )
+
+
+# NAMD: one GPU is a GPU figure, more GPUs are the node's, the CPU-only run ('cpu_...') is the host's.
+_NAMD = (
+    *_namd_figures("gpu_*_1", GPU),
+    *_namd_figures("cpu", NODE, HOST),
+    *_namd_figures("*", NODE),
+    Metric("speedup_vs_cpu", "ratio", NODE, owner=HOST),
+)
+
+_COMMISSION = ("commission", "evaluation")
 
 CHECKS: dict[str, Check] = {
     c.key: c
     for c in (
-        Check("bandwidth", "host<->GPU and GPU<->GPU bandwidth (gpuaccept-bw)", SUITES, True, "bandwidth.json"),
-        Check("gemm", "cuBLAS/cuBLASLt GEMM throughput (gpuaccept-gemm)", SUITES, True, "gemm.json"),
+        Check(
+            "bandwidth",
+            "host<->GPU and GPU<->GPU bandwidth (gpuaccept-bw)",
+            SUITES,
+            True,
+            "bandwidth.json",
+            doc="bandwidth.md",
+            metrics=(
+                # Pinned copies: a fraction of the link's rate; pageable ones through the host's staging buffer.
+                Metric("h2d_pinned_min", "GB/s", GPU, owner=LINK),
+                Metric("d2h_pinned_min", "GB/s", GPU, owner=LINK),
+                Metric("bidir_pinned_min", "GB/s", GPU, owner=LINK),
+                Metric("h2d_pageable_min", "GB/s", GPU, owner=HOST),
+                Metric("d2h_pageable_min", "GB/s", GPU, owner=HOST),
+                Metric("d2d_min", "GB/s", GPU),
+                # The driver's and the VM's per-call cost, and the PCIe model's fixed cost (L + o): the host's.
+                Metric("latency_h2d_max", "us", GPU, owner=HOST),
+                Metric("latency_d2h_max", "us", GPU, owner=HOST),
+                Metric("h2d_fit_lo_max", "us", GPU, owner=HOST),
+                Metric("d2h_fit_lo_max", "us", GPU, owner=HOST),
+                Metric("p2p_*", "GB/s", NODE),
+                Metric("affinity_far_near_min", "ratio", NODE, owner=HOST),  # the host's NUMA topology
+            ),
+        ),
+        Check(
+            "gemm",
+            "cuBLAS/cuBLASLt GEMM throughput (gpuaccept-gemm)",
+            SUITES,
+            True,
+            "gemm.json",
+            doc="gemm.md",
+            metrics=(
+                # The rate over the datasheet peak of its precision (gpuaccept peaks, reference_values/datasheets).
+                Metric("*_concurrent_tflops_min_peak_fraction", "ratio", NODE),
+                Metric("*_tflops_min_peak_fraction", "ratio", GPU),
+                Metric("*_concurrent_tflops_min", "TFLOP/s", NODE),  # every GPU at once: the node's power, cooling
+                Metric("*_xfer_tflops_min", "TFLOP/s", GPU, owner=HOST),  # the copies from host memory inside
+                Metric("*_tflops_min", "TFLOP/s", GPU),
+            ),
+        ),
         Check(
             "cpu_gemm",
             "host SGEMM/DGEMM thread scaling (gpuaccept-cpugemm)",
-            ("commission", "evaluation"),
+            _COMMISSION,
             False,
             "cpu_gemm.json",
+            doc="gemm.md",
+            # The rates are the host's. Whether the BLAS runs generic kernels on a CPU that has AVX2/AVX-512 is the
+            # node's configuration, judged by a rule (value 1), not against another machine's figure.
+            owner=HOST,
+            metrics=(
+                Metric("dgemm_gflops", "GFLOP/s", NODE),
+                Metric("sgemm_gflops", "GFLOP/s", NODE),
+                Metric("dgemm_scaling_efficiency", "ratio", NODE),
+                Metric("dgemm_peak_fraction", "ratio", NODE),  # of the CPU's nominal peak (cores x clock x FLOPs)
+                Metric("sgemm_peak_fraction", "ratio", NODE),
+                Metric("blas_optimized_core", "count", NODE, owner=NODE),  # 0: generic kernels (misconfigured)
+            ),
         ),
         Check(
             "mpi",
@@ -46,53 +190,89 @@ CHECKS: dict[str, Check] = {
             ("multinode",),
             False,
             "mpi.json",
+            doc="mpi.md",
+            metrics=(
+                Metric("host_latency_max", "us", NODE),
+                Metric("gpu_latency_max", "us", NODE),
+                Metric("host_bw_min", "GB/s", NODE),
+                Metric("gpu_bw_min", "GB/s", NODE),
+            ),
         ),
         Check(
             "nccl",
             "NCCL all-reduce, all-gather, reduce-scatter, broadcast between the node's GPUs (gpuaccept-nccl)",
-            ("commission", "evaluation"),
+            _COMMISSION,
             True,
             "nccl.json",
+            doc="nccl.md",
+            # nccl-tests' bus bandwidth over every GPU of the node, the best message size.
+            metrics=(
+                Metric("*_busbw_gbps_*", "GB/s", NODE),
+                Metric("*_algbw_gbps_*", "GB/s", NODE),
+                Metric("allreduce_latency_us", "us", NODE),  # the median all-reduce time at the smallest size
+            ),
         ),
         Check(
             "hplstyle",
             "HPL-style LU through cuSOLVER, every GPU at once (gpuaccept-hplstyle)",
-            ("commission", "evaluation"),
+            _COMMISSION,
             True,
             "hplstyle.json",
             rules=("hpl",),
             power_sampled=True,
             efficiency_metric="tflops_sum",
+            doc="hpl.md",
+            metrics=(
+                Metric("tflops_min_peak_fraction", "ratio", GPU),
+                Metric("tflops_sum_peak_fraction", "ratio", NODE),
+                Metric("tflops_min", "TFLOP/s", GPU),
+                Metric("residual_max", "ratio", GPU),
+                Metric("tflops_sum", "TFLOP/s", NODE),
+                Metric("gflops_per_watt", "GFLOP/s/W", NODE),  # tflops_sum per watt of every GPU
+                Metric("energy_j", "J", NODE),
+                Metric("power_avg_w", "W", NODE),
+                Metric("power_peak_w", "W", NODE),
+            ),
         ),
         Check(
             "hpl_nvidia",
             "NVIDIA HPC-Benchmarks HPL (xhpl), one rank per GPU",
-            ("commission", "evaluation"),
+            _COMMISSION,
             True,
             "hpl_nvidia.json",
             optional=True,
             rules=("hpl",),
             power_sampled=True,
             efficiency_metric="tflops",
+            doc="hpl.md",
+            metrics=_HPL_PER_GPU,
         ),
         Check(
             "hpl_cuda",
             "HPL-CUDA: HPL 2.3's driver with gpuaccept's GPU-resident solver (matrix in GPU memory, cuSOLVER, cuBLAS)",
-            ("commission", "evaluation"),
+            _COMMISSION,
             True,
             "hpl_cuda.json",
             optional=True,
             rules=("hpl",),
             power_sampled=True,
+            doc="hpl.md",
+            metrics=_HPL_PER_GPU,
         ),
         Check(
             "hpl_host",
             "host HPL: netlib HPL 2.3 against MKL (gpuaccept_hpl role), else Debian's hpcc (OpenBLAS)",
-            ("commission", "evaluation"),
+            _COMMISSION,
             False,
             "hpl_host.json",
             optional=True,
             rules=("hpl",),
+            doc="hpl.md",
+            owner=HOST,
+            metrics=(
+                Metric("gflops", "GFLOP/s", NODE),
+                Metric("residual_max", "ratio", NODE),
+            ),
         ),
         Check(
             "health",
@@ -101,6 +281,13 @@ CHECKS: dict[str, Check] = {
             True,
             "health.json",
             rules=("health",),
+            doc="health.md",
+            metrics=(
+                Metric("pcie_gen_min", "count", GPU),
+                Metric("pcie_width_min", "count", GPU),
+                Metric("health_findings", "count", GPU),
+                Metric("xid_events", "count", GPU),
+            ),
         ),
         Check(
             "power",
@@ -109,9 +296,21 @@ CHECKS: dict[str, Check] = {
             True,
             "power_check.json",
             rules=("throttle",),
+            doc="power.md",
+            metrics=(
+                Metric("host_power_load_w", "W", NODE, owner=HOST),
+                Metric("idle_power_max_w", "W", GPU),
+                Metric("load_power_min_w", "W", GPU),
+                Metric("load_power_max_w", "W", GPU),
+                Metric("gflops_per_watt", "GFLOP/s/W", GPU),
+                Metric("gemm_energy_j", "J", GPU),
+                Metric("load_energy_j", "J", GPU),
+            ),
         ),
         # Seed 002's compute/transfer overlap (docs/checks/overlap.md): evaluation only, and optional until a node type
-        # has measured it (its figures are the host's and the link's: reported, not judged).
+        # has measured it. How copies overlap and how well the PCIe model predicts them are the host's and the link's
+        # (host memory, the IOMMU, the driver, the VM), not the GPU model's: reported, not judged. Min/max over the
+        # node's GPUs, each measured alone.
         Check(
             "overlap",
             "compute/transfer overlap: sync copies, 1-16 streams, mapped and managed memory, measured and predicted "
@@ -120,6 +319,14 @@ CHECKS: dict[str, Check] = {
             True,
             "overlap.json",
             optional=True,
+            doc="overlap.md",
+            owner=HOST,
+            metrics=(
+                Metric("duplex_overlap_min", "ratio", GPU),  # H2D and D2H at once: 1 full duplex, 0 serialised
+                Metric("stream_speedup_min", "ratio", GPU),  # sync over the best streamed time
+                Metric("model_rel_error_max", "ratio", GPU),  # seed 002's predictions against the measured times
+                Metric("model_rank_tau_min", "ratio", GPU),  # Kendall's tau of the predicted against measured order
+            ),
         ),
         # Seed 000's transfer-inclusive GEMM and its crossover against the host's BLAS (issue 27 item 1,
         # docs/checks/offload-gemm.md): evaluation only and optional, like overlap (its figures are the host's and the
@@ -132,6 +339,17 @@ CHECKS: dict[str, Check] = {
             True,
             "offload_gemm.json",
             optional=True,
+            doc="offload-gemm.md",
+            # Copies from host memory inside a transfer-inclusive rate (as gemm's *_xfer_tflops_min), and the host's
+            # BLAS on the other side of the crossover: the whole offload over the kernel alone at the largest n, and
+            # the n from which it beats the host's BLAS (gpuaccept.probe.offload).
+            owner=HOST,
+            metrics=(
+                Metric("*_pinned_over_kernel_ratio", "ratio", GPU),
+                Metric("*_pageable_over_kernel_ratio", "ratio", GPU),
+                Metric("*_crossover_n_pinned", "n", GPU),
+                Metric("*_crossover_n_pageable", "n", GPU),
+            ),
         ),
         # Seed 001's FFT offload (docs/checks/fft-offload.md): cuFFT against the host's FFT, with and without the
         # copies. Evaluation only and optional: it needs a host FFT (MKL or FFTW), and its figures are the host's and
@@ -144,6 +362,14 @@ CHECKS: dict[str, Check] = {
             True,
             "fft_offload.json",
             optional=True,
+            doc="fft-offload.md",
+            # An FFT offload's speed-up is the host's FFT over the GPU's time with the host's copies: the host's figure.
+            # Per shape and precision (fft1d_fp32 ... fft3d_fp64) at the largest size, and the crossover size in points.
+            owner=HOST,
+            metrics=(
+                Metric("fft*_speedup_*", "ratio", GPU),  # host FFT time over cuFFT time (kernel, pinned, pageable)
+                Metric("fft*_crossover_points_*", "points", GPU),  # from the sweep (python -m gpuaccept.probe.fft)
+            ),
         ),
         # Application checks (docs/checks/md.md): vendor evaluation only, so that commissioning does not need
         # OpenMM and a licensed NAMD on every node. NAMD is the operator's (its licence forbids carrying it), so its
@@ -155,6 +381,8 @@ CHECKS: dict[str, Check] = {
             ("evaluation",),
             True,
             "md_apoa1.json",
+            doc="md.md",
+            metrics=_MD_APOA1,
         ),
         Check(
             "md_apoa1_x12",
@@ -163,6 +391,8 @@ CHECKS: dict[str, Check] = {
             ("evaluation",),
             True,
             "md_apoa1_x12.json",
+            doc="md.md",
+            metrics=_MD_APOA1,
         ),
         Check(
             "namd_apoa1",
@@ -171,6 +401,8 @@ CHECKS: dict[str, Check] = {
             True,
             "namd_apoa1.json",
             optional=True,
+            doc="md.md",
+            metrics=_NAMD,
         ),
         Check(
             "namd_stmv",
@@ -179,6 +411,8 @@ CHECKS: dict[str, Check] = {
             True,
             "namd_stmv.json",
             optional=True,
+            doc="md.md",
+            metrics=_NAMD,
         ),
     )
 }

@@ -65,29 +65,18 @@ def render(verdict: Verdict) -> str:
         driver_version=facts.get("driver_version") or "",
         gpu_model=gpus[0].get("name", "") if gpus else "",
     ).set(1)
-    if verdict.finished_unix is not None:
-        Gauge(
-            "gpuaccept_last_run_timestamp_seconds",
-            "When the last run of this suite finished (Unix time)",
-            ["suite", "node_type"],
-            registry=reg,
-        ).labels(**base).set(verdict.finished_unix)
-    if verdict.duration_s is not None:
-        Gauge(
-            "gpuaccept_run_duration_seconds",
-            "Wall time of the last run of this suite",
-            ["suite", "node_type"],
-            registry=reg,
-        ).labels(**base).set(verdict.duration_s)
-    Gauge(
-        "gpuaccept_node_accepted",
-        "1 when the node passed every check of the suite, else 0",
-        ["suite", "node_type"],
-        registry=reg,
-    ).labels(**base).set(1 if verdict.accepted else 0)
-    Gauge("gpuaccept_gpus", "NVIDIA GPUs seen on the node", ["suite", "node_type"], registry=reg).labels(**base).set(
-        len(gpus)
-    )
+
+    def node_gauge(name: str, documentation: str, value: float | None) -> None:
+        """A series of the run as a whole (labels suite and node_type); none where the value is unknown."""
+        if value is not None:
+            Gauge(name, documentation, ["suite", "node_type"], registry=reg).labels(**base).set(value)
+
+    finished = verdict.finished_unix
+    node_gauge("gpuaccept_last_run_timestamp_seconds", "When the last run of this suite finished (Unix time)", finished)
+    node_gauge("gpuaccept_run_duration_seconds", "Wall time of the last run of this suite", verdict.duration_s)
+    accepted = 1 if verdict.accepted else 0
+    node_gauge("gpuaccept_node_accepted", "1 when the node passed every check of the suite, else 0", accepted)
+    node_gauge("gpuaccept_gpus", "NVIDIA GPUs seen on the node", len(gpus))
 
     status = Gauge(
         "gpuaccept_check_status",

@@ -193,6 +193,18 @@ def judge(
     return findings, notes
 
 
+# Flags of the GPU memory's self-repair that NVML reports (the reading, its flag, the rule, what it means, the
+# fix), in the order they are reported.
+_MEMORY_FLAGS = (
+    ("remapped_rows", "pending", "row_remapping", "a row remapping is pending",
+     "reset the GPU (nvidia-smi -r) or reboot to apply the remapping"),
+    ("remapped_rows", "failure", "row_remapping", "a row remapping failed (no spare rows left in a bank)",
+     "drain the node and RMA the GPU"),
+    ("retired_pages", "pending", "retired_pages", "a page retirement is pending",
+     "reset the GPU (nvidia-smi -r) or reboot to retire the page"),
+)
+
+
 def _judge_gpu(
     g: dict[str, Any], expect: dict[str, Any], load: dict[str, Any], findings: list, notes: list[str]
 ) -> None:
@@ -256,37 +268,11 @@ def _judge_gpu(
             f"{_gpu_label(g)}: {g['ecc_uncorrectable_aggregate']} uncorrectable ECC errors over its lifetime "
             "(aggregate; remapped rows/retired pages show whether they were handled)"
         )
-    remap = g.get("remapped_rows")
-    if remap:
-        if remap.get("pending"):
-            findings.append(
-                _finding(
-                    "row_remapping",
-                    g,
-                    "a row remapping is pending",
-                    "reset the GPU (nvidia-smi -r) or reboot to apply the remapping",
-                )
-            )
-        if remap.get("failure"):
-            findings.append(
-                _finding(
-                    "row_remapping",
-                    g,
-                    "a row remapping failed (no spare rows left in a bank)",
-                    "drain the node and RMA the GPU",
-                )
-            )
+    for reading, flag, rule, what, fix in _MEMORY_FLAGS:
+        if (g.get(reading) or {}).get(flag):
+            findings.append(_finding(rule, g, what, fix))
     pages = g.get("retired_pages")
     if pages:
-        if pages.get("pending"):
-            findings.append(
-                _finding(
-                    "retired_pages",
-                    g,
-                    "a page retirement is pending",
-                    "reset the GPU (nvidia-smi -r) or reboot to retire the page",
-                )
-            )
         total = (pages.get("single_bit") or 0) + (pages.get("double_bit") or 0)
         if total > expect["retired_pages_max"]:
             findings.append(

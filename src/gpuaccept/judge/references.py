@@ -8,10 +8,11 @@
   sums, health expectations such as NVLink links).
 - A self-contained ``gpuaccept.references/1`` file (both layers in one file) still loads.
 
-Which layer a metric belongs to, and its unit, is src/gpuaccept/metric_table.py. A node of a known SKU with no
-node type file for its GPU count gets the node type ``<sku>_x<count>``: its per-GPU figures are judged, its node
-layer is missing (NodeType.node_layer_missing says why) and the node is not accepted until a node type file
-is added. The format is described in docs/reference-values.md; every error names the file, the line and the key.
+Which layer a metric belongs to, and its unit, is its check's declaration (src/gpuaccept/judge/checks.py). A node
+of a known SKU with no node type file for its GPU count gets the node type ``<sku>_x<count>``: its per-GPU
+figures are judged, its node layer is missing (NodeType.node_layer_missing says why) and the node is not accepted
+until a node type file is added. The format is described in docs/reference-values.md; every error names the
+file, the line and the key.
 """
 
 from __future__ import annotations
@@ -383,79 +384,75 @@ _MATCH = {
     },
 }
 _EXTRA = {"health": {"type": "object"}, "power": {"type": "object"}}
+_STRING = {"type": "string"}
+_SOURCES = {"type": "object", "additionalProperties": _SOURCE}
+_SOME_CHECKS = {**_CHECKS, "minProperties": 1}
+
+
+def _file_schema(schema: str, **properties: Any) -> dict[str, Any]:
+    """A reference file's JSON schema: an object with these keys and no others, ``schema`` naming it; every key is
+    required but ``match`` (where ``gpu`` and ``gpu_count`` stand instead), ``health`` and ``power``."""
+    optional = ("health", "power") if "gpu" not in properties else ("match", "health", "power")
+    return {
+        "type": "object",
+        "required": ["schema", *(key for key in properties if key not in optional)],
+        "additionalProperties": False,
+        "properties": {"schema": {"const": schema}, **properties},
+    }
+
+
 SCHEMAS: dict[str, dict[str, Any]] = {
-    SCHEMA_V1: {
-        "type": "object",
-        "required": ["schema", "node_type", "description", "match", "sources", "checks"],
-        "additionalProperties": False,
-        "properties": {
-            "schema": {"const": SCHEMA_V1},
-            "node_type": {"type": "string"},
-            "description": {"type": "string"},
-            "match": {**_MATCH, "required": ["gpu_count"]},
-            "sources": {"type": "object", "additionalProperties": _SOURCE},
-            "checks": {**_CHECKS, "minProperties": 1},
-            **_EXTRA,
-        },
-    },
-    SCHEMA: {
-        "type": "object",
-        "required": ["schema", "node_type", "description", "gpu", "gpu_count", "sources", "checks"],
-        "additionalProperties": False,
-        "properties": {
-            "schema": {"const": SCHEMA},
-            "node_type": {"type": "string"},
-            "description": {"type": "string"},
-            "gpu": {"type": "string"},
-            "gpu_count": {"type": "integer", "minimum": 1},
-            "match": {**_MATCH, "properties": {k: v for k, v in _MATCH["properties"].items()
-                                               if k not in ("gpu_model", "gpu_count")}},
-            "sources": {"type": "object", "additionalProperties": _SOURCE},
-            "checks": _CHECKS,
-            **_EXTRA,
-        },
-    },
-    GPU_SCHEMA: {
-        "type": "object",
-        "required": ["schema", "sku", "description", "match", "sources", "checks"],
-        "additionalProperties": False,
-        "properties": {
-            "schema": {"const": GPU_SCHEMA},
-            "sku": {"type": "string"},
-            "description": {"type": "string"},
-            "match": {
-                "type": "object",
-                "required": ["names"],
-                "additionalProperties": False,
-                "properties": {
-                    "names": {"type": "array", "minItems": 1, "items": _TEXT},
-                    "pci_device_ids": {
-                        "type": "array",
-                        "items": {"type": "string", "pattern": "^0x[0-9A-Fa-f]{8}$"},
-                    },
+    SCHEMA_V1: _file_schema(
+        SCHEMA_V1,
+        node_type=_STRING,
+        description=_STRING,
+        match={**_MATCH, "required": ["gpu_count"]},
+        sources=_SOURCES,
+        checks=_SOME_CHECKS,
+        **_EXTRA,
+    ),
+    SCHEMA: _file_schema(
+        SCHEMA,
+        node_type=_STRING,
+        description=_STRING,
+        gpu=_STRING,
+        gpu_count={"type": "integer", "minimum": 1},
+        match={**_MATCH, "properties": {k: v for k, v in _MATCH["properties"].items()
+                                        if k not in ("gpu_model", "gpu_count")}},
+        sources=_SOURCES,
+        checks=_CHECKS,
+        **_EXTRA,
+    ),
+    GPU_SCHEMA: _file_schema(
+        GPU_SCHEMA,
+        sku=_STRING,
+        description=_STRING,
+        match={
+            "type": "object",
+            "required": ["names"],
+            "additionalProperties": False,
+            "properties": {
+                "names": {"type": "array", "minItems": 1, "items": _TEXT},
+                "pci_device_ids": {
+                    "type": "array",
+                    "items": {"type": "string", "pattern": "^0x[0-9A-Fa-f]{8}$"},
                 },
             },
-            "sources": {"type": "object", "additionalProperties": _SOURCE},
-            "checks": {**_CHECKS, "minProperties": 1},
-            # Per-GPU health expectations (no NVLink links: those are the node type's), for <sku>_x<count>.
-            "health": {"type": "object", "not": {"required": ["nvlink_links_up"]}},
         },
-    },
-    NODE_BASELINE_SCHEMA: {
-        "type": "object",
-        "required": ["schema", "node", "node_type", "description", "sources", "checks"],
-        "additionalProperties": False,
-        "properties": {
-            "schema": {"const": NODE_BASELINE_SCHEMA},
-            "node": {"type": "string"},
-            "node_type": {"type": "string"},
-            "description": {"type": "string"},
-            "sources": {"type": "object", "additionalProperties": _SOURCE},
-            "checks": {**_CHECKS, "minProperties": 1},
-        },
-    },
+        sources=_SOURCES,
+        checks=_SOME_CHECKS,
+        # Per-GPU health expectations (no NVLink links: those are the node type's), for <sku>_x<count>.
+        health={"type": "object", "not": {"required": ["nvlink_links_up"]}},
+    ),
+    NODE_BASELINE_SCHEMA: _file_schema(
+        NODE_BASELINE_SCHEMA,
+        node=_STRING,
+        node_type=_STRING,
+        description=_STRING,
+        sources=_SOURCES,
+        checks=_SOME_CHECKS,
+    ),
 }
-
 
 def _line_of(doc: Any, path: list[Any]) -> int | None:
     """The line of the deepest key on ``path`` that the document remembers."""
@@ -570,7 +567,7 @@ def _parse_metric(
         raise _fail(
             path, entry, "owner",
             f"{context}.owner {_show(entry['owner'])}: the metric is owned by {owner!r} "
-            "(src/gpuaccept/judge/metric_table.py)",
+            "(its declaration in src/gpuaccept/judge/checks.py)",
         )
     if host_baseline:
         if owner != metric_table.HOST:

@@ -31,7 +31,7 @@ import re
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -483,23 +483,21 @@ def run_and_compare(
         }
         write_text_atomic(out / "crosscheck.json", json.dumps(doc, indent=2) + "\n")
         return doc
-    nvb = p2p = None
-    rc, why = _run(cmds["nvbandwidth"], out / "nvbandwidth.json", timeout_s)
-    if rc != 0:
-        not_run["nvbandwidth"] = why
-    else:
+
+    def measure(tool: str, output: str, parse: Callable[[str, str], Any]) -> Any:
+        """One reference tool run and its output parsed; None, with the reason in not_run, when either failed."""
+        rc, why = _run(cmds[tool], out / output, timeout_s)
+        if rc != 0:
+            not_run[tool] = why
+            return None
         try:
-            nvb = parse_nvbandwidth((out / "nvbandwidth.json").read_text(), str(out / "nvbandwidth.json"))
+            return parse((out / output).read_text(), str(out / output))
         except CrosscheckInputError as err:
-            not_run["nvbandwidth"] = str(err)
-    rc, why = _run(cmds["p2p"], out / "p2pBandwidthLatencyTest.txt", timeout_s)
-    if rc != 0:
-        not_run["p2p"] = why
-    else:
-        try:
-            p2p = parse_p2p((out / "p2pBandwidthLatencyTest.txt").read_text(), str(out / "p2pBandwidthLatencyTest.txt"))
-        except CrosscheckInputError as err:
-            not_run["p2p"] = str(err)
+            not_run[tool] = str(err)
+            return None
+
+    nvb = measure("nvbandwidth", "nvbandwidth.json", parse_nvbandwidth)
+    p2p = measure("p2p", "p2pBandwidthLatencyTest.txt", parse_p2p)
     bw_doc = json.loads(bw_path.read_text())
     doc = compare(
         bw_doc,

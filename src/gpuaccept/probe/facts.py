@@ -83,11 +83,11 @@ def pci_numa_node(bus_id: str, root: Path = Path("/sys/bus/pci/devices")) -> int
 def _nvml_facts() -> dict[str, Any]:
     with Nvml() as nv:
         pynvml, optional = nv.lib, nv.optional
-        cuda = optional(pynvml.nvmlSystemGetCudaDriverVersion_v2)
+        driver, cuda = nv.versions()
         facts: dict[str, Any] = {
             "gpu_source": "nvml",
-            "driver_version": optional(pynvml.nvmlSystemGetDriverVersion),
-            "cuda_driver_version": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+            "driver_version": driver,
+            "cuda_driver_version": cuda,
             "gpus": [],
         }
         for index in range(pynvml.nvmlDeviceGetCount()):

@@ -236,13 +236,8 @@ def observe_nvml(load_s: float = 1.0, exempt_pids: set[int] | None = None) -> di
     exempt = {os.getpid(), *(exempt_pids or set())}
     with Nvml() as nv:
         n, opt = nv.lib, nv.optional
-        cuda = opt(n.nvmlSystemGetCudaDriverVersion_v2)
-        obs: dict[str, Any] = {
-            "source": "nvml",
-            "driver_version": opt(n.nvmlSystemGetDriverVersion),
-            "cuda_version": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
-            "gpus": [],
-        }
+        driver, cuda = nv.versions()
+        obs: dict[str, Any] = {"source": "nvml", "driver_version": driver, "cuda_version": cuda, "gpus": []}
         handles = [n.nvmlDeviceGetHandleByIndex(i) for i in range(n.nvmlDeviceGetCount())]
         for i, h in enumerate(handles):
             bus = opt(lambda h=h: n.nvmlDeviceGetPciInfo(h).busId)

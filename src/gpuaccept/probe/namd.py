@@ -32,6 +32,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,36 @@ _RE = {
 }
 
 
+def _optional(text: str | None) -> float | None:
+    return float(text) if text else None
+
+
+# The fields of a TIMING and a PERFORMANCE line, group by group of their patterns (_RE), and how each is read.
+_TIMING = (
+    ("step", int),
+    ("cpu_s", float),
+    ("cpu_s_per_step", float),
+    ("wall_s", float),
+    ("wall_s_per_step", float),
+    ("ns_per_day", _optional),  # NAMD 3's GPU-resident TIMING line adds "108.406 ns/days" (sic: ns/day)
+    ("hours_remaining", _optional),
+    ("memory_mb", _optional),
+)
+_PERFORMANCE = (("step", int), ("ns_per_day", float), ("s_per_step", float), ("stddev_s_per_step", _optional))
+
+
+def _fields(m: re.Match[str], fields: tuple[tuple[str, Callable[[str], Any]], ...]) -> dict[str, Any]:
+    return {name: read(m.group(i)) for i, (name, read) in enumerate(fields, 1)}
+
+
+def _match(kind: str, label: str, line: str, where: str) -> re.Match[str]:
+    """The line matched by its pattern; NamdLogError naming the file, the line and its kind when it does not."""
+    m = _RE[kind].match(line)
+    if not m:
+        raise NamdLogError(f"{where}: unreadable {label} line: {line!r}")
+    return m
+
+
 def parse_log(text: str, path: str = "<log>") -> NamdLog:
     """Everything gpuaccept reads from one NAMD log. Lines that start like a timing or energy line but do not
     parse raise NamdLogError naming the file and line: a changed format is never silently skipped."""
@@ -165,9 +196,7 @@ def parse_log(text: str, path: str = "<log>") -> NamdLog:
         elif m := _RE["timestep"].match(line):
             log.timestep_fs = float(m.group(1))
         elif line.startswith("Info: Benchmark time:"):
-            m = _RE["benchmark"].match(line)
-            if not m:
-                raise NamdLogError(f"{where}: unreadable Benchmark line: {line!r}")
+            m = _match("benchmark", "Benchmark", line, where)
             rate = float(m.group(3))
             per_day = (1.0 / rate if rate else math.inf) if m.group(4) == "days/ns" else rate
             log.benchmark.append(
@@ -181,34 +210,11 @@ def parse_log(text: str, path: str = "<log>") -> NamdLog:
                 }
             )
         elif line.startswith("TIMING:"):
-            m = _RE["timing"].match(line)
-            if not m:
-                raise NamdLogError(f"{where}: unreadable TIMING line: {line!r}")
-            log.timing.append(
-                {
-                    "step": int(m.group(1)),
-                    "cpu_s": float(m.group(2)),
-                    "cpu_s_per_step": float(m.group(3)),
-                    "wall_s": float(m.group(4)),
-                    "wall_s_per_step": float(m.group(5)),
-                    # NAMD 3's GPU-resident TIMING line adds "108.406 ns/days" (sic: ns/day)
-                    "ns_per_day": float(m.group(6)) if m.group(6) else None,
-                    "hours_remaining": float(m.group(7)) if m.group(7) else None,
-                    "memory_mb": float(m.group(8)) if m.group(8) else None,
-                }
-            )
+            m = _match("timing", "TIMING", line, where)
+            log.timing.append(_fields(m, _TIMING))
         elif line.startswith("PERFORMANCE:"):
-            m = _RE["performance"].match(line)
-            if not m:
-                raise NamdLogError(f"{where}: unreadable PERFORMANCE line: {line!r}")
-            log.performance.append(
-                {
-                    "step": int(m.group(1)),
-                    "ns_per_day": float(m.group(2)),
-                    "s_per_step": float(m.group(3)),
-                    "stddev_s_per_step": float(m.group(4)) if m.group(4) else None,
-                }
-            )
+            m = _match("performance", "PERFORMANCE", line, where)
+            log.performance.append(_fields(m, _PERFORMANCE))
         elif line.startswith("ETITLE:"):
             titles = line.split()[1:]
         elif line.startswith("ENERGY:"):
@@ -222,9 +228,7 @@ def parse_log(text: str, path: str = "<log>") -> NamdLog:
             except ValueError as err:
                 raise NamdLogError(f"{where}: ENERGY line: {err}") from None
         elif line.startswith("WallClock:"):
-            m = _RE["wallclock"].match(line)
-            if not m:
-                raise NamdLogError(f"{where}: unreadable WallClock line: {line!r}")
+            m = _match("wallclock", "WallClock", line, where)
             log.wallclock_s, log.cputime_s = float(m.group(1)), float(m.group(2))
             log.memory_mb = float(m.group(3)) if m.group(3) else None
     return log

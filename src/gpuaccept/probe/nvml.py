@@ -28,6 +28,13 @@ class Nvml:
             return None
         return value.decode() if isinstance(value, bytes) else value
 
+    def versions(self) -> tuple[str | None, str | None]:
+        """(the driver's version, the CUDA version it supports as ``major.minor``), each None where NVML cannot
+        say."""
+        cuda = self.optional(self.lib.nvmlSystemGetCudaDriverVersion_v2)
+        cuda_version = f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None
+        return self.optional(self.lib.nvmlSystemGetDriverVersion), cuda_version
+
     def handles(self) -> list[Any]:
         """Every GPU's handle, in NVML's order (the CUDA and nvidia-smi index)."""
         return [self.lib.nvmlDeviceGetHandleByIndex(i) for i in range(self.lib.nvmlDeviceGetCount())]

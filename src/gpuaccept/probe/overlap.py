@@ -304,26 +304,27 @@ def annotate(doc: dict[str, Any], bw_doc: dict[str, Any] | None = None, source: 
     ]
     taus = [row["rank_tau"] for g in model for row in g["intensities"] if math.isfinite(row["rank_tau"])]
     why = "no GPU completed its measurements" if not gpus else "no method of the seed's was measured"
-    if errors:
-        metrics["model_rel_error_max"] = {
-            "value": max(errors),
-            "unit": "ratio",
-            "better": "lower",
-            "description": "max over GPUs, intensities and methods (sync, streams_<n>, mapped) of |predicted - "
-            f"measured| / measured, seed 002's formulas with links from {src}",
-        }
-    else:
-        waived["model_rel_error_max"] = why
-    if taus:
-        metrics["model_rank_tau_min"] = {
-            "value": min(taus),
-            "unit": "ratio",
-            "better": "higher",
-            "description": "min over GPUs and intensities of Kendall's tau between the measured and the predicted "
-            f"order of the methods (1 same order; measured times within {TIE_REL:.0%} count as ties)",
-        }
-    else:
-        waived["model_rank_tau_min"] = why
+
+    def record(name: str, value: float | None, better: str, description: str) -> None:
+        if value is None:
+            waived[name] = why
+        else:
+            metrics[name] = {"value": value, "unit": "ratio", "better": better, "description": description}
+
+    record(
+        "model_rel_error_max",
+        max(errors) if errors else None,
+        "lower",
+        "max over GPUs, intensities and methods (sync, streams_<n>, mapped) of |predicted - "
+        f"measured| / measured, seed 002's formulas with links from {src}",
+    )
+    record(
+        "model_rank_tau_min",
+        min(taus) if taus else None,
+        "higher",
+        "min over GPUs and intensities of Kendall's tau between the measured and the predicted "
+        f"order of the methods (1 same order; measured times within {TIE_REL:.0%} count as ties)",
+    )
     return doc
 
 

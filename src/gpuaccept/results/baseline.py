@@ -359,7 +359,8 @@ def derive(
 
 def split_layers(checks: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(per-GPU, node-level) sections of a derived checks section, by the metric table's layer. A metric the
-    table does not know is an error: the table must learn it first (src/gpuaccept/metric_table.py)."""
+    table does not know is an error: the table must learn it first (its check's declaration,
+    src/gpuaccept/judge/checks.py)."""
     layers: dict[str, dict[str, dict[str, Any]]] = {metric_table.GPU: {}, metric_table.NODE: {}}
     for check, metrics in checks.items():
         for metric, entry in metrics.items():
@@ -388,19 +389,19 @@ def _dump(doc: dict[str, Any], header: str) -> str:
     return comments + yaml.dump(doc, Dumper=_IndentedDumper, sort_keys=False, width=110)
 
 
+def _file(schema: str, fields: dict[str, Any], sources: dict[str, Any], checks: dict[str, Any], header: str) -> str:
+    """A reference file's YAML: ``schema``, then ``fields`` in their order, then ``sources`` and ``checks``;
+    ``header`` lines become comments at its top."""
+    return _dump({"schema": schema, **fields, "sources": sources, "checks": checks}, header)
+
+
 def node_baseline(node: str, node_type: str, source_id: str, source: dict[str, Any], checks: dict[str, Any],
                   header: str = "") -> str:
     """A node's own baseline (schema gpuaccept.node_baseline/1): its host figures from its accepted runs, judged
     on that node only (results/<node>/node-baseline.yaml, docs/verdicts.md)."""
-    doc = {
-        "schema": NODE_BASELINE_SCHEMA,
-        "node": node,
-        "node_type": node_type,
-        "description": f"{node}'s own host figures (gpuaccept baseline --node-baseline)",
-        "sources": {source_id: source},
-        "checks": checks,
-    }
-    return _dump(doc, header)
+    description = f"{node}'s own host figures (gpuaccept baseline --node-baseline)"
+    fields = {"node": node, "node_type": node_type, "description": description}
+    return _file(NODE_BASELINE_SCHEMA, fields, {source_id: source}, checks, header)
 
 
 def proposal(
@@ -414,15 +415,8 @@ def proposal(
 ) -> str:
     """A self-contained proposal (schema gpuaccept.references/1, both layers in one file): for a node without
     GPUs, where no GPU SKU holds the per-GPU layer. ``header`` lines become comments at its top."""
-    doc = {
-        "schema": SCHEMA_V1,
-        "node_type": node_type,
-        "description": description,
-        "match": match,
-        "sources": {source_id: source},
-        "checks": checks,
-    }
-    return _dump(doc, header)
+    fields = {"node_type": node_type, "description": description, "match": match}
+    return _file(SCHEMA_V1, fields, {source_id: source}, checks, header)
 
 
 def proposals(
@@ -442,26 +436,23 @@ def proposals(
     ``gpus/<sku>.yaml``, node-level ones to ``<node_type>.yaml`` (docs/reference-values.md)."""
     gpu_checks, node_checks = split_layers(checks)
     sources = {source_id: source}
-    node_doc: dict[str, Any] = {
-        "schema": SCHEMA,
-        "node_type": node_type,
-        "description": description,
-        "gpu": sku,
-        "gpu_count": gpu_count,
-    }
+    node_fields = {"node_type": node_type, "description": description, "gpu": sku, "gpu_count": gpu_count}
     if match:
-        node_doc["match"] = match
-    node_doc["sources"] = _used_sources(node_checks, sources)
-    node_doc["checks"] = node_checks
+        node_fields["match"] = match
     gpu_text = None
     if gpu_checks:
-        gpu_doc = {
-            "schema": GPU_SCHEMA,
-            "sku": sku,
-            "description": sku_description,
-            "match": sku_match,
-            "sources": _used_sources(gpu_checks, sources),
-            "checks": gpu_checks,
-        }
-        gpu_text = _dump(gpu_doc, header + f"\nThe per-GPU layer: every node type with gpu: {sku} shares it.")
-    return _dump(node_doc, header + f"\nThe node layer; the per-GPU figures are in {GPU_DIR}/{sku}.yaml."), gpu_text
+        gpu_text = _file(
+            GPU_SCHEMA,
+            {"sku": sku, "description": sku_description, "match": sku_match},
+            _used_sources(gpu_checks, sources),
+            gpu_checks,
+            header + f"\nThe per-GPU layer: every node type with gpu: {sku} shares it.",
+        )
+    node_text = _file(
+        SCHEMA,
+        node_fields,
+        _used_sources(node_checks, sources),
+        node_checks,
+        header + f"\nThe node layer; the per-GPU figures are in {GPU_DIR}/{sku}.yaml.",
+    )
+    return node_text, gpu_text

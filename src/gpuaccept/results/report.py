@@ -163,21 +163,25 @@ def _svg(fig: Any, plot_id: str, caption: str) -> str:
     )
 
 
-def _log_axes(ax: Any, xlabel: str, ylabel: str = "", title: str = "") -> None:
-    """Log-log axes (x in powers of 2) with their labels, title and major grid."""
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+def _colors(n: int) -> list[str]:
+    base = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
+    return [base[i % len(base)] for i in range(n)]
+
+
+def _frame(ax: Any, xlabel: str, ylabel: str, title: str = "", *, logx: bool = True, logy: bool = True,
+           **grid: Any) -> None:  # fmt: skip
+    """An axis in the report's style: sizes in powers of two on x (``logx``), rates and times on a log y
+    (``logy``), its labels and title ('' none), a light grid (``grid``: matplotlib's ``which``, ``axis``)."""
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     if ylabel:
         ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
-
-
-def _colors(n: int) -> list[str]:
-    base = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
-    return [base[i % len(base)] for i in range(n)]
+    ax.grid(True, alpha=0.3, **grid)
 
 
 def plot_sweep(group: Group, doc: dict[str, Any]) -> str:
@@ -191,7 +195,7 @@ def plot_sweep(group: Group, doc: dict[str, Any]) -> str:
         ax_t.plot(x, [p["gb_per_s"] for p in pts], ".-", ms=2.5, lw=1, color=color, label=s["case"])
         ax_l.plot(x, [p["seconds"] * 1e6 for p in pts], ".-", ms=2.5, lw=1, color=color, label=s["case"])
     for ax, ylabel in ((ax_t, "throughput (GB/s)"), (ax_l, "time per transfer (us)")):
-        _log_axes(ax, "transfer size (bytes)", ylabel)
+        _frame(ax, "transfer size (bytes)", ylabel, which="major")
     ax_t.legend(fontsize=7, loc="upper left")
     ax_t.set_title(f"{group.label}: throughput")
     ax_l.set_title(f"{group.label}: latency")
@@ -221,7 +225,7 @@ def plot_sweep_compare(groups: list[Group]) -> str | None:
         _pyplot().close(fig)
         return None
     for ax, case in zip(axes, cases, strict=True):
-        _log_axes(ax, "transfer size (bytes)", title=case)
+        _frame(ax, "transfer size (bytes)", "", case)
     axes[0].set_ylabel("throughput (GB/s)")
     axes[0].legend(fontsize=7)
     return _svg(fig, "sweep:compare", "Throughput against size, every node type (GPU 0, newest run)")
@@ -318,7 +322,7 @@ def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
             color="#d62728",
             label=f"L+o {m['lo_fit_us']:.2f} us + k/{m['asymptotic_gb_per_s']:.1f} GB/s",
         )
-        _log_axes(ax, "transfer size k (bytes)", "time (us)", f"{group.label}: {m['direction']} model fit")
+        _frame(ax, "transfer size k (bytes)", "time (us)", f"{group.label}: {m['direction']} model fit")
         ax.legend(fontsize=7)
     return _svg(
         fig,
@@ -360,8 +364,8 @@ def plot_overlap(group: Group, doc: dict[str, Any], gpu: dict[str, Any], links_f
                 gid=f"{gid}-measured-{method}")  # fmt: skip
         ax.plot(x, [p[1]["predicted_s"] * 1e3 for p in pts], "-", lw=1, color=color,
                 gid=f"{gid}-predicted-{method}")  # fmt: skip
-    _log_axes(ax, "arithmetic intensity (flop/byte)", "time, host to host (ms)",
-              f"{group.label}: GPU {gpu['gpu']}, {gpu['copy_engines']} copy engines")  # fmt: skip
+    title = f"{group.label}: GPU {gpu['gpu']}, {gpu['copy_engines']} copy engines"
+    _frame(ax, "arithmetic intensity (flop/byte)", "time, host to host (ms)", title, which="major")
     ax.legend(fontsize=7, ncols=2, title="points: measured; lines: model", title_fontsize=7)
     nbytes = next((g.get("bytes") for g in doc["results"].get("per_gpu") or [] if g.get("gpu") == gpu["gpu"]), None)
     size = f"{nbytes / 2**20:.0f} MiB each way, " if isinstance(nbytes, (int, float)) else ""
@@ -543,7 +547,8 @@ def plot_offload_gemm(group: Group, doc: dict[str, Any], analysis: dict[str, Any
             if cx["status"] == "crossover":
                 ax.axvline(cx["n"], ls=style, lw=0.8, color="#555", label=f"crossover, {mode}",
                            gid=f"{gid}-{prec}-crossover-{mode}")  # fmt: skip
-        _log_axes(ax, "n (square matrices)", "time per GEMM (ms)", f"{prec} (host: {res['host_precision']})")
+        title = f"{prec} (host: {res['host_precision']})"
+        _frame(ax, "n (square matrices)", "time per GEMM (ms)", title, which="major")
     legend: dict[str, Any] = {}  # every panel's series once (the crossovers are not in every panel)
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -654,11 +659,8 @@ def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
         )
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3, lw=1, color=color, label=precision)
-    ax.set_yscale("log")
-    ax.set_xlabel("m = n = k")
-    ax.set_ylabel("TFLOP/s (median of the calls)")
-    ax.set_title(f"{group.label}: GEMM throughput against size")
-    ax.grid(True, which="both", alpha=0.3)
+    title = f"{group.label}: GEMM throughput against size"
+    _frame(ax, "m = n = k", "TFLOP/s (median of the calls)", title, logx=False, which="both")
     ax.legend(fontsize=7, ncols=3)
     return _svg(
         fig,
@@ -711,11 +713,7 @@ def plot_cpu_scaling(groups: list[Group]) -> str | None:
         _pyplot().close(fig)
         return None
     for ax, precision in zip(axes, ("DGEMM", "SGEMM"), strict=True):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("threads")
-        ax.set_ylabel("GFLOP/s")
-        ax.set_title(f"host {precision} (dotted: linear from 1 thread)")
-        ax.grid(True, alpha=0.3)
+        _frame(ax, "threads", "GFLOP/s", f"host {precision} (dotted: linear from 1 thread)", logy=False)
         ax.legend(fontsize=7)
     return _svg(fig, "cpu:scaling", "Host GEMM thread scaling (seed 000 figure 9), newest run per node type")
 
@@ -763,10 +761,7 @@ def plot_power(group: Group, doc: dict[str, Any]) -> str | None:
         t0 = sorted(series.items())[0][1][0]
         total = [sum(v[1][i] for v in series.values() if i < len(v[1])) for i in range(len(t0))]
         ax.plot(t0, total, lw=1.2, color="black", label="all GPUs")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("power (W)")
-    ax.set_title(f"{group.label}: {load_name(doc)}")
-    ax.grid(True, alpha=0.3)
+    _frame(ax, "time (s)", "power (W)", f"{group.label}: {load_name(doc)}", logx=False, logy=False)
     ax.legend(fontsize=7)
     return _svg(
         fig,
@@ -983,24 +978,19 @@ def side_by_side(groups: list[Group], baseline: Group, tools: tuple[str, ...] | 
     return _table(head, rows, "compare")
 
 
-def model_table(groups: list[Group]) -> str:
+def _bw_rows(groups: list[Group], key: str, row: Callable[[dict[str, Any]], list[Any]]) -> list[list[Any]]:
+    """A row per entry of ``results[key]`` in each group's newest gpuaccept-bw document: the group's label, then
+    ``row(entry)``."""
     rows = []
     for g in groups:
         doc = g.newest("gpuaccept-bw")
-        for m in (doc or {}).get("results", {}).get("model") or []:
-            rows.append(
-                [
-                    g.label,
-                    m["gpu"],
-                    m["direction"],
-                    m.get("lo_us"),
-                    m.get("lo_fit_us"),
-                    m.get("asymptotic_gb_per_s"),
-                    m.get("g_us"),
-                    m.get("max_rel_error"),
-                    m.get("fit_points"),
-                ]
-            )
+        rows.extend([g.label, *row(entry)] for entry in (doc or {}).get("results", {}).get(key) or [])
+    return rows
+
+
+def model_table(groups: list[Group]) -> str:
+    fields = ("lo_us", "lo_fit_us", "asymptotic_gb_per_s", "g_us", "max_rel_error", "fit_points")
+    rows = _bw_rows(groups, "model", lambda m: [m["gpu"], m["direction"], *(m.get(f) for f in fields)])
     if not rows:
         return "<p>No PCIe model in these runs.</p>"
     head = [
@@ -1032,21 +1022,8 @@ def matrix_table(group: Group, doc: dict[str, Any]) -> str:
 
 
 def peer_table(groups: list[Group]) -> str:
-    rows = []
-    for g in groups:
-        doc = g.newest("gpuaccept-bw")
-        for p in (doc or {}).get("results", {}).get("peer") or []:
-            rows.append(
-                [
-                    g.label,
-                    p["src"],
-                    p["dst"],
-                    p.get("write_gb_per_s"),
-                    p.get("read_gb_per_s"),
-                    p.get("bidir_gb_per_s"),
-                    p.get("waived", ""),
-                ]
-            )
+    fields = ("write_gb_per_s", "read_gb_per_s", "bidir_gb_per_s")
+    rows = _bw_rows(groups, "peer", lambda p: [p["src"], p["dst"], *(p.get(f) for f in fields), p.get("waived", "")])
     if not rows:
         return "<p>No GPU pairs in these runs (one GPU per node).</p>"
     return _table(["group", "src", "dst", "write (GB/s)", "read (GB/s)", "bidirectional (GB/s)", "waived"], rows)
