@@ -506,64 +506,97 @@ def offload_model_s(case: dict[str, Any], links: tuple[overlap.Link, overlap.Lin
     return offload.predicted_offload_s(kernel_s, case["h2d_bytes"], case["d2h_bytes"], *links)
 
 
-OFFLOAD_SERIES = (  # (key of the analysis row, label, marker, colour)
-    ("host_gflops", "host", "s", "#7f7f7f"),
-    ("kernel_gflops", "GPU kernel alone", "o", "#1f77b4"),
-    ("pinned_gflops", "GPU with copies, pinned", "o", "#2ca02c"),
-    ("pageable_gflops", "GPU with copies, pageable", "o", "#d62728"),
+OFFLOAD_SERIES = (  # (key of the series, label, marker, colour): what every offload panel draws, in this order
+    ("host", "host", "s", "#7f7f7f"),
+    ("kernel", "GPU kernel alone", "o", "#1f77b4"),
+    ("pinned", "GPU with copies, pinned", "o", "#2ca02c"),
+    ("pageable", "GPU with copies, pageable", "o", "#d62728"),
 )
 
 
-def plot_offload_gemm(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
-                      links: tuple[overlap.Link, overlap.Link] | None, links_note: str) -> str:  # fmt: skip
-    """Time against n (log-log), one panel per precision: the host's, the kernel's and both offloads' measured
-    points, the pinned offload predicted from the PCIe model (a line), and the crossovers (dotted)."""
+@dataclass
+class OffloadPanel:
+    """One panel of an offload plot: measured times per series (x, seconds), the model's pinned offload, the
+    crossovers (mode: x) and the host series' label."""
+
+    key: str
+    title: str
+    measured: dict[str, list[tuple[float, float | None]]]
+    model: list[tuple[float, float | None]]
+    crossovers: dict[str, float]
+    host_label: str = "host"
+
+
+def plot_offload(panels: list[OffloadPanel], plot_id: str, gid: str, xlabel: str, ylabel: str, caption: str) -> str:
+    """Time against size (log-log), one panel each: the host's, the kernel's and both offloads' measured points
+    (``OFFLOAD_SERIES``), the pinned offload predicted from the PCIe model (a line), and the crossovers (dotted for
+    pinned, dashed for pageable). Elements have ids ``<gid>-<panel>-<series|model|crossover-mode>``."""
     plt = _pyplot()
-    per = analysis["per_precision"]
-    cases = _offload_cases(doc)
-    gid = f"offload-{group.label}"
-    cols = min(2, len(per))
-    rows_n = math.ceil(len(per) / cols)
+    cols = min(2, len(panels))
+    rows_n = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows_n, cols, figsize=(5.2 * cols, 3.6 * rows_n), squeeze=False)
-    for ax in axes.flat[len(per) :]:
+    for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
-    for ax, (prec, res) in zip(axes.flat, per.items(), strict=False):
-        rows = sorted(res["rows"], key=lambda r: r["n"])
+    for ax, panel in zip(axes.flat, panels, strict=False):
         for key, name, marker, color in OFFLOAD_SERIES:
-            pts = [(r["n"], _seconds(r["n"], r[key])) for r in rows]
-            pts = [(n, t * 1e3) for n, t in pts if t is not None]
-            label = f"{name} {res['host_precision']}" if key == "host_gflops" else name
+            pts = [(x, t * 1e3) for x, t in panel.measured.get(key, []) if t is not None and math.isfinite(t)]
             if pts:
-                ax.plot(*zip(*pts, strict=True), marker, ms=4, color=color, label=label,
-                        gid=f"{gid}-{prec}-{key.removesuffix('_gflops')}")  # fmt: skip
-        if links is not None:
-            model = [(r["n"], offload_model_s(cases.get((prec, r["n"]), {}), links)) for r in rows]
-            model = [(n, t * 1e3) for n, t in model if t is not None]
-            if model:
-                ax.plot(*zip(*model, strict=True), "-", lw=1.2, color="#2ca02c", label="pinned, model",
-                        gid=f"{gid}-{prec}-model")  # fmt: skip
+                ax.plot(*zip(*pts, strict=True), marker, ms=4, color=color,
+                        label=panel.host_label if key == "host" else name, gid=f"{gid}-{panel.key}-{key}")  # fmt: skip
+        model = [(x, t * 1e3) for x, t in panel.model if t is not None]
+        if model:
+            ax.plot(*zip(*model, strict=True), "-", lw=1.2, color="#2ca02c", label="pinned, model",
+                    gid=f"{gid}-{panel.key}-model")  # fmt: skip
         for mode, style in (("pinned", ":"), ("pageable", "--")):
-            cx = res[mode]
-            if cx["status"] == "crossover":
-                ax.axvline(cx["n"], ls=style, lw=0.8, color="#555", label=f"crossover, {mode}",
-                           gid=f"{gid}-{prec}-crossover-{mode}")  # fmt: skip
-        title = f"{prec} (host: {res['host_precision']})"
-        _frame(ax, "n (square matrices)", "time per GEMM (ms)", title, which="major")
+            if mode in panel.crossovers:
+                ax.axvline(panel.crossovers[mode], ls=style, lw=0.8, color="#555", label=f"crossover, {mode}",
+                           gid=f"{gid}-{panel.key}-crossover-{mode}")  # fmt: skip
+        _frame(ax, xlabel, ylabel, panel.title, which="major")
     legend: dict[str, Any] = {}  # every panel's series once (the crossovers are not in every panel)
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             legend.setdefault(label, handle)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    title = f"points: measured{'; line: model' if links else ''}; vertical: where the GPU starts to win"
+    with_model = any(p.model for p in panels)
+    title = f"points: measured{'; line: model' if with_model else ''}; vertical: where the GPU starts to win"
     fig.legend(legend.values(), legend.keys(), loc="lower center", ncols=4, fontsize=7, title=title, title_fontsize=7)
-    return _svg(
-        fig,
-        f"offload:{group.label}",
+    return _svg(fig, plot_id, caption)
+
+
+def _crossovers(res: dict[str, Any]) -> dict[str, float]:
+    return {m: res[m]["n"] for m in ("pinned", "pageable") if res[m]["status"] == "crossover"}
+
+
+def _model_note(links: tuple[overlap.Link, overlap.Link] | None, links_note: str, copies: str) -> str:
+    """The caption's words on the model line: what it adds to the measured kernel, by which fit, or why none."""
+    if links is None:
+        return f"{links_note}; "
+    return f"the line: the pinned offload predicted as the measured kernel plus {copies} by {links_note}; "
+
+
+def _model_error(predicted: float | None, measured: float | None) -> str | None:
+    """(predicted - measured) / measured, as the tables show it."""
+    return f"{(predicted - measured) / measured:+.1%}" if measured and predicted else None
+
+
+def plot_offload_gemm(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
+                      links: tuple[overlap.Link, overlap.Link] | None, links_note: str) -> str:  # fmt: skip
+    """Time against n, one panel per precision (:func:`plot_offload`)."""
+    cases = _offload_cases(doc)
+    panels = []
+    for prec, res in analysis["per_precision"].items():
+        rows = sorted(res["rows"], key=lambda r: r["n"])
+        measured = {key: [(r["n"], _seconds(r["n"], r[f"{key}_gflops"])) for r in rows] for key, *_ in OFFLOAD_SERIES}
+        model = ([(r["n"], offload_model_s(cases.get((prec, r["n"]), {}), links)) for r in rows]
+                 if links is not None else [])  # fmt: skip
+        panels.append(OffloadPanel(prec, f"{prec} (host: {res['host_precision']})", measured, model,
+                                   _crossovers(res), f"host {res['host_precision']}"))  # fmt: skip
+    return plot_offload(
+        panels, f"offload:{group.label}", f"offload-{group.label}", "n (square matrices)", "time per GEMM (ms)",
         f"{group.label}: GEMM offload on GPU {(doc.get('parameters') or {}).get('gpu', 0)} ({doc.get('started_utc')})"
         ": time per GEMM against n, the host's BLAS, the kernel on resident data, and the whole offload (H2D of A and "
         "B, GEMM, D2H of C) from pinned and from pageable memory; "
-        + (f"the line: the pinned offload predicted as the measured kernel plus the copies by {links_note}; "
-           if links else f"{links_note}; ")
+        + _model_note(links, links_note, "the copies")
         + "dotted and dashed: the pinned and pageable crossovers",
     )
 
@@ -605,7 +638,7 @@ def offload_tables(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
             if links is not None:
                 measured = _seconds(r["n"], r["pinned_gflops"])
                 predicted = offload_model_s(cases.get((prec, r["n"]), {}), links)
-                row.append(f"{(predicted - measured) / measured:+.1%}" if measured and predicted else None)
+                row.append(_model_error(predicted, measured))
             rows.append(row)
     notes = [f"{prec}: {note}" for prec, res in per.items() for note in res["notes"]]
     noted = "".join(f"<p class='note'>{html.escape(n)}</p>" for n in notes)
