@@ -2,6 +2,7 @@
 offline, side-by-side ratios, and bad input. The browser's view of it is tests/test_report_browser.py."""
 
 import copy
+import html
 import json
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 from conftest import H100_DEGRADED, H100_RUNS, H200_RUNS, H200X2, RECORDED
 
 from gpuaccept.cli import main
+from gpuaccept.probe import fft
 from gpuaccept.results import report  # matplotlib: requirements/report.txt, which scripts/venv.sh test installs
 
 INPUTS = [f"h100_sxm5_80gb={H100_RUNS}", f"h200={H200_RUNS}", f"2xH200={H200X2}"]
@@ -406,3 +408,108 @@ def test_a_run_without_xgemm_has_no_offload_subsection(page, tmp_path):
     (tmp_path / "xgemm.json").write_text(json.dumps(doc))
     section = offload_section(report.build([report.load_group(f"h200={tmp_path}")], "broken"))
     assert "cannot be read: " in section and "lacks pinned.gflops" in section and "<figure" not in section
+
+
+# gpuaccept-fft on the H100 (MKL) and the H200 (FFTW) (tests/fixtures/fft_offload/README.md), each kept as the
+# evaluation suite's fft_offload check keeps it: fft_offload.json in the check's output.
+FFT = Path(__file__).resolve().parent / "fixtures" / "fft_offload"
+FFT_CASES = ("fft1d_fp32", "fft1d_fp64", "fft3d_fp32", "fft3d_fp64")
+
+
+def fft_section(page):
+    return page[page.index("<h2 id='offload-fft'>") : page.index("<h2 id='gemm'>")]
+
+
+@pytest.fixture(scope="module")
+def fft_page(tmp_path_factory):
+    """The H100's raw document (analysed by the report) beside the H100's PCIe fit; the H200's annotated one alone."""
+    tmp = tmp_path_factory.mktemp("fft-report")
+    (tmp / "h100").mkdir()
+    (tmp / "h100" / "fft_offload.json").write_bytes((FFT / "h100-mkl" / "fft.json").read_bytes())
+    (tmp / "h100" / "bandwidth.json").write_bytes((H100_BW / "bandwidth.json").read_bytes())
+    (tmp / "h200").mkdir()
+    (tmp / "h200" / "fft_offload.json").write_bytes((FFT / "h200-fftw" / "fft-crossover.json").read_bytes())
+    groups = [report.load_group(f"h100={tmp / 'h100'}"), report.load_group(f"h200={tmp / 'h200'}")]
+    return report.build(groups, "fft", generated="2026-11-26")
+
+
+def test_fft_section_gives_the_crossovers_the_analysis_computes(fft_page):
+    section = fft_section(fft_page)
+    assert re.findall(r"<h3 id='offload-fft-([^']+)'>", section) == ["h100", "h200"]
+    for label, gpu, host in (("h100", "h100-mkl", "Intel MKL DFTI"), ("h200", "h200-fftw", "FFTW3")):
+        part = section[section.index(f"<h3 id='offload-fft-{label}'>") :]
+        doc = json.loads((FFT / gpu / "fft.json").read_text())
+        per = fft.analyse(doc)
+        rows = table_rows(part, "fft-crossover")
+        assert [r[1:3] for r in rows] == [["1-D batched", "fp32"], ["1-D batched", "fp64"], ["3-D", "fp32"],
+                                          ["3-D", "fp64"]]  # fmt: skip
+        assert [r[3:5] for r in rows] == [[per[c]["pinned"]["text"], per[c]["pageable"]["text"]] for c in FFT_CASES]
+        assert {r[5] for r in rows} == {"134217728"}
+        speedups = [[float(x) for x in r[6:9]] for r in rows]
+        assert speedups == [pytest.approx([doc["metrics"][f"{c}_speedup_{m}"]["value"]
+                                           for m in ("kernel", "pinned", "pageable")], rel=1e-3)
+                            for c in FFT_CASES]  # fmt: skip
+        assert {r[9] for r in rows} == {html.escape(doc["parameters"]["host_fft"]["library"])}
+        assert rows[0][9].startswith(host) and {r[10] for r in rows} == {"16"}
+    h100 = section[: section.index("<h3 id='offload-fft-h200'>")]
+    # 3-D FP64 from pinned memory: the H100 against 16 MKL threads from 2.36 M points (n = 133 cubed)
+    assert "points = 2364189 (between 2097152 and 7077888, interpolated in log points)" in h100
+    sizes = table_rows(h100, "fft-sizes")
+    assert len(sizes) == 2 * 16 + 2 * 11
+    best = {(r[0], r[1]): r[9] for r in sizes}
+    assert best[("fft3d_fp64", "134217728")] == "GPU, pinned" and best[("fft1d_fp32", "134217728")] == "host"
+
+
+def test_fft_model_line_is_cufft_plus_the_copies_by_the_fitted_pcie_model(fft_page):
+    plots = figures(fft_page)
+    assert {"fft:h100", "fft:h200"} <= set(plots)
+    svg = plots["fft:h100"]
+    for case, sizes in zip(FFT_CASES, (16, 16, 11, 11), strict=True):
+        for series in ("host", "kernel", "pinned", "pageable", "model"):
+            assert svg.count(f'id="fft-h100-{case}-{series}"') == 1, (case, series)
+        points = svg[svg.index(f'id="fft-h100-{case}-kernel"') :]
+        points = points[: points.index(f'id="fft-h100-{case}-pinned"')]
+        assert points.count("<use ") == sizes, case
+        model = svg[svg.index(f'id="fft-h100-{case}-model"') :]
+        assert re.search(r' d="([^"]+)"', model).group(1).count("L") == sizes - 1, case
+    assert 'id="fft-h100-fft3d_fp64-crossover-pinned"' in svg
+    assert 'id="fft-h100-fft3d_fp64-crossover-pageable"' not in svg
+    assert "PCIe model fitted by gpuaccept-bw (2026-11-22T05:31:47Z)" in svg
+    # The model's error, worked by hand for 3-D FP64 at 512^3 points: H2D of the input, (L+o) + points 16 G, the
+    # cuFFT time measured, D2H of the output, (L+o) + points 16 G; against the measured pinned offload.
+    bw = {m["direction"]: m for m in json.loads((H100_BW / "bandwidth.json").read_text())["results"]["model"]
+          if m["gpu"] == 0}  # fmt: skip
+    case = next(c for c in json.loads((FFT / "h100-mkl" / "fft.json").read_text())["results"]["cases"]
+                if c["shape"] == "3d" and c["precision"] == "fp64" and c["size"] == 512)  # fmt: skip
+    nbytes = 512**3 * 16
+    assert case["bytes"] == pytest.approx(nbytes, rel=1e-8)  # what the tool copies each way: the FP64 complex array
+    predicted = (bw["h2d"]["lo_us"] * 1e-6 + nbytes * bw["h2d"]["G_s_per_byte"] + case["kernel"]["seconds"]
+                 + bw["d2h"]["lo_us"] * 1e-6 + nbytes * bw["d2h"]["G_s_per_byte"])  # fmt: skip
+    measured = case["pinned"]["seconds"]
+    row = next(r for r in table_rows(fft_section(fft_page), "fft-sizes") if r[:2] == ["fft3d_fp64", "134217728"])
+    assert row[10] == f"{(predicted - measured) / measured:+.1%}" == "+1.6%"
+
+
+def test_fft_without_a_fitted_model_draws_no_line_and_says_so(fft_page):
+    section = fft_section(fft_page)
+    h200 = section[section.index("<h3 id='offload-fft-h200'>") :]
+    assert "no fitted PCIe model among this column&#x27;s documents (no gpuaccept-bw run): no model line" in h200
+    assert "<th>pinned model error</th>" not in h200 and all(len(r) == 10 for r in table_rows(h200, "fft-sizes"))
+    svg = figures(fft_page)["fft:h200"]
+    assert "-model" not in svg and 'id="fft-h200-fft3d_fp64-pinned"' in svg
+    # the H200 against FFTW: 3-D from pinned memory wins at every size, from pageable from 5.2 M points (FP64)
+    assert 'id="fft-h200-fft3d_fp64-crossover-pageable"' in svg
+    assert 'id="fft-h200-fft3d_fp64-crossover-pinned"' not in svg
+    assert "points = 5205949 (between 2097152 and 7077888" in h200
+
+
+def test_a_run_without_fft_has_no_fft_subsection(page, tmp_path):
+    section = fft_section(page)
+    assert "<h3" not in section and "<figure" not in section
+    assert "No gpuaccept-fft documents among the inputs (the evaluation suite&#x27;s" not in section
+    assert "No gpuaccept-fft documents among the inputs" in section and "<code>fft_offload</code>" in section
+    doc = json.loads((FFT / "h200-fftw" / "fft.json").read_text())
+    del doc["results"]["cases"][3]["pinned"]
+    (tmp_path / "fft_offload.json").write_text(json.dumps(doc))
+    section = fft_section(report.build([report.load_group(f"h200={tmp_path}")], "broken"))
+    assert "cannot be read: " in section and "lacks pinned.seconds" in section and "<figure" not in section

@@ -1,7 +1,7 @@
 """One self-contained HTML evaluation report from run directories: inventory, verdicts, the bandwidth sweep,
-the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM offload against the
-host's BLAS, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and energy, and two or more node types
-side by side with ratios to a chosen baseline.
+the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and FFT offload
+against the host's BLAS and FFT, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and energy, and two
+or more node types side by side with ratios to a chosen baseline.
 
 Inputs are groups of runs: ``[LABEL=]PATH``, where PATH is a run directory (results/<node>/<run>), a results
 tree holding many, or a folder of benchmark documents. Every ``gpuaccept.bench/1`` document under PATH is read
@@ -31,7 +31,7 @@ from typing import Any
 
 from gpuaccept import __version__, atomic
 from gpuaccept.layout import BENCH_SCHEMA
-from gpuaccept.probe import offload, overlap
+from gpuaccept.probe import fft, offload, overlap
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -601,14 +601,19 @@ def plot_offload_gemm(group: Group, doc: dict[str, Any], analysis: dict[str, Any
     )
 
 
-def _winner(row: dict[str, Any]) -> str:
-    """The fastest way to a result from host memory at this size: the host, or the GPU with either kind of copy."""
-    options = {"host": row.get("host_gflops"), "GPU, pinned": row.get("pinned_gflops"),
-               "GPU, pageable": row.get("pageable_gflops")}  # fmt: skip
+def _fastest(options: dict[str, Any], better: Callable[..., str] = max) -> str:
+    """The fastest way to a result from host memory at one size, of ``options`` (``host``, ``GPU, pinned``, ``GPU,
+    pageable``: rates with ``better=max``, times with ``better=min``)."""
     measured = {k: v for k, v in options.items() if isinstance(v, (int, float)) and math.isfinite(v)}
     if "host" not in measured:
         return "- (no host timing)"
-    return max(measured, key=lambda k: measured[k])
+    return better(measured, key=lambda k: measured[k])
+
+
+def _winner(row: dict[str, Any]) -> str:
+    """:func:`_fastest` of a GEMM row's rates: the host, or the GPU with either kind of copy."""
+    return _fastest({"host": row.get("host_gflops"), "GPU, pinned": row.get("pinned_gflops"),
+                     "GPU, pageable": row.get("pageable_gflops")})  # fmt: skip
 
 
 def offload_tables(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
@@ -624,11 +629,8 @@ def offload_tables(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
                         largest.get("n"), largest.get("pinned_over_kernel"), largest.get("pageable_over_kernel")])
     head = ["group", "GPU GEMM", "host GEMM", "GPU with pinned copies beats the host from",
             "with pageable copies from", "largest n", "pinned / kernel", "pageable / kernel"]  # fmt: skip
-    out = _table(head, summary, "offload-crossover")
-    head = ["GPU GEMM", "n", "kernel (TFLOP/s)", "pinned", "pageable", "host", "pinned / kernel",
-            "pageable / kernel", "fastest from host memory"]  # fmt: skip
-    if links is not None:
-        head.append("pinned model error")
+    sizes = ["GPU GEMM", "n", "kernel (TFLOP/s)", "pinned", "pageable", "host", "pinned / kernel",
+             "pageable / kernel", "fastest from host memory"]  # fmt: skip
     rows = []
     for prec, res in per.items():
         for r in sorted(res["rows"], key=lambda r: r["n"]):
@@ -640,28 +642,44 @@ def offload_tables(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
                 predicted = offload_model_s(cases.get((prec, r["n"]), {}), links)
                 row.append(_model_error(predicted, measured))
             rows.append(row)
-    notes = [f"{prec}: {note}" for prec, res in per.items() for note in res["notes"]]
+    return _offload_tables("offload", head, summary, sizes, rows, links is not None, per)
+
+
+def _offload_tables(cls: str, head: list[str], summary: list[list[Any]], sizes: list[str], rows: list[list[Any]],
+                    with_model: bool, per: dict[str, Any]) -> str:  # fmt: skip
+    """The crossover table (``<cls>-crossover``), the per-size table (``<cls>-sizes``, with a model error column
+    where ``with_model``) and the analysis' notes per case of ``per``."""
+    notes = [f"{case}: {note}" for case, res in per.items() for note in res["notes"]]
     noted = "".join(f"<p class='note'>{html.escape(n)}</p>" for n in notes)
-    return out + _table(head, rows, "offload-sizes") + noted
+    sizes = [*sizes, "pinned model error"] if with_model else sizes
+    return _table(head, summary, f"{cls}-crossover") + _table(sizes, rows, f"{cls}-sizes") + noted
 
 
-def offload_gemm_column(group: Group, doc: dict[str, Any]) -> list[str]:
-    """The plot of time against n, the crossovers and ratios per precision, and the rates per size."""
+def _offload_column(group: Group, doc: dict[str, Any], analyse: Callable[[Group, dict[str, Any]], dict[str, Any]],
+                    key: str, plot: Callable[..., str], tables: Callable[..., str]) -> list[str]:  # fmt: skip
+    """An offload column: ``analyse(group, doc)`` (offload.OffloadError: the document named as unreadable), a line
+    where its ``key`` holds no case, the notes (no host; no PCIe model: no line), then ``plot(group, doc, analysis,
+    links, links_note)`` and ``tables(group, doc, analysis, links)`` with the links of :func:`offload_links`."""
     try:
-        analysis = offload_analysis(group, doc)
+        analysis = analyse(group, doc)
     except offload.OffloadError as err:
         return [_unreadable(doc, "cannot be read", err)]
-    if not analysis["per_precision"]:
-        return ["<p class='fail'>The gpuaccept-xgemm document has no case measured.</p>"]
+    if not analysis[key]:
+        return [f"<p class='fail'>The {html.escape(str(doc.get('tool')))} document has no case measured.</p>"]
     parts = []
     links, links_note = offload_links(group, doc)
     if analysis.get("no_host"):
         parts.append(f"<p class='note'>No crossover: {html.escape(str(analysis['no_host']))}.</p>")
     if links is None:
         parts.append(f"<p class='note'>{html.escape(links_note)}.</p>")
-    parts.append(plot_offload_gemm(group, doc, analysis, links, links_note))
-    parts.append(offload_tables(group, doc, analysis, links))
+    parts.append(plot(group, doc, analysis, links, links_note))
+    parts.append(tables(group, doc, analysis, links))
     return parts
+
+
+def offload_gemm_column(group: Group, doc: dict[str, Any]) -> list[str]:
+    """The plot of time against n, the crossovers and ratios per precision, and the rates per size."""
+    return _offload_column(group, doc, offload_analysis, "per_precision", plot_offload_gemm, offload_tables)
 
 
 def offload_gemm_section(groups: list[Group]) -> str:
@@ -673,6 +691,123 @@ def offload_gemm_section(groups: list[Group]) -> str:
         "verdict (docs/checks/offload-gemm.md).</p>"
     )
     return _per_column(groups, "gpuaccept-xgemm", "offload_gemm", "offload-gemm", note, offload_gemm_column)
+
+
+FFT_SHAPES = {"1d": "1-D batched", "3d": "3-D"}
+COMPLEX_BYTES = {"fp32": 8, "fp64": 16}  # one complex point: what gpuaccept-fft copies per point each way
+
+
+def fft_analysis(doc: dict[str, Any]) -> dict[str, Any]:
+    """``results.crossover`` of a gpuaccept-fft document (gpuaccept.probe.fft); a document that lacks it (the
+    tool's raw output) is analysed here. Raises offload.OffloadError, naming the key, when it cannot be read."""
+    done = (doc.get("results") or {}).get("crossover")
+    if isinstance(done, dict) and isinstance(done.get("per_case"), dict):
+        return done
+    return {"per_case": fft.analyse(doc, f"gpuaccept-fft document of {doc.get('started_utc')}")}
+
+
+def _fft_cases(doc: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(f"fft{c.get('shape')}_{c.get('precision')}", int(c["points"])): c
+            for c in (doc.get("results") or {}).get("cases") or [] if c.get("run")}  # fmt: skip
+
+
+def fft_model_s(case: dict[str, Any], links: tuple[overlap.Link, overlap.Link]) -> float | None:
+    """The pinned offload's time predicted from the measured cuFFT time and the fitted links, as gpuaccept-fft
+    times it: the input's H2D ((L + o) + bytes G), cuFFT, the output's D2H ((L + o) + bytes G), in stream order;
+    bytes = points x ``COMPLEX_BYTES`` (8 for fp32, 16 for fp64), the same each way (the document's ``bytes``,
+    printed to 9 digits, is that figure rounded)."""
+    kernel_s = (case.get("kernel") or {}).get("seconds")
+    width = COMPLEX_BYTES.get(str(case.get("precision")))
+    if not isinstance(kernel_s, (int, float)) or width is None:
+        return None
+    nbytes = int(case["points"]) * width
+    h2d, d2h = links
+    return h2d.time(nbytes) + kernel_s + d2h.time(nbytes)
+
+
+def _fft_title(doc: dict[str, Any], case: str) -> str:
+    shape, _, prec = case.removeprefix("fft").partition("_")
+    length = (doc.get("parameters") or {}).get("length_1d")
+    what = FFT_SHAPES.get(shape, shape) + (f" (length {length})" if shape == "1d" and length else "")
+    return f"{what}, {prec}"
+
+
+def _host_fft(doc: dict[str, Any]) -> tuple[str, Any]:
+    host = (doc.get("parameters") or {}).get("host_fft") or {}
+    return str(host.get("library", "?")), host.get("threads")
+
+
+def plot_offload_fft(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
+                     links: tuple[overlap.Link, overlap.Link] | None, links_note: str) -> str:  # fmt: skip
+    """Time against points, one panel per shape and precision (:func:`plot_offload`)."""
+    cases = _fft_cases(doc)
+    library, threads = _host_fft(doc)
+    panels = []
+    for case, res in analysis["per_case"].items():
+        rows = sorted(res["rows"], key=lambda r: r["points"])
+        measured = {key: [(r["points"], r[f"{key}_s"]) for r in rows] for key, *_ in OFFLOAD_SERIES}
+        model = ([(r["points"], fft_model_s(cases.get((case, r["points"]), {}), links)) for r in rows]
+                 if links is not None else [])  # fmt: skip
+        panels.append(OffloadPanel(case, _fft_title(doc, case), measured, model, _crossovers(res), "host FFT"))
+    return plot_offload(
+        panels, f"fft:{group.label}", f"fft-{group.label}", "points (complex, per call)", "time per call (ms)",
+        f"{group.label}: FFT offload on GPU {(doc.get('parameters') or {}).get('gpu', 0)} ({doc.get('started_utc')})"
+        f": time per forward complex FFT against its points, the host's FFT ({library}, {threads} threads), cuFFT on "
+        "resident data, and the whole offload (H2D of the input, cuFFT, D2H of the output) from pinned and from "
+        "pageable memory; "
+        + _model_note(links, links_note, "the copies of the input and the output")
+        + "dotted and dashed: the pinned and pageable crossovers",
+    )
+
+
+def fft_tables(group: Group, doc: dict[str, Any], analysis: dict[str, Any],
+               links: tuple[overlap.Link, overlap.Link] | None) -> str:  # fmt: skip
+    """Per shape and precision the crossovers, the speed-ups at the largest size and the host FFT that ran; then
+    per size the times, the fastest way from host memory and (with a PCIe model) the pinned offload's model
+    error."""
+    per = analysis["per_case"]
+    cases = _fft_cases(doc)
+    library, threads = _host_fft(doc)
+    summary = []
+    for case, res in per.items():
+        shape, _, prec = case.removeprefix("fft").partition("_")
+        top = max(res["rows"], key=lambda r: r["points"], default=None) or {}
+        summary.append([group.label, FFT_SHAPES.get(shape, shape), prec, res["pinned"]["text"],
+                        res["pageable"]["text"], top.get("points"), top.get("speedup_kernel"),
+                        top.get("speedup_pinned"), top.get("speedup_pageable"), library, threads])  # fmt: skip
+    head = ["group", "shape", "precision", "GPU with pinned copies beats the host from", "with pageable copies from",
+            "largest (points)", "speed-up there, cuFFT alone", "with pinned copies", "with pageable copies",
+            "host FFT", "threads"]  # fmt: skip
+    sizes = ["case", "points", "host (ms)", "cuFFT alone", "pinned", "pageable", "host / cuFFT", "host / pinned",
+             "host / pageable", "fastest from host memory"]  # fmt: skip
+    rows = []
+    for case, res in per.items():
+        for r in sorted(res["rows"], key=lambda r: r["points"]):
+            row = [case, r["points"], *(r[f"{m}_s"] * 1e3 for m in ("host", *fft.GPU_MODES)),
+                   *(r[f"speedup_{m}"] for m in fft.GPU_MODES),
+                   _fastest({"host": r["host_s"], "GPU, pinned": r["pinned_s"], "GPU, pageable": r["pageable_s"]},
+                            min)]  # fmt: skip
+            if links is not None:
+                row.append(_model_error(fft_model_s(cases.get((case, r["points"]), {}), links), r["pinned_s"]))
+            rows.append(row)
+    return _offload_tables("fft", head, summary, sizes, rows, links is not None, per)
+
+
+def fft_offload_column(group: Group, doc: dict[str, Any]) -> list[str]:
+    """The plot of time against points, the crossovers and speed-ups per shape and precision, the times per size."""
+    return _offload_column(group, doc, lambda _g, d: fft_analysis(d), "per_case", plot_offload_fft, fft_tables)
+
+
+def fft_offload_section(groups: list[Group]) -> str:
+    """Per column with a gpuaccept-fft document (the newest): :func:`fft_offload_column`."""
+    note = (
+        "<p class='note'>Speed-up = host time / GPU time, per call. The crossover is the smallest size, in complex "
+        "points, from which the GPU, copies included, beats the host's FFT at every larger size measured, "
+        "interpolated in log points. The model line needs the column's fitted PCIe model (a gpuaccept-bw run). "
+        "Every figure here is the host's and the link's: informational, never a verdict "
+        "(docs/checks/fft-offload.md).</p>"
+    )
+    return _per_column(groups, "gpuaccept-fft", "fft_offload", "offload-fft", note, fft_offload_column)
 
 
 def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
@@ -1279,6 +1414,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     parts.append(overlap_section(groups))
     parts.append("<h2 id='offload-gemm'>GEMM offload</h2>")
     parts.append(offload_gemm_section(groups))
+    parts.append("<h2 id='offload-fft'>FFT offload</h2>")
+    parts.append(fft_offload_section(groups))
     parts.append("<h2 id='gemm'>GEMM throughput</h2>")
     for g in groups:
         doc = g.newest("gpuaccept-gemm")
