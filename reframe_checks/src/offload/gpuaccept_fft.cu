@@ -487,9 +487,7 @@ const char* kTiming =
 void write_mode(Json& j, const char* key, const ModeResult& m) {
   j.key(key).begin_object();
   j.kv("seconds", m.seconds).kv("wall_seconds", m.wall_seconds);
-  j.key("samples_s").begin_array();
-  for (double x : m.samples_s) j.value(x);
-  j.end_array();
+  j.kv_array("samples_s", m.samples_s);
   j.end_object();
 }
 
@@ -532,19 +530,11 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 
   j.key("parameters").begin_object();
   j.kv("gpu", o.gpu);
-  j.key("shapes").begin_array();
-  for (const auto& s : o.shapes) j.value(s);
-  j.end_array();
-  j.key("precisions").begin_array();
-  for (const auto& s : o.precisions) j.value(s);
-  j.end_array();
+  j.kv_array("shapes", o.shapes);
+  j.kv_array("precisions", o.precisions);
   j.kv("length_1d", o.length);
-  j.key("points_1d").begin_array();
-  for (long n : o.points_1d) j.value(n);
-  j.end_array();
-  j.key("cubes_3d").begin_array();
-  for (long n : o.cubes) j.value(n);
-  j.end_array();
+  j.kv_array("points_1d", o.points_1d);
+  j.kv_array("cubes_3d", o.cubes);
   j.kv("repetitions", o.reps).kv("statistic", "median").kv("warmup_repetitions", 1);
   j.kv("operation", "forward complex-to-complex DFT, out of place, unnormalised; 1d: batch = points / length_1d "
                     "transforms of length_1d contiguous points; 3d: one n x n x n transform, row major");

@@ -491,9 +491,7 @@ void write_mode(Json& j, const char* key, const ModeResult& m, double flops) {
   j.kv("seconds", m.seconds).kv("gflops", gf(flops, m.seconds));
   j.kv("wall_seconds", m.wall_seconds).kv("wall_gflops", gf(flops, m.wall_seconds));
   j.kv("verified", m.verified).kv("checked", m.checked).kv("max_rel_error", m.max_rel_error);
-  j.key("samples_s").begin_array();
-  for (double x : m.samples_s) j.value(x);
-  j.end_array();
+  j.kv_array("samples_s", m.samples_s);
   j.end_object();
 }
 
@@ -526,12 +524,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 
   j.key("parameters").begin_object();
   j.kv("gpu", o.gpu);
-  j.key("sizes").begin_array();
-  for (long n : o.sizes) j.value(n);
-  j.end_array();
-  j.key("precisions").begin_array();
-  for (const auto& k : o.precisions) j.value(k);
-  j.end_array();
+  j.kv_array("sizes", o.sizes);
+  j.kv_array("precisions", o.precisions);
   j.kv("repetitions", o.reps).kv("statistic", "median").kv("warmup_repetitions", 1);
   j.kv("time_limit_s", o.time_limit_s).kv("largest_size_fitting", st.max_n_fits);
   j.kv("operation", "C = A B, square n x n, column major, no transpose, alpha 1, beta 0; flops 2 n^3");
