@@ -1,5 +1,6 @@
 // What the offload tools (gpuaccept-xgemm, gpuaccept-fft) share: host and device buffers that free themselves, a
-// stream's event-timed repetition, the median of repetitions after a warm-up, and the host's MemAvailable. CUDA only
+// stream's event-timed repetition, the median of repetitions after a warm-up, the document's "cases", and the
+// host's MemAvailable. CUDA only
 // (include after cuda_runtime.h and bench_common.h).
 #pragma once
 
@@ -91,6 +92,22 @@ void repeat_median(int reps, Timed& m, Once&& once) {
   m.seconds = median(m.samples_s);
   m.wall_seconds = median(walls);
   m.run = true;
+}
+
+// The document's "cases": each case's object, with the keys that name it (`head(j, case)`) and its "run", then
+// either "not_run" (why, or that the run stopped before the case) or the rest of its keys (`body(j, case)`).
+template <typename Case, typename Head, typename Body>
+void write_cases(Json& j, const std::vector<Case>& cases, Head head, Body body) {
+  j.key("cases").begin_array();
+  for (const auto& c : cases) {
+    j.begin_object();
+    head(j, c);
+    j.kv("run", c.run);
+    if (c.run) body(j, c);
+    else j.kv("not_run", c.not_run.empty() ? std::string("the run stopped before this case") : c.not_run);
+    j.end_object();
+  }
+  j.end_array();
 }
 
 // The host's MemAvailable in bytes (/proc/meminfo), -1 where it cannot be read.

@@ -550,37 +550,29 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
                        "the host FFT's output; the GPU's inverse of its own output, divided by the transform's "
                        "points, against the input; each <= tolerance = 8 u log2(points of one transform), u = 2^-24 "
                        "(fp32), 2^-53 (fp64)");
-  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "OMP_NUM_THREADS",
-                        "OMP_PROC_BIND", "OMP_PLACES", "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS"});
-  j.end_object();
-
-  j.key("results").begin_object();
-  j.key("cases").begin_array();
-  for (const auto& cr : st.cases) {
-    j.begin_object();
-    j.kv("shape", cr.shape).kv("precision", cr.precision).kv("size", cr.size).kv("points", cr.points);
-    j.kv("batch", cr.batch).kv("run", cr.run);
-    if (!cr.run) {
-      j.kv("not_run", cr.not_run.empty() ? std::string("the run stopped before this case") : cr.not_run);
-      j.end_object();
-      continue;
-    }
-    j.kv("bytes", cr.bytes).kv("host_plan_seconds", cr.host_plan_s).kv("gpu_plan_seconds", cr.gpu_plan_s);
-    write_mode(j, "host", cr.host);
-    write_mode(j, "kernel", cr.kernel);
-    write_mode(j, "pinned", cr.pinned);
-    write_mode(j, "pageable", cr.pageable);
-    j.kv("speedup_kernel", cr.host.seconds / cr.kernel.seconds);
-    j.kv("speedup_pinned", cr.host.seconds / cr.pinned.seconds);
-    j.kv("speedup_pageable", cr.host.seconds / cr.pageable.seconds);
-    j.key("errors").begin_object();
-    j.kv("kernel", cr.err_kernel).kv("pinned", cr.err_pinned).kv("pageable", cr.err_pageable);
-    j.kv("roundtrip", cr.err_roundtrip).kv("tolerance", cr.tolerance);
-    j.end_object();
-    j.kv("verified", cr.verified);
-    j.end_object();
-  }
-  j.end_array();
+  end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "OMP_NUM_THREADS",
+                     "OMP_PROC_BIND", "OMP_PLACES", "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS"});
+  write_cases(
+      j, st.cases,
+      [](Json& c, const CaseResult& cr) {
+        c.kv("shape", cr.shape).kv("precision", cr.precision).kv("size", cr.size).kv("points", cr.points);
+        c.kv("batch", cr.batch);
+      },
+      [](Json& c, const CaseResult& cr) {
+        c.kv("bytes", cr.bytes).kv("host_plan_seconds", cr.host_plan_s).kv("gpu_plan_seconds", cr.gpu_plan_s);
+        write_mode(c, "host", cr.host);
+        write_mode(c, "kernel", cr.kernel);
+        write_mode(c, "pinned", cr.pinned);
+        write_mode(c, "pageable", cr.pageable);
+        c.kv("speedup_kernel", cr.host.seconds / cr.kernel.seconds);
+        c.kv("speedup_pinned", cr.host.seconds / cr.pinned.seconds);
+        c.kv("speedup_pageable", cr.host.seconds / cr.pageable.seconds);
+        c.key("errors").begin_object();
+        c.kv("kernel", cr.err_kernel).kv("pinned", cr.err_pinned).kv("pageable", cr.err_pageable);
+        c.kv("roundtrip", cr.err_roundtrip).kv("tolerance", cr.tolerance);
+        c.end_object();
+        c.kv("verified", cr.verified);
+      });
   return end_results(j, metrics, waived, st.passed(), st);
 }
 

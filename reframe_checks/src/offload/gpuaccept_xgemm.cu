@@ -542,25 +542,17 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
   j.end_object();
   end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
                      "CUBLAS_WORKSPACE_CONFIG"});
-  j.key("cases").begin_array();
-  for (const auto& cr : st.cases) {
-    j.begin_object();
-    j.kv("precision", cr.precision).kv("n", cr.n).kv("run", cr.run);
-    if (!cr.run) {
-      j.kv("not_run", cr.not_run.empty() ? std::string("the run stopped before this case") : cr.not_run);
-      j.end_object();
-      continue;
-    }
-    j.kv("flops", cr.flops).kv("h2d_bytes", cr.h2d_bytes).kv("d2h_bytes", cr.d2h_bytes);
-    write_mode(j, "kernel", cr.kernel, cr.flops);
-    write_mode(j, "pinned", cr.pinned, cr.flops);
-    write_mode(j, "pageable", cr.pageable, cr.flops);
-    j.kv("pinned_over_kernel", cr.kernel.seconds / cr.pinned.seconds);
-    j.kv("pageable_over_kernel", cr.kernel.seconds / cr.pageable.seconds);
-    j.kv("verified", cr.kernel.verified && cr.pinned.verified && cr.pageable.verified);
-    j.end_object();
-  }
-  j.end_array();
+  write_cases(
+      j, st.cases, [](Json& c, const CaseResult& cr) { c.kv("precision", cr.precision).kv("n", cr.n); },
+      [](Json& c, const CaseResult& cr) {
+        c.kv("flops", cr.flops).kv("h2d_bytes", cr.h2d_bytes).kv("d2h_bytes", cr.d2h_bytes);
+        write_mode(c, "kernel", cr.kernel, cr.flops);
+        write_mode(c, "pinned", cr.pinned, cr.flops);
+        write_mode(c, "pageable", cr.pageable, cr.flops);
+        c.kv("pinned_over_kernel", cr.kernel.seconds / cr.pinned.seconds);
+        c.kv("pageable_over_kernel", cr.kernel.seconds / cr.pageable.seconds);
+        c.kv("verified", cr.kernel.verified && cr.pinned.verified && cr.pageable.verified);
+      });
   return end_results(j, metrics, waived, st.passed(), st);
 }
 
