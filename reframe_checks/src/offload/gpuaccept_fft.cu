@@ -247,21 +247,11 @@ struct State : Outcome {
   int threads = 0;
 };
 
-struct Ctx {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
+struct Ctx : TimedStream {
   PinnedBuf pin_in, pin_out;
   PageableBuf in, out, host_out;  // in: the input, also the pageable mode's source; out: the pageable mode's output
   DevBuf d_in, d_out;
   size_t cap_bytes = 0;
-  Ctx() = default;
-  Ctx(const Ctx&) = delete;
-  Ctx& operator=(const Ctx&) = delete;
-  ~Ctx() {
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    if (stream) cudaStreamDestroy(stream);
-  }
 };
 
 double uniform_pm1(uint64_t i, uint64_t seed) {
@@ -278,12 +268,6 @@ double rel_l2(const Real* got, const Real* want, size_t count, double scale = 1.
     den += w * w;
   }
   return std::isfinite(num) ? std::sqrt(num / std::max(den, 1e-300)) : NAN;
-}
-
-// One repetition of issue() on c.stream, event-timed.
-template <typename Issue>
-double time_gpu(Ctx& c, double& wall, Issue&& issue) {
-  return time_on_stream(c.stream, c.e0, c.e1, wall, issue);
 }
 
 template <typename P>
@@ -326,7 +310,7 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
   gp.made = true;
   CUDA_CHECK(cudaDeviceSynchronize());
   cr.gpu_plan_s = now_s() - t_plan;
-  CUFFT_CHECK(cufftSetStream(gp.h, c.stream));
+  CUFFT_CHECK(cufftSetStream(gp.h, c.stream()));
 
   // The input, the same bytes in the pageable and the pinned buffer.
   auto* xin = static_cast<Real*>(c.in.p);
@@ -345,20 +329,20 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
   const auto* want = static_cast<const Real*>(c.host_out.p);
 
   // (b) cuFFT alone on device-resident data, then the round trip (inverse in place) back to the input.
-  CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream));
-  CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, c.pin_in.p, bytes, cudaMemcpyHostToDevice, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream()));
+  CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, c.pin_in.p, bytes, cudaMemcpyHostToDevice, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   repeat_median(o.reps, cr.kernel, [&](double& wall) {
-    return time_gpu(c, wall, [&] { CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD)); });
+    return c.time(wall, [&] { CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD)); });
   });
   std::memset(c.pin_out.p, kPoisonByte, bytes);
-  CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   cr.err_kernel = rel_l2(static_cast<const Real*>(c.pin_out.p), want, count);
   CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_out.p, c.d_out.p, CUFFT_INVERSE));
   std::memset(c.pin_out.p, kPoisonByte, bytes);
-  CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   cr.err_roundtrip = rel_l2(static_cast<const Real*>(c.pin_out.p), xin, count, 1.0 / transform_points);
 
   // (c) and (d) The whole offload from pinned, then from pageable host memory.
@@ -366,15 +350,15 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
     ModeResult& m = mode == 0 ? cr.pinned : cr.pageable;
     void* src = mode == 0 ? c.pin_in.p : c.in.p;
     void* dst = mode == 0 ? c.pin_out.p : c.out.p;
-    CUDA_CHECK(cudaMemsetAsync(c.d_in.p, kPoisonByte, bytes, c.stream));
-    CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream));
-    CUDA_CHECK(cudaStreamSynchronize(c.stream));
+    CUDA_CHECK(cudaMemsetAsync(c.d_in.p, kPoisonByte, bytes, c.stream()));
+    CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream()));
+    CUDA_CHECK(cudaStreamSynchronize(c.stream()));
     std::memset(dst, kPoisonByte, bytes);
     repeat_median(o.reps, m, [&](double& wall) {
-      return time_gpu(c, wall, [&] {
-        CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, src, bytes, cudaMemcpyHostToDevice, c.stream));
+      return c.time(wall, [&] {
+        CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, src, bytes, cudaMemcpyHostToDevice, c.stream()));
         CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD));
-        CUDA_CHECK(cudaMemcpyAsync(dst, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream));
+        CUDA_CHECK(cudaMemcpyAsync(dst, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream()));
       });
     });
     (mode == 0 ? cr.err_pinned : cr.err_pageable) = rel_l2(static_cast<const Real*>(dst), want, count);
@@ -445,9 +429,7 @@ void measure(State& st, const Options& o) {
       }
   if (c.cap_bytes == 0) throw CallError("no size fits in device and host memory (see the notes)");
 
-  CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreate(&c.e0));
-  CUDA_CHECK(cudaEventCreate(&c.e1));
+  c.create();
   c.d_in.alloc(c.cap_bytes);
   c.d_out.alloc(c.cap_bytes);
   c.pin_in.alloc(c.cap_bytes);

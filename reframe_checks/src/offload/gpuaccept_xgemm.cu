@@ -196,11 +196,9 @@ struct State : Outcome {
 
 // ---------------------------------------------------------------------------------------------
 // One GPU's buffers and handles.
-struct Ctx {
+struct Ctx : TimedStream {
   int dev = 0;
-  cudaStream_t stream = nullptr;
   cublasHandle_t handle = nullptr;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
   PinnedBuf hA, hB, hC;
   PageableBuf pA, pB, pC;
   DevBuf dA, dB, dC;
@@ -210,9 +208,6 @@ struct Ctx {
   Ctx& operator=(const Ctx&) = delete;
   ~Ctx() {
     if (handle) cublasDestroy(handle);
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    if (stream) cudaStreamDestroy(stream);
   }
 };
 
@@ -304,16 +299,16 @@ void verify(State& st, const PrecInfo& pi, long n, const char* mode, const Refer
 }
 
 void poison_device(Ctx& c, size_t in_bytes, size_t out_bytes) {
-  CUDA_CHECK(cudaMemsetAsync(c.dA.p, kPoisonByte, in_bytes, c.stream));
-  CUDA_CHECK(cudaMemsetAsync(c.dB.p, kPoisonByte, in_bytes, c.stream));
-  CUDA_CHECK(cudaMemsetAsync(c.dC.p, kPoisonByte, out_bytes, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemsetAsync(c.dA.p, kPoisonByte, in_bytes, c.stream()));
+  CUDA_CHECK(cudaMemsetAsync(c.dB.p, kPoisonByte, in_bytes, c.stream()));
+  CUDA_CHECK(cudaMemsetAsync(c.dC.p, kPoisonByte, out_bytes, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
 }
 
-// Warm-up, then o.reps repetitions, each the event pair on c.stream around issue().
+// Warm-up, then o.reps repetitions, each the event pair on c's stream around issue().
 template <typename Issue>
 void timed(Ctx& c, const Options& o, ModeResult& m, Issue&& issue) {
-  repeat_median(o.reps, m, [&](double& wall) { return time_on_stream(c.stream, c.e0, c.e1, wall, issue); });
+  repeat_median(o.reps, m, [&](double& wall) { return c.time(wall, issue); });
 }
 
 void measure_case(State& st, Ctx& c, const Options& o, const PrecInfo& pi, CaseResult& cr) {
@@ -327,13 +322,13 @@ void measure_case(State& st, Ctx& c, const Options& o, const PrecInfo& pi, CaseR
 
   // (a) The GEMM alone on device-resident data.
   poison_device(c, in_bytes, out_bytes);
-  CUDA_CHECK(cudaMemcpyAsync(c.dA.p, c.hA.p, in_bytes, cudaMemcpyHostToDevice, c.stream));
-  CUDA_CHECK(cudaMemcpyAsync(c.dB.p, c.hB.p, in_bytes, cudaMemcpyHostToDevice, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemcpyAsync(c.dA.p, c.hA.p, in_bytes, cudaMemcpyHostToDevice, c.stream()));
+  CUDA_CHECK(cudaMemcpyAsync(c.dB.p, c.hB.p, in_bytes, cudaMemcpyHostToDevice, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   timed(c, o, cr.kernel, [&] { gemm(c, pi.p, n); });
   std::memset(c.hC.p, kPoisonByte, out_bytes);
-  CUDA_CHECK(cudaMemcpyAsync(c.hC.p, c.dC.p, out_bytes, cudaMemcpyDeviceToHost, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemcpyAsync(c.hC.p, c.dC.p, out_bytes, cudaMemcpyDeviceToHost, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   verify(st, pi, cr.n, "kernel", ref, c.hC.p, cr.kernel);
 
   // (b) and (c) The whole offload from pinned, then from pageable host memory.
@@ -345,10 +340,10 @@ void measure_case(State& st, Ctx& c, const Options& o, const PrecInfo& pi, CaseR
     poison_device(c, in_bytes, out_bytes);
     std::memset(C, kPoisonByte, out_bytes);
     timed(c, o, m, [&] {
-      CUDA_CHECK(cudaMemcpyAsync(c.dA.p, A, in_bytes, cudaMemcpyHostToDevice, c.stream));
-      CUDA_CHECK(cudaMemcpyAsync(c.dB.p, B, in_bytes, cudaMemcpyHostToDevice, c.stream));
+      CUDA_CHECK(cudaMemcpyAsync(c.dA.p, A, in_bytes, cudaMemcpyHostToDevice, c.stream()));
+      CUDA_CHECK(cudaMemcpyAsync(c.dB.p, B, in_bytes, cudaMemcpyHostToDevice, c.stream()));
       gemm(c, pi.p, n);
-      CUDA_CHECK(cudaMemcpyAsync(C, c.dC.p, out_bytes, cudaMemcpyDeviceToHost, c.stream));
+      CUDA_CHECK(cudaMemcpyAsync(C, c.dC.p, out_bytes, cudaMemcpyDeviceToHost, c.stream()));
     });
     verify(st, pi, cr.n, mode == 0 ? "pinned" : "pageable", ref, C, m);
   }
@@ -390,11 +385,9 @@ void measure_gpu(State& st, const Options& o, double t0) {
   if (n_max == 0) throw CallError("no size in --sizes fits in device and host memory (see the notes)");
   c.cap_bytes = static_cast<size_t>(n_max) * n_max * widest;
 
-  CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreate(&c.e0));
-  CUDA_CHECK(cudaEventCreate(&c.e1));
+  c.create();
   CUBLAS_CHECK(cublasCreate(&c.handle));
-  CUBLAS_CHECK(cublasSetStream(c.handle, c.stream));
+  CUBLAS_CHECK(cublasSetStream(c.handle, c.stream()));
   CUBLAS_CHECK(cublasSetMathMode(c.handle, CUBLAS_DEFAULT_MATH));
   c.dA.alloc(c.cap_bytes);
   c.dB.alloc(c.cap_bytes);
