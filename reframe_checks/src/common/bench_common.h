@@ -112,6 +112,13 @@ class Json {
   template <typename T>
   Json& kv(const std::string& k, const T& v) { key(k); return value(v); }
   Json& kv_null(const std::string& k) { key(k); return null(); }
+  // Key `k` and an array of each element of `xs`, in order.
+  template <typename Seq>
+  Json& kv_array(const std::string& k, const Seq& xs) {
+    key(k).begin_array();
+    for (const auto& x : xs) value(x);
+    return end_array();
+  }
   std::string str() const { return os_.str(); }
 
  private:

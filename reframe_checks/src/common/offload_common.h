@@ -1,6 +1,6 @@
 // What the offload tools (gpuaccept-xgemm, gpuaccept-fft) share: host and device buffers that free themselves, a
-// stream's event-timed repetition, the median of repetitions after a warm-up, and the host's MemAvailable. CUDA only
-// (include after cuda_runtime.h and bench_common.h).
+// stream with the event pair that times work on it, the median of repetitions after a warm-up, the document's
+// "cases", and the host's MemAvailable. CUDA only (include after cuda_runtime.h and bench_common.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,14 +17,7 @@
 namespace gpuaccept {
 
 // Page-locked host memory (cudaHostAlloc); errors on release are ignored.
-struct PinnedBuf {
-  void* p = nullptr;
-  PinnedBuf() = default;
-  PinnedBuf(const PinnedBuf&) = delete;
-  PinnedBuf& operator=(const PinnedBuf&) = delete;
-  ~PinnedBuf() {
-    if (p) cudaFreeHost(p);
-  }
+struct PinnedBuf : CudaOwned<void*, cudaFreeHost> {
   void alloc(size_t n) { CUDA_CHECK(cudaHostAlloc(&p, n, cudaHostAllocDefault)); }
 };
 
@@ -43,14 +36,7 @@ struct PageableBuf {
 };
 
 // Device memory (cudaMalloc).
-struct DevBuf {
-  void* p = nullptr;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
+struct DevBuf : CudaOwned<void*, cudaFree> {
   void alloc(size_t n) { CUDA_CHECK(cudaMalloc(&p, n)); }
 };
 
@@ -62,20 +48,34 @@ struct Timed {
   std::vector<double> samples_s;
 };
 
-// One repetition on `stream`: the event pair e0, e1 around issue(); returns the event time, sets `wall` to the
-// host's steady_clock time up to the end event's completion.
-template <typename Issue>
-double time_on_stream(cudaStream_t stream, cudaEvent_t e0, cudaEvent_t e1, double& wall, Issue&& issue) {
-  const double w0 = now_s();
-  CUDA_CHECK(cudaEventRecord(e0, stream));
-  issue();
-  CUDA_CHECK(cudaEventRecord(e1, stream));
-  CUDA_CHECK(cudaEventSynchronize(e1));
-  wall = now_s() - w0;
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-  return ms * 1e-3;
-}
+// A non-blocking stream and the event pair that times work on it (create()), destroyed with it.
+class TimedStream {
+ public:
+  void create() {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_.p, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&e0_.p));
+    CUDA_CHECK(cudaEventCreate(&e1_.p));
+  }
+  cudaStream_t stream() const { return stream_.p; }
+  // One repetition: the event pair around issue(); returns the event time, sets `wall` to the host's steady_clock
+  // time up to the end event's completion.
+  template <typename Issue>
+  double time(double& wall, Issue&& issue) {
+    const double w0 = now_s();
+    CUDA_CHECK(cudaEventRecord(e0_.p, stream_.p));
+    issue();
+    CUDA_CHECK(cudaEventRecord(e1_.p, stream_.p));
+    CUDA_CHECK(cudaEventSynchronize(e1_.p));
+    wall = now_s() - w0;
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0_.p, e1_.p));
+    return ms * 1e-3;
+  }
+
+ private:
+  CudaOwned<cudaStream_t, cudaStreamDestroy> stream_;
+  CudaOwned<cudaEvent_t, cudaEventDestroy> e0_, e1_;
+};
 
 // One untimed warm-up, then `reps` repetitions of `once(wall)` (which returns the repetition's time and sets its
 // wall-clock time) into `m`.
@@ -91,6 +91,22 @@ void repeat_median(int reps, Timed& m, Once&& once) {
   m.seconds = median(m.samples_s);
   m.wall_seconds = median(walls);
   m.run = true;
+}
+
+// The document's "cases": each case's object, with the keys that name it (`head(j, case)`) and its "run", then
+// either "not_run" (why, or that the run stopped before the case) or the rest of its keys (`body(j, case)`).
+template <typename Case, typename Head, typename Body>
+void write_cases(Json& j, const std::vector<Case>& cases, Head head, Body body) {
+  j.key("cases").begin_array();
+  for (const auto& c : cases) {
+    j.begin_object();
+    head(j, c);
+    j.kv("run", c.run);
+    if (c.run) body(j, c);
+    else j.kv("not_run", c.not_run.empty() ? std::string("the run stopped before this case") : c.not_run);
+    j.end_object();
+  }
+  j.end_array();
 }
 
 // The host's MemAvailable in bytes (/proc/meminfo), -1 where it cannot be read.

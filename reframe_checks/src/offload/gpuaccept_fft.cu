@@ -247,21 +247,11 @@ struct State : Outcome {
   int threads = 0;
 };
 
-struct Ctx {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
+struct Ctx : TimedStream {
   PinnedBuf pin_in, pin_out;
   PageableBuf in, out, host_out;  // in: the input, also the pageable mode's source; out: the pageable mode's output
   DevBuf d_in, d_out;
   size_t cap_bytes = 0;
-  Ctx() = default;
-  Ctx(const Ctx&) = delete;
-  Ctx& operator=(const Ctx&) = delete;
-  ~Ctx() {
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    if (stream) cudaStreamDestroy(stream);
-  }
 };
 
 double uniform_pm1(uint64_t i, uint64_t seed) {
@@ -278,12 +268,6 @@ double rel_l2(const Real* got, const Real* want, size_t count, double scale = 1.
     den += w * w;
   }
   return std::isfinite(num) ? std::sqrt(num / std::max(den, 1e-300)) : NAN;
-}
-
-// One repetition of issue() on c.stream, event-timed.
-template <typename Issue>
-double time_gpu(Ctx& c, double& wall, Issue&& issue) {
-  return time_on_stream(c.stream, c.e0, c.e1, wall, issue);
 }
 
 template <typename P>
@@ -326,7 +310,7 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
   gp.made = true;
   CUDA_CHECK(cudaDeviceSynchronize());
   cr.gpu_plan_s = now_s() - t_plan;
-  CUFFT_CHECK(cufftSetStream(gp.h, c.stream));
+  CUFFT_CHECK(cufftSetStream(gp.h, c.stream()));
 
   // The input, the same bytes in the pageable and the pinned buffer.
   auto* xin = static_cast<Real*>(c.in.p);
@@ -345,20 +329,20 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
   const auto* want = static_cast<const Real*>(c.host_out.p);
 
   // (b) cuFFT alone on device-resident data, then the round trip (inverse in place) back to the input.
-  CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream));
-  CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, c.pin_in.p, bytes, cudaMemcpyHostToDevice, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream()));
+  CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, c.pin_in.p, bytes, cudaMemcpyHostToDevice, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   repeat_median(o.reps, cr.kernel, [&](double& wall) {
-    return time_gpu(c, wall, [&] { CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD)); });
+    return c.time(wall, [&] { CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD)); });
   });
   std::memset(c.pin_out.p, kPoisonByte, bytes);
-  CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   cr.err_kernel = rel_l2(static_cast<const Real*>(c.pin_out.p), want, count);
   CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_out.p, c.d_out.p, CUFFT_INVERSE));
   std::memset(c.pin_out.p, kPoisonByte, bytes);
-  CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemcpyAsync(c.pin_out.p, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   cr.err_roundtrip = rel_l2(static_cast<const Real*>(c.pin_out.p), xin, count, 1.0 / transform_points);
 
   // (c) and (d) The whole offload from pinned, then from pageable host memory.
@@ -366,15 +350,15 @@ void measure_case(State& st, Ctx& c, const Options& o, CaseResult& cr) {
     ModeResult& m = mode == 0 ? cr.pinned : cr.pageable;
     void* src = mode == 0 ? c.pin_in.p : c.in.p;
     void* dst = mode == 0 ? c.pin_out.p : c.out.p;
-    CUDA_CHECK(cudaMemsetAsync(c.d_in.p, kPoisonByte, bytes, c.stream));
-    CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream));
-    CUDA_CHECK(cudaStreamSynchronize(c.stream));
+    CUDA_CHECK(cudaMemsetAsync(c.d_in.p, kPoisonByte, bytes, c.stream()));
+    CUDA_CHECK(cudaMemsetAsync(c.d_out.p, kPoisonByte, bytes, c.stream()));
+    CUDA_CHECK(cudaStreamSynchronize(c.stream()));
     std::memset(dst, kPoisonByte, bytes);
     repeat_median(o.reps, m, [&](double& wall) {
-      return time_gpu(c, wall, [&] {
-        CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, src, bytes, cudaMemcpyHostToDevice, c.stream));
+      return c.time(wall, [&] {
+        CUDA_CHECK(cudaMemcpyAsync(c.d_in.p, src, bytes, cudaMemcpyHostToDevice, c.stream()));
         CUFFT_CHECK(gpu_exec<P>(gp.h, c.d_in.p, c.d_out.p, CUFFT_FORWARD));
-        CUDA_CHECK(cudaMemcpyAsync(dst, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream));
+        CUDA_CHECK(cudaMemcpyAsync(dst, c.d_out.p, bytes, cudaMemcpyDeviceToHost, c.stream()));
       });
     });
     (mode == 0 ? cr.err_pinned : cr.err_pageable) = rel_l2(static_cast<const Real*>(dst), want, count);
@@ -445,9 +429,7 @@ void measure(State& st, const Options& o) {
       }
   if (c.cap_bytes == 0) throw CallError("no size fits in device and host memory (see the notes)");
 
-  CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreate(&c.e0));
-  CUDA_CHECK(cudaEventCreate(&c.e1));
+  c.create();
   c.d_in.alloc(c.cap_bytes);
   c.d_out.alloc(c.cap_bytes);
   c.pin_in.alloc(c.cap_bytes);
@@ -487,9 +469,7 @@ const char* kTiming =
 void write_mode(Json& j, const char* key, const ModeResult& m) {
   j.key(key).begin_object();
   j.kv("seconds", m.seconds).kv("wall_seconds", m.wall_seconds);
-  j.key("samples_s").begin_array();
-  for (double x : m.samples_s) j.value(x);
-  j.end_array();
+  j.kv_array("samples_s", m.samples_s);
   j.end_object();
 }
 
@@ -532,19 +512,11 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 
   j.key("parameters").begin_object();
   j.kv("gpu", o.gpu);
-  j.key("shapes").begin_array();
-  for (const auto& s : o.shapes) j.value(s);
-  j.end_array();
-  j.key("precisions").begin_array();
-  for (const auto& s : o.precisions) j.value(s);
-  j.end_array();
+  j.kv_array("shapes", o.shapes);
+  j.kv_array("precisions", o.precisions);
   j.kv("length_1d", o.length);
-  j.key("points_1d").begin_array();
-  for (long n : o.points_1d) j.value(n);
-  j.end_array();
-  j.key("cubes_3d").begin_array();
-  for (long n : o.cubes) j.value(n);
-  j.end_array();
+  j.kv_array("points_1d", o.points_1d);
+  j.kv_array("cubes_3d", o.cubes);
   j.kv("repetitions", o.reps).kv("statistic", "median").kv("warmup_repetitions", 1);
   j.kv("operation", "forward complex-to-complex DFT, out of place, unnormalised; 1d: batch = points / length_1d "
                     "transforms of length_1d contiguous points; 3d: one n x n x n transform, row major");
@@ -560,37 +532,29 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
                        "the host FFT's output; the GPU's inverse of its own output, divided by the transform's "
                        "points, against the input; each <= tolerance = 8 u log2(points of one transform), u = 2^-24 "
                        "(fp32), 2^-53 (fp64)");
-  write_environment(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "OMP_NUM_THREADS",
-                        "OMP_PROC_BIND", "OMP_PLACES", "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS"});
-  j.end_object();
-
-  j.key("results").begin_object();
-  j.key("cases").begin_array();
-  for (const auto& cr : st.cases) {
-    j.begin_object();
-    j.kv("shape", cr.shape).kv("precision", cr.precision).kv("size", cr.size).kv("points", cr.points);
-    j.kv("batch", cr.batch).kv("run", cr.run);
-    if (!cr.run) {
-      j.kv("not_run", cr.not_run.empty() ? std::string("the run stopped before this case") : cr.not_run);
-      j.end_object();
-      continue;
-    }
-    j.kv("bytes", cr.bytes).kv("host_plan_seconds", cr.host_plan_s).kv("gpu_plan_seconds", cr.gpu_plan_s);
-    write_mode(j, "host", cr.host);
-    write_mode(j, "kernel", cr.kernel);
-    write_mode(j, "pinned", cr.pinned);
-    write_mode(j, "pageable", cr.pageable);
-    j.kv("speedup_kernel", cr.host.seconds / cr.kernel.seconds);
-    j.kv("speedup_pinned", cr.host.seconds / cr.pinned.seconds);
-    j.kv("speedup_pageable", cr.host.seconds / cr.pageable.seconds);
-    j.key("errors").begin_object();
-    j.kv("kernel", cr.err_kernel).kv("pinned", cr.err_pinned).kv("pageable", cr.err_pageable);
-    j.kv("roundtrip", cr.err_roundtrip).kv("tolerance", cr.tolerance);
-    j.end_object();
-    j.kv("verified", cr.verified);
-    j.end_object();
-  }
-  j.end_array();
+  end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "OMP_NUM_THREADS",
+                     "OMP_PROC_BIND", "OMP_PLACES", "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS"});
+  write_cases(
+      j, st.cases,
+      [](Json& c, const CaseResult& cr) {
+        c.kv("shape", cr.shape).kv("precision", cr.precision).kv("size", cr.size).kv("points", cr.points);
+        c.kv("batch", cr.batch);
+      },
+      [](Json& c, const CaseResult& cr) {
+        c.kv("bytes", cr.bytes).kv("host_plan_seconds", cr.host_plan_s).kv("gpu_plan_seconds", cr.gpu_plan_s);
+        write_mode(c, "host", cr.host);
+        write_mode(c, "kernel", cr.kernel);
+        write_mode(c, "pinned", cr.pinned);
+        write_mode(c, "pageable", cr.pageable);
+        c.kv("speedup_kernel", cr.host.seconds / cr.kernel.seconds);
+        c.kv("speedup_pinned", cr.host.seconds / cr.pinned.seconds);
+        c.kv("speedup_pageable", cr.host.seconds / cr.pageable.seconds);
+        c.key("errors").begin_object();
+        c.kv("kernel", cr.err_kernel).kv("pinned", cr.err_pinned).kv("pageable", cr.err_pageable);
+        c.kv("roundtrip", cr.err_roundtrip).kv("tolerance", cr.tolerance);
+        c.end_object();
+        c.kv("verified", cr.verified);
+      });
   return end_results(j, metrics, waived, st.passed(), st);
 }
 

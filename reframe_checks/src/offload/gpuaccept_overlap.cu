@@ -613,12 +613,6 @@ double fraction_overlapped(const GpuResult& r) {
   return (sum - mx) > 0 ? (sum - r.bidir_s) / (sum - mx) : NAN;
 }
 
-void write_samples(Json& j, const char* key, const std::vector<double>& v) {
-  j.key(key).begin_array();
-  for (double x : v) j.value(x);
-  j.end_array();
-}
-
 std::string document(const State& st, const Options& o, const Invocation& run, const std::vector<DeviceInfo>& devices) {
   std::vector<Metric> metrics;
   Waived waived;
@@ -656,12 +650,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 
   begin_parameters(j, devices);
   j.kv("bytes", static_cast<unsigned long long>(o.mib) << 20).kv("mib", o.mib);
-  j.key("intensities_flop_per_byte").begin_array();
-  for (double x : o.intensities) j.value(x);
-  j.end_array();
-  j.key("streams").begin_array();
-  for (int n : o.streams) j.value(n);
-  j.end_array();
+  j.kv_array("intensities_flop_per_byte", o.intensities);
+  j.kv_array("streams", o.streams);
   j.kv("repetitions", o.reps).kv("statistic", "median").kv("warmup_repetitions", 1);
   j.kv("small_copy_repetitions", kSmallReps).kv("gap_copies", kGapN);
   j.kv("element", "float32").kv("bytes_per_element_moved", kBytesPerElement).kv("flops_per_fma", kFlopsPerIter);
@@ -686,13 +676,13 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
       j.key(dir == 0 ? "h2d" : "d2h").begin_object();
       j.kv("lo_us", d.lo_s * 1e6).kv("gap_n_us", d.gap_n_s * 1e6).kv("g_us", d.g_s * 1e6);
       j.kv("full_s", d.full_s).kv("G_s_per_byte", d.G).kv("gb_per_s", r.bytes / d.full_s / 1e9);
-      write_samples(j, "full_samples_s", d.full_samples_s);
+      j.kv_array("full_samples_s", d.full_samples_s);
       j.end_object();
     }
     j.key("bidir").begin_object();
     j.kv("seconds", r.bidir_s).kv("gb_per_s", 2.0 * r.bytes / r.bidir_s / 1e9);
     j.kv("fraction_overlapped", fraction_overlapped(r));
-    write_samples(j, "samples_s", r.bidir_samples_s);
+    j.kv_array("samples_s", r.bidir_samples_s);
     j.end_object();
     j.end_object();
     j.key("intensities").begin_array();
@@ -701,14 +691,14 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
       j.kv("flop_per_byte", ir.intensity).kv("fma_per_element", ir.iters);
       j.kv("flops", static_cast<double>(ir.iters) * kFlopsPerIter * static_cast<double>(r.bytes / sizeof(float)));
       j.kv("kernel_s", ir.kernel_s);
-      write_samples(j, "kernel_samples_s", ir.kernel_samples_s);
+      j.kv_array("kernel_samples_s", ir.kernel_samples_s);
       j.key("methods").begin_array();
       for (const auto& m : ir.methods) {
         j.begin_object();
         j.kv("method", m.key).kv("streams", m.streams).kv("run", m.run);
         if (m.run) {
           j.kv("seconds", m.seconds).kv("verified", m.verified).kv("checked", m.checked);
-          write_samples(j, "samples_s", m.samples_s);
+          j.kv_array("samples_s", m.samples_s);
         } else {
           j.kv("not_run", m.not_run);
         }

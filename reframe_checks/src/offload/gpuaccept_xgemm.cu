@@ -196,11 +196,9 @@ struct State : Outcome {
 
 // ---------------------------------------------------------------------------------------------
 // One GPU's buffers and handles.
-struct Ctx {
+struct Ctx : TimedStream {
   int dev = 0;
-  cudaStream_t stream = nullptr;
   cublasHandle_t handle = nullptr;
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
   PinnedBuf hA, hB, hC;
   PageableBuf pA, pB, pC;
   DevBuf dA, dB, dC;
@@ -210,9 +208,6 @@ struct Ctx {
   Ctx& operator=(const Ctx&) = delete;
   ~Ctx() {
     if (handle) cublasDestroy(handle);
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    if (stream) cudaStreamDestroy(stream);
   }
 };
 
@@ -304,16 +299,16 @@ void verify(State& st, const PrecInfo& pi, long n, const char* mode, const Refer
 }
 
 void poison_device(Ctx& c, size_t in_bytes, size_t out_bytes) {
-  CUDA_CHECK(cudaMemsetAsync(c.dA.p, kPoisonByte, in_bytes, c.stream));
-  CUDA_CHECK(cudaMemsetAsync(c.dB.p, kPoisonByte, in_bytes, c.stream));
-  CUDA_CHECK(cudaMemsetAsync(c.dC.p, kPoisonByte, out_bytes, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemsetAsync(c.dA.p, kPoisonByte, in_bytes, c.stream()));
+  CUDA_CHECK(cudaMemsetAsync(c.dB.p, kPoisonByte, in_bytes, c.stream()));
+  CUDA_CHECK(cudaMemsetAsync(c.dC.p, kPoisonByte, out_bytes, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
 }
 
-// Warm-up, then o.reps repetitions, each the event pair on c.stream around issue().
+// Warm-up, then o.reps repetitions, each the event pair on c's stream around issue().
 template <typename Issue>
 void timed(Ctx& c, const Options& o, ModeResult& m, Issue&& issue) {
-  repeat_median(o.reps, m, [&](double& wall) { return time_on_stream(c.stream, c.e0, c.e1, wall, issue); });
+  repeat_median(o.reps, m, [&](double& wall) { return c.time(wall, issue); });
 }
 
 void measure_case(State& st, Ctx& c, const Options& o, const PrecInfo& pi, CaseResult& cr) {
@@ -327,13 +322,13 @@ void measure_case(State& st, Ctx& c, const Options& o, const PrecInfo& pi, CaseR
 
   // (a) The GEMM alone on device-resident data.
   poison_device(c, in_bytes, out_bytes);
-  CUDA_CHECK(cudaMemcpyAsync(c.dA.p, c.hA.p, in_bytes, cudaMemcpyHostToDevice, c.stream));
-  CUDA_CHECK(cudaMemcpyAsync(c.dB.p, c.hB.p, in_bytes, cudaMemcpyHostToDevice, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemcpyAsync(c.dA.p, c.hA.p, in_bytes, cudaMemcpyHostToDevice, c.stream()));
+  CUDA_CHECK(cudaMemcpyAsync(c.dB.p, c.hB.p, in_bytes, cudaMemcpyHostToDevice, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   timed(c, o, cr.kernel, [&] { gemm(c, pi.p, n); });
   std::memset(c.hC.p, kPoisonByte, out_bytes);
-  CUDA_CHECK(cudaMemcpyAsync(c.hC.p, c.dC.p, out_bytes, cudaMemcpyDeviceToHost, c.stream));
-  CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  CUDA_CHECK(cudaMemcpyAsync(c.hC.p, c.dC.p, out_bytes, cudaMemcpyDeviceToHost, c.stream()));
+  CUDA_CHECK(cudaStreamSynchronize(c.stream()));
   verify(st, pi, cr.n, "kernel", ref, c.hC.p, cr.kernel);
 
   // (b) and (c) The whole offload from pinned, then from pageable host memory.
@@ -345,10 +340,10 @@ void measure_case(State& st, Ctx& c, const Options& o, const PrecInfo& pi, CaseR
     poison_device(c, in_bytes, out_bytes);
     std::memset(C, kPoisonByte, out_bytes);
     timed(c, o, m, [&] {
-      CUDA_CHECK(cudaMemcpyAsync(c.dA.p, A, in_bytes, cudaMemcpyHostToDevice, c.stream));
-      CUDA_CHECK(cudaMemcpyAsync(c.dB.p, B, in_bytes, cudaMemcpyHostToDevice, c.stream));
+      CUDA_CHECK(cudaMemcpyAsync(c.dA.p, A, in_bytes, cudaMemcpyHostToDevice, c.stream()));
+      CUDA_CHECK(cudaMemcpyAsync(c.dB.p, B, in_bytes, cudaMemcpyHostToDevice, c.stream()));
       gemm(c, pi.p, n);
-      CUDA_CHECK(cudaMemcpyAsync(C, c.dC.p, out_bytes, cudaMemcpyDeviceToHost, c.stream));
+      CUDA_CHECK(cudaMemcpyAsync(C, c.dC.p, out_bytes, cudaMemcpyDeviceToHost, c.stream()));
     });
     verify(st, pi, cr.n, mode == 0 ? "pinned" : "pageable", ref, C, m);
   }
@@ -390,11 +385,9 @@ void measure_gpu(State& st, const Options& o, double t0) {
   if (n_max == 0) throw CallError("no size in --sizes fits in device and host memory (see the notes)");
   c.cap_bytes = static_cast<size_t>(n_max) * n_max * widest;
 
-  CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreate(&c.e0));
-  CUDA_CHECK(cudaEventCreate(&c.e1));
+  c.create();
   CUBLAS_CHECK(cublasCreate(&c.handle));
-  CUBLAS_CHECK(cublasSetStream(c.handle, c.stream));
+  CUBLAS_CHECK(cublasSetStream(c.handle, c.stream()));
   CUBLAS_CHECK(cublasSetMathMode(c.handle, CUBLAS_DEFAULT_MATH));
   c.dA.alloc(c.cap_bytes);
   c.dB.alloc(c.cap_bytes);
@@ -491,9 +484,7 @@ void write_mode(Json& j, const char* key, const ModeResult& m, double flops) {
   j.kv("seconds", m.seconds).kv("gflops", gf(flops, m.seconds));
   j.kv("wall_seconds", m.wall_seconds).kv("wall_gflops", gf(flops, m.wall_seconds));
   j.kv("verified", m.verified).kv("checked", m.checked).kv("max_rel_error", m.max_rel_error);
-  j.key("samples_s").begin_array();
-  for (double x : m.samples_s) j.value(x);
-  j.end_array();
+  j.kv_array("samples_s", m.samples_s);
   j.end_object();
 }
 
@@ -526,12 +517,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 
   j.key("parameters").begin_object();
   j.kv("gpu", o.gpu);
-  j.key("sizes").begin_array();
-  for (long n : o.sizes) j.value(n);
-  j.end_array();
-  j.key("precisions").begin_array();
-  for (const auto& k : o.precisions) j.value(k);
-  j.end_array();
+  j.kv_array("sizes", o.sizes);
+  j.kv_array("precisions", o.precisions);
   j.kv("repetitions", o.reps).kv("statistic", "median").kv("warmup_repetitions", 1);
   j.kv("time_limit_s", o.time_limit_s).kv("largest_size_fitting", st.max_n_fits);
   j.kv("operation", "C = A B, square n x n, column major, no transpose, alpha 1, beta 0; flops 2 n^3");
@@ -548,25 +535,17 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
   j.end_object();
   end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
                      "CUBLAS_WORKSPACE_CONFIG"});
-  j.key("cases").begin_array();
-  for (const auto& cr : st.cases) {
-    j.begin_object();
-    j.kv("precision", cr.precision).kv("n", cr.n).kv("run", cr.run);
-    if (!cr.run) {
-      j.kv("not_run", cr.not_run.empty() ? std::string("the run stopped before this case") : cr.not_run);
-      j.end_object();
-      continue;
-    }
-    j.kv("flops", cr.flops).kv("h2d_bytes", cr.h2d_bytes).kv("d2h_bytes", cr.d2h_bytes);
-    write_mode(j, "kernel", cr.kernel, cr.flops);
-    write_mode(j, "pinned", cr.pinned, cr.flops);
-    write_mode(j, "pageable", cr.pageable, cr.flops);
-    j.kv("pinned_over_kernel", cr.kernel.seconds / cr.pinned.seconds);
-    j.kv("pageable_over_kernel", cr.kernel.seconds / cr.pageable.seconds);
-    j.kv("verified", cr.kernel.verified && cr.pinned.verified && cr.pageable.verified);
-    j.end_object();
-  }
-  j.end_array();
+  write_cases(
+      j, st.cases, [](Json& c, const CaseResult& cr) { c.kv("precision", cr.precision).kv("n", cr.n); },
+      [](Json& c, const CaseResult& cr) {
+        c.kv("flops", cr.flops).kv("h2d_bytes", cr.h2d_bytes).kv("d2h_bytes", cr.d2h_bytes);
+        write_mode(c, "kernel", cr.kernel, cr.flops);
+        write_mode(c, "pinned", cr.pinned, cr.flops);
+        write_mode(c, "pageable", cr.pageable, cr.flops);
+        c.kv("pinned_over_kernel", cr.kernel.seconds / cr.pinned.seconds);
+        c.kv("pageable_over_kernel", cr.kernel.seconds / cr.pageable.seconds);
+        c.kv("verified", cr.kernel.verified && cr.pinned.verified && cr.pageable.verified);
+      });
   return end_results(j, metrics, waived, st.passed(), st);
 }
 

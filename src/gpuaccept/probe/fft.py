@@ -17,12 +17,11 @@ says what each figure means.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
 
-from gpuaccept.probe.offload import OffloadError, _cases, _fmt, _load, _write_atomic, crossover, record_crossover
+from gpuaccept.probe.offload import OffloadError, _cases, _fmt, crossover, record_crossover, rewrite_document
 
 #: The offload modes a crossover is computed for; ``kernel`` (no transfers) is reported beside them.
 MODES = ("pinned", "pageable")
@@ -123,15 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("document", help="a gpuaccept-fft JSON document")
     ap.add_argument("--output", help="where to write the annotated document (default: the document itself)")
     args = ap.parse_args(argv)
-    try:
-        doc = _load(args.document)
-        annotate(doc, args.document)
-        _write_atomic(args.output or args.document, json.dumps(doc, indent=1) + "\n")
-    except (OSError, OffloadError) as err:
-        print(f"{ap.prog}: {err}", file=sys.stderr)
-        return 1
-    print(summary(doc))
-    return 0 if doc["results"]["crossover"]["per_case"] else 1
+    return rewrite_document(
+        ap.prog, args.document, args.output, lambda doc: annotate(doc, args.document), summary, "per_case"
+    )
 
 
 if __name__ == "__main__":

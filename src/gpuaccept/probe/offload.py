@@ -28,13 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.probe.overlap import Link
 
 #: The host GEMM each GPU precision is compared with.
@@ -282,16 +281,27 @@ def _load(path: str) -> dict[str, Any]:
     return doc
 
 
-def _write_atomic(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".offload-", suffix=".tmp")
+def rewrite_document(
+    prog: str,
+    path: str,
+    output: str | None,
+    annotate: Callable[[dict[str, Any]], None],
+    summary: Callable[[dict[str, Any]], str],
+    crossovers: str,
+) -> int:
+    """The run of a probe's ``main``: the document at ``path``, ``annotate(doc)`` adding its crossovers, written to
+    ``output`` (default: ``path`` itself) atomically (gpuaccept.atomic), then ``summary(doc)`` printed. Exit status 1
+    where an input is wrong (the message, after ``prog``, on stderr) or ``results.crossover[crossovers]`` is empty
+    (a run without a GPU), else 0."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        doc = _load(path)
+        annotate(doc)
+        write_text_atomic(output or path, json.dumps(doc, indent=1) + "\n")
+    except (OSError, OutputError, OffloadError) as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return 1
+    print(summary(doc))
+    return 0 if doc["results"]["crossover"][crossovers] else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -309,16 +319,12 @@ def main(argv: list[str] | None = None) -> int:
                            help="why the host was not timed: every crossover is waived with this reason")
     ap.add_argument("--output", help="where to write the annotated document (default: the xgemm document itself)")
     args = ap.parse_args(argv)
-    try:
-        doc = _load(args.document)
+
+    def add_crossovers(doc: dict[str, Any]) -> None:
         host = host_rates((p, _load(p)) for p in args.host or ())
         annotate(doc, host, ", ".join(args.host or ()), args.document, args.no_host or "")
-        _write_atomic(args.output or args.document, json.dumps(doc, indent=1) + "\n")
-    except (OSError, OffloadError) as err:
-        print(f"{ap.prog}: {err}", file=sys.stderr)
-        return 1
-    print(summary(doc))
-    return 0 if doc["results"]["crossover"]["per_precision"] else 1
+
+    return rewrite_document(ap.prog, args.document, args.output, add_crossovers, summary, "per_precision")
 
 
 if __name__ == "__main__":
