@@ -533,15 +533,7 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--node-type", required=True, help="judge against reference_values/<NODE_TYPE>.yaml")
     sp.add_argument("--suite", required=True, choices=SUITES, help="the suite that ran (which checks it expects)")
     sp.add_argument("--facts", help="facts JSON (default: gather them now)")
-    sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
-    sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
-    sp.add_argument(
-        "--pushgateway",
-        default=os.environ.get("GPUACCEPT_PUSHGATEWAY") or None,
-        help="also push the metrics to this Pushgateway URL (nodes without node_exporter); default "
-        "$GPUACCEPT_PUSHGATEWAY, which keeps a URL with credentials off the command line",
-    )
-    sp.add_argument("--pushgateway-instance", help="the instance label of the push (default: the node's hostname)")
+    run.add_verdict_outputs(sp, "the node's hostname")
     sp.set_defaults(func=cmd_summarize)
 
     sp = sub.add_parser(

@@ -479,6 +479,20 @@ def exit_status(result: verdict.Verdict, outcome: ReframeOutcome) -> int:
     return EXIT_REJECTED
 
 
+def add_verdict_outputs(sp: argparse.ArgumentParser, instance_default: str) -> None:
+    """The options ``run`` and ``summarize`` share: the GPU count expected and where the metrics go besides the run
+    directory; ``instance_default`` says what the push's instance label is without ``--pushgateway-instance``."""
+    sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
+    sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
+    sp.add_argument(
+        "--pushgateway",
+        default=os.environ.get("GPUACCEPT_PUSHGATEWAY") or None,
+        help="also push the metrics to this Pushgateway URL (nodes without node_exporter); default "
+        "$GPUACCEPT_PUSHGATEWAY, which keeps a URL with credentials off the command line",
+    )
+    sp.add_argument("--pushgateway-instance", help=f"the instance label of the push (default: {instance_default})")
+
+
 def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     sp = sub.add_parser(
         "run",
@@ -498,15 +512,7 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     sp.add_argument("--facts", help="the node's facts JSON (default: gather them now)")
     sp.add_argument("--host-only", action="store_true", help="run without a usable GPU: only the host checks can "
                     "run then (default: a node without one stops at once, exit 3, unless its node type expects none)")
-    sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
-    sp.add_argument("--textfile-dir", help="also write gpuaccept_<suite>.prom here (node_exporter's directory)")
-    sp.add_argument(
-        "--pushgateway",
-        default=os.environ.get("GPUACCEPT_PUSHGATEWAY") or None,
-        help="also push the metrics to this Pushgateway URL; default $GPUACCEPT_PUSHGATEWAY, which keeps a URL with "
-        "credentials off the command line",
-    )
-    sp.add_argument("--pushgateway-instance", help="the push's instance label (default: the node's name)")
+    add_verdict_outputs(sp, "the node's name")
     sp.add_argument(
         "--reframe-config",
         help="the ReFrame configuration (the gpuaccept_reframe role's); default: written into the run directory "
