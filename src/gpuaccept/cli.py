@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, cli_fleet, helptext, redact, run
+from gpuaccept import __version__, cli_fleet, helptext, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
@@ -469,12 +469,7 @@ def cmd_peaks(args: argparse.Namespace) -> int:
     path = Path(args.peaks) if args.peaks else Path(args.reference_dir) / peaks.DEFAULT_PATH
     table = peaks.load(path)
     doc_path = Path(args.document)
-    try:
-        doc = json.loads(doc_path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InputError(f"{doc_path}: cannot read the benchmark document: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise InputError(f"{doc_path}: not JSON: line {err.lineno}: {err.msg}") from None
+    doc = textinput.load(doc_path, "benchmark document", textinput.JSON, InputError)
     if not isinstance(doc, dict) or doc.get("schema") != BENCH_SCHEMA:
         raise InputError(f"{doc_path}: not a {BENCH_SCHEMA} document")
     power_doc = None

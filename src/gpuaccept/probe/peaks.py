@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from gpuaccept import textinput
 
 SCHEMA = "gpuaccept.gpu_peaks/1"
 PRECISIONS = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8")
@@ -54,12 +54,7 @@ class GpuPeaks:
 
 def load(path: str | Path) -> list[GpuPeaks]:
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise PeaksError(f"{path}: cannot read the peaks file: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise PeaksError(f"{path}: not valid YAML: {err}") from None
+    data = textinput.load(path, "peaks file", textinput.YAML, PeaksError)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise PeaksError(f"{path}: 'schema' must be {SCHEMA!r}")
     sources = data.get("sources")
