@@ -21,7 +21,15 @@ import math
 import sys
 from typing import Any
 
-from gpuaccept.probe.offload import OffloadError, _cases, _fmt, crossover, record_crossover, rewrite_document
+from gpuaccept.probe.offload import (
+    OffloadError,
+    _cases,
+    _fmt,
+    crossover,
+    crossover_lines,
+    record_crossovers,
+    rewrite_document,
+)
 
 #: The offload modes a crossover is computed for; ``kernel`` (no transfers) is reported beside them.
 MODES = ("pinned", "pageable")
@@ -77,15 +85,13 @@ def annotate(doc: dict[str, Any], name: str = "fft document") -> dict[str, Any]:
         "between the two sweep sizes around the sign change",
         "per_case": analysis,
     }
-    for case, res in analysis.items():
-        for m in MODES:
-            record_crossover(
-                doc, f"{case}_crossover_points_{m}", res[m], "points",
-                lambda cx, case=case, m=m:
-                f"smallest {case} size (complex points) from which cuFFT offloaded from {m} host memory (H2D, FFT, "
-                f"D2H) beats the host's FFT, interpolated in log points between {cx['between'][0]} and "
-                f"{cx['between'][1]} (informational)",
-            )
+    record_crossovers(
+        doc, analysis, "points",
+        lambda case, m, res, cx:
+        f"smallest {case} size (complex points) from which cuFFT offloaded from {m} host memory (H2D, FFT, "
+        f"D2H) beats the host's FFT, interpolated in log points between {cx['between'][0]} and "
+        f"{cx['between'][1]} (informational)",
+    )
     return doc
 
 
@@ -106,11 +112,8 @@ def summary(doc: dict[str, Any]) -> str:
                 f"{_fmt(r['pinned_s'] * 1e3, '.3f'):>9} {_fmt(r['pageable_s'] * 1e3, '.3f'):>9} "
                 f"{_fmt(r['speedup_kernel'], '.2f'):>8} {_fmt(r['speedup_pinned'], '.2f'):>8} "
                 f"{_fmt(r['speedup_pageable'], '.2f'):>8}")
-    lines.append("crossover (the GPU beats the host FFT from):")
-    for case, res in cx.items():
-        lines.append(f"  {case}: pinned {res['pinned']['text']}; pageable {res['pageable']['text']}; "
-                     f"kernel alone {res['kernel']['text']}")
-        lines.extend(f"    note: {note}" for note in res["notes"])
+    lines += crossover_lines("crossover (the GPU beats the host FFT from):", cx, lambda case, res: case,
+                             (("pinned", "pinned"), ("pageable", "pageable"), ("kernel alone", "kernel")))
     return "\n".join(lines)
 
 

@@ -202,16 +202,34 @@ def analyse(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], name: st
     return out
 
 
-def record_crossover(doc: dict[str, Any], key: str, cx: dict[str, Any], unit: str,
-                     describe: Callable[[dict[str, Any]], str]) -> None:
-    """Writes crossover ``cx`` (from :func:`crossover`) into ``doc`` as the informational metric ``key`` (``unit``,
-    lower is better, described by ``describe(cx)``), or, where there is none, waives ``key`` with the reason."""
+def record_crossovers(doc: dict[str, Any], analysis: dict[str, dict[str, Any]], unit: str,
+                      describe: Callable[[str, str, dict[str, Any], dict[str, Any]], str]) -> None:
+    """Writes each case's crossovers (``analysis[case][mode]``, from :func:`crossover`, for every mode of
+    ``MODES``) into ``doc`` as the informational metrics ``<case>_crossover_<unit>_<mode>`` (lower is better,
+    described by ``describe(case, mode, analysis[case], crossover)``), or, where there is none, waives the metric
+    with the reason."""
     metrics = doc.setdefault("metrics", {})
     waived = doc.setdefault("waived", {})
-    if cx["status"] == "crossover":
-        metrics[key] = {"value": cx["n"], "unit": unit, "better": "lower", "description": describe(cx)}
-    else:
-        waived[key] = cx["text"]
+    for case, res in analysis.items():
+        for m in MODES:
+            key, cx = f"{case}_crossover_{unit}_{m}", res[m]
+            if cx["status"] == "crossover":
+                metrics[key] = {"value": cx["n"], "unit": unit, "better": "lower",
+                                "description": describe(case, m, res, cx)}
+            else:
+                waived[key] = cx["text"]
+
+
+def crossover_lines(heading: str, per_case: dict[str, dict[str, Any]], label: Callable[[str, dict[str, Any]], str],
+                    modes: tuple[tuple[str, str], ...] = (("pinned", "pinned"), ("pageable", "pageable"))) -> list[str]:
+    """The summary's closing lines: ``heading``, then per case ``label(case, result)`` with the crossover text of
+    each ``(name, mode)`` of ``modes``, and the case's notes."""
+    lines = [heading]
+    for case, res in per_case.items():
+        found = "; ".join(f"{name} {res[m]['text']}" for name, m in modes)
+        lines.append(f"  {label(case, res)}: {found}")
+        lines.extend(f"    note: {note}" for note in res["notes"])
+    return lines
 
 
 def annotate(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], source: str = "",
@@ -228,15 +246,13 @@ def annotate(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], source:
         "sweep; ln(gpu/host) interpolated linearly in ln n between the two sweep sizes around the sign change",
         "per_precision": analysis,
     }
-    for prec, res in analysis.items():
-        for m in MODES:
-            record_crossover(
-                doc, f"{prec}_crossover_n_{m}", res[m], "n",
-                lambda cx, prec=prec, m=m, hprec=res["host_precision"]:
-                f"smallest square size from which {prec} offloaded from {m} host memory (H2D of A and B, GEMM, D2H "
-                f"of C) beats the host's {hprec}, interpolated in log n between n={cx['between'][0]} and "
-                f"n={cx['between'][1]} (informational)",
-            )
+    record_crossovers(
+        doc, analysis, "n",
+        lambda prec, m, res, cx:
+        f"smallest square size from which {prec} offloaded from {m} host memory (H2D of A and B, GEMM, D2H "
+        f"of C) beats the host's {res['host_precision']}, interpolated in log n between n={cx['between'][0]} and "
+        f"n={cx['between'][1]} (informational)",
+    )
     return doc
 
 
@@ -262,11 +278,8 @@ def summary(doc: dict[str, Any]) -> str:
                 f"{_fmt(r['pageable_over_kernel'], '.3f'):>6} {_fmt(r['host_gflops']):>9} "
                 f"{res['host_precision']:>9}  {win}"
             )
-    lines.append("crossover (GPU with transfers beats the host from):")
-    for prec, res in cx.items():
-        lines.append(f"  {prec} vs host {res['host_precision']}: pinned {res['pinned']['text']}; "
-                     f"pageable {res['pageable']['text']}")
-        lines.extend(f"    note: {note}" for note in res["notes"])
+    lines += crossover_lines("crossover (GPU with transfers beats the host from):", cx,
+                             lambda prec, res: f"{prec} vs host {res['host_precision']}")
     return "\n".join(lines)
 
 
