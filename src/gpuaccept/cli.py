@@ -268,17 +268,12 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     outputs: list[tuple[str, Path, str]] = []
     if sku is None:
         match = {"gpu_model": gpus[0]["name"], "gpu_count": len(gpus), **match} if gpus else {"gpu_count": 0}
-        text = baseline.proposal(node_type, args.description, match, args.source_id, source, checks, header)
-        outputs.append((text, reviewed, ""))
-    else:
-        sku_name, sku_match, sku_description = sku
-        node_text, gpu_text = baseline.proposals(
-            node_type, args.description, sku_name, sku_match, sku_description, len(gpus), match,
-            args.source_id, source, checks, header,
-        )
-        outputs.append((node_text, reviewed, ""))
-        if gpu_text is not None:
-            outputs.append((gpu_text, reference_dir / references.GPU_DIR / f"{sku_name}.yaml", references.GPU_DIR))
+    node_text, gpu_text = baseline.proposals(
+        node_type, args.description, match, args.source_id, source, checks, header, sku, len(gpus)
+    )
+    outputs.append((node_text, reviewed, ""))
+    if sku is not None and gpu_text is not None:
+        outputs.append((gpu_text, reference_dir / references.GPU_DIR / f"{sku[0]}.yaml", references.GPU_DIR))
     if args.output:
         out = Path(args.output)
         targets = [(text, rev, out if not sub else out.parent / sub / rev.name) for text, rev, sub in outputs]

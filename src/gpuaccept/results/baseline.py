@@ -404,55 +404,45 @@ def node_baseline(node: str, node_type: str, source_id: str, source: dict[str, A
     return _file(NODE_BASELINE_SCHEMA, fields, {source_id: source}, checks, header)
 
 
-def proposal(
-    node_type: str,
-    description: str,
-    match: dict[str, Any],
-    source_id: str,
-    source: dict[str, Any],
-    checks: dict[str, Any],
-    header: str = "",
-) -> str:
-    """A self-contained proposal (schema gpuaccept.references/1, both layers in one file): for a node without
-    GPUs, where no GPU SKU holds the per-GPU layer. ``header`` lines become comments at its top."""
-    fields = {"node_type": node_type, "description": description, "match": match}
-    return _file(SCHEMA_V1, fields, {source_id: source}, checks, header)
-
-
 def proposals(
     node_type: str,
     description: str,
-    sku: str,
-    sku_match: dict[str, Any],
-    sku_description: str,
-    gpu_count: int,
     match: dict[str, Any],
     source_id: str,
     source: dict[str, Any],
     checks: dict[str, Any],
     header: str = "",
+    sku: tuple[str, dict[str, Any], str] | None = None,
+    gpu_count: int = 0,
 ) -> tuple[str, str | None]:
-    """(node type file, GPU SKU file or None) of a two-layer proposal: per-GPU figures go to
-    ``gpus/<sku>.yaml``, node-level ones to ``<node_type>.yaml`` (docs/reference-values.md)."""
-    gpu_checks, node_checks = split_layers(checks)
+    """(node type file, GPU SKU file or None) of a proposal; ``header`` lines become comments at their top. With
+    ``sku`` (its name, match and description) and ``gpu_count``, two layers: per-GPU figures go to
+    ``gpus/<sku>.yaml``, node-level ones to ``<node_type>.yaml`` (docs/reference-values.md). Without, for a node
+    without GPUs, where no GPU SKU holds the per-GPU layer: one self-contained file (schema
+    gpuaccept.references/1, both layers in one file)."""
     sources = {source_id: source}
-    node_fields = {"node_type": node_type, "description": description, "gpu": sku, "gpu_count": gpu_count}
+    if sku is None:
+        fields = {"node_type": node_type, "description": description, "match": match}
+        return _file(SCHEMA_V1, fields, sources, checks, header), None
+    sku_name, sku_match, sku_description = sku
+    gpu_checks, node_checks = split_layers(checks)
+    node_fields = {"node_type": node_type, "description": description, "gpu": sku_name, "gpu_count": gpu_count}
     if match:
         node_fields["match"] = match
     gpu_text = None
     if gpu_checks:
         gpu_text = _file(
             GPU_SCHEMA,
-            {"sku": sku, "description": sku_description, "match": sku_match},
+            {"sku": sku_name, "description": sku_description, "match": sku_match},
             _used_sources(gpu_checks, sources),
             gpu_checks,
-            header + f"\nThe per-GPU layer: every node type with gpu: {sku} shares it.",
+            header + f"\nThe per-GPU layer: every node type with gpu: {sku_name} shares it.",
         )
     node_text = _file(
         SCHEMA,
         node_fields,
         _used_sources(node_checks, sources),
         node_checks,
-        header + f"\nThe node layer; the per-GPU figures are in {GPU_DIR}/{sku}.yaml.",
+        header + f"\nThe node layer; the per-GPU figures are in {GPU_DIR}/{sku_name}.yaml.",
     )
     return node_text, gpu_text
