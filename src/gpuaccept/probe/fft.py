@@ -85,13 +85,9 @@ def annotate(doc: dict[str, Any], name: str = "fft document") -> dict[str, Any]:
         "between the two sweep sizes around the sign change",
         "per_case": analysis,
     }
-    record_crossovers(
-        doc, analysis, "points",
-        lambda case, m, res, cx:
-        f"smallest {case} size (complex points) from which cuFFT offloaded from {m} host memory (H2D, FFT, "
-        f"D2H) beats the host's FFT, interpolated in log points between {cx['between'][0]} and "
-        f"{cx['between'][1]} (informational)",
-    )
+    record_crossovers(doc, analysis, "points", "smallest {case} size (complex points) from which cuFFT offloaded "
+                      "from {mode} host memory (H2D, FFT, D2H) beats the host's FFT, interpolated in log points "
+                      "between {lo} and {hi} (informational)")
     return doc
 
 

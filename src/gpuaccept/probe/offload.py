@@ -202,20 +202,20 @@ def analyse(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], name: st
     return out
 
 
-def record_crossovers(doc: dict[str, Any], analysis: dict[str, dict[str, Any]], unit: str,
-                      describe: Callable[[str, str, dict[str, Any], dict[str, Any]], str]) -> None:
+def record_crossovers(doc: dict[str, Any], analysis: dict[str, dict[str, Any]], unit: str, describe: str) -> None:
     """Writes each case's crossovers (``analysis[case][mode]``, from :func:`crossover`, for every mode of
-    ``MODES``) into ``doc`` as the informational metrics ``<case>_crossover_<unit>_<mode>`` (lower is better,
-    described by ``describe(case, mode, analysis[case], crossover)``), or, where there is none, waives the metric
-    with the reason."""
+    ``MODES``) into ``doc`` as the informational metrics ``<case>_crossover_<unit>_<mode>`` (lower is better), or,
+    where there is none, waives the metric with the reason. ``describe`` is the metrics' description, formatted
+    with ``case``, ``mode``, the sweep sizes ``lo`` and ``hi`` the crossover lies between, and the case's
+    results (e.g. ``host_precision``)."""
     metrics = doc.setdefault("metrics", {})
     waived = doc.setdefault("waived", {})
     for case, res in analysis.items():
         for m in MODES:
             key, cx = f"{case}_crossover_{unit}_{m}", res[m]
             if cx["status"] == "crossover":
-                metrics[key] = {"value": cx["n"], "unit": unit, "better": "lower",
-                                "description": describe(case, m, res, cx)}
+                text = describe.format(case=case, mode=m, lo=cx["between"][0], hi=cx["between"][1], **res)
+                metrics[key] = {"value": cx["n"], "unit": unit, "better": "lower", "description": text}
             else:
                 waived[key] = cx["text"]
 
@@ -246,13 +246,9 @@ def annotate(doc: dict[str, Any], host: dict[tuple[str, int], HostRate], source:
         "sweep; ln(gpu/host) interpolated linearly in ln n between the two sweep sizes around the sign change",
         "per_precision": analysis,
     }
-    record_crossovers(
-        doc, analysis, "n",
-        lambda prec, m, res, cx:
-        f"smallest square size from which {prec} offloaded from {m} host memory (H2D of A and B, GEMM, D2H "
-        f"of C) beats the host's {res['host_precision']}, interpolated in log n between n={cx['between'][0]} and "
-        f"n={cx['between'][1]} (informational)",
-    )
+    record_crossovers(doc, analysis, "n", "smallest square size from which {case} offloaded from {mode} host memory "
+                      "(H2D of A and B, GEMM, D2H of C) beats the host's {host_precision}, interpolated in log n "
+                      "between n={lo} and n={hi} (informational)")
     return doc
 
 
