@@ -312,10 +312,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    command = list(args.cmd)
-    if command[:1] == ["--"]:
-        command = command[1:]
-    return power.run(command, args.output, args.interval, argv=["gpuaccept", *sys.argv[1:]], backend_name=args.backend)
+    return power.run(args.cmd, args.output, args.interval, argv=["gpuaccept", *sys.argv[1:]], backend_name=args.backend)
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
@@ -597,11 +594,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--backend", choices=power.BACKENDS, default="auto", help="how GPUs are read (default: NVML, else nvidia-smi)"
     )
-    sp.add_argument(
-        "cmd",
-        nargs=argparse.REMAINDER,
-        metavar="-- COMMAND [ARGS...]",
-        help="the command to sample (exit status 127 when it cannot be started)",
+    run.add_command_tail(
+        sp, "cmd", "-- COMMAND [ARGS...]", "the command to sample (exit status 127 when it cannot be started)"
     )
     sp.set_defaults(func=cmd_sample)
 

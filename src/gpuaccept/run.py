@@ -293,8 +293,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.reframe_config and not Path(args.reframe_config).is_file():
         raise RunError(f"--reframe-config {args.reframe_config}: no such file")
     extra = list(args.reframe_options)
-    if extra[:1] == ["--"]:
-        extra = extra[1:]
 
     if args.slurm_inventory:
         return run_slurm(args, extra)
@@ -479,6 +477,21 @@ def exit_status(result: verdict.Verdict, outcome: ReframeOutcome) -> int:
     return EXIT_REJECTED
 
 
+class _AfterDashes(argparse.Action):
+    """Stores the rest of the command line without the ``--`` that set it apart."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        values = list(values)
+        setattr(namespace, self.dest, values[1:] if values[:1] == ["--"] else values)
+
+
+def add_command_tail(sp: argparse.ArgumentParser, dest: str, metavar: str, help: str) -> None:
+    """The positional ``dest``: every argument after ``--`` (a command to run, more options to pass on), as a
+    list without the ``--``."""
+    sp.add_argument(dest, nargs=argparse.REMAINDER, action=_AfterDashes, metavar=metavar, help=help)
+
+
 def add_verdict_outputs(sp: argparse.ArgumentParser, instance_default: str) -> None:
     """The options ``run`` and ``summarize`` share: the GPU count expected and where the metrics go besides the run
     directory; ``instance_default`` says what the push's instance label is without ``--pushgateway-instance``."""
@@ -534,12 +547,8 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     slurm.add_argument("--slurm-inventory", help="judge each node of this inventory (ansible-inventory --list JSON)")
     slurm.add_argument("--distribute", action="store_true", help="one job per node (reframe --distribute=avail)")
     slurm.add_argument("--drain", action="store_true", help="drain the nodes that failed, with the reason")
-    sp.add_argument(
-        "reframe_options",
-        nargs=argparse.REMAINDER,
-        metavar="-- REFRAME OPTIONS",
-        help="more ReFrame options after --, added to the suite's (e.g. -- -n '^GpuGemm$')",
-    )
+    add_command_tail(sp, "reframe_options", "-- REFRAME OPTIONS",
+                     "more ReFrame options after --, added to the suite's (e.g. -- -n '^GpuGemm$')")
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser(
