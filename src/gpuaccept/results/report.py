@@ -163,6 +163,11 @@ def _svg(fig: Any, plot_id: str, caption: str) -> str:
     )
 
 
+def _group_svg(fig: Any, kind: str, group: Group, caption: str) -> str:
+    """One node type's figure: plot id ``<kind>:<label>``, and the caption after the label."""
+    return _svg(fig, f"{kind}:{group.label}", f"{group.label}: {caption}")
+
+
 def _colors(n: int) -> list[str]:
     base = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
     return [base[i % len(base)] for i in range(n)]
@@ -199,11 +204,8 @@ def plot_sweep(group: Group, doc: dict[str, Any]) -> str:
     ax_t.legend(fontsize=7, loc="upper left")
     ax_t.set_title(f"{group.label}: throughput")
     ax_l.set_title(f"{group.label}: latency")
-    return _svg(
-        fig,
-        f"sweep:{group.label}",
-        f"{group.label}: bandwidth sweep of GPU 0 ({doc.get('started_utc')}): {doc.get('timing', '')}",
-    )
+    caption = f"bandwidth sweep of GPU 0 ({doc.get('started_utc')}): {doc.get('timing', '')}"
+    return _group_svg(fig, "sweep", group, caption)
 
 
 def plot_sweep_compare(groups: list[Group]) -> str | None:
@@ -262,12 +264,9 @@ def plot_matrix(group: Group, doc: dict[str, Any]) -> str | None:
         ax.set_yticks(range(len(rows)), labels if n == 0 else [])
         ax.tick_params(left=n == 0)
         ax.set_title(f"{key} (GB/s)", fontsize=8)
-    return _svg(
-        fig,
-        f"matrix:{group.label}",
-        f"{group.label}: NUMA x GPU bandwidth at "
-        f"{matrix[0].get('bytes', 0) / 2**20:.0f} MiB, thread and host buffer bound to the node",
-    )
+    mib = matrix[0].get("bytes", 0) / 2**20
+    caption = f"NUMA x GPU bandwidth at {mib:.0f} MiB, thread and host buffer bound to the node"
+    return _group_svg(fig, "matrix", group, caption)
 
 
 def plot_peer(group: Group, doc: dict[str, Any]) -> str | None:
@@ -295,7 +294,7 @@ def plot_peer(group: Group, doc: dict[str, Any]) -> str | None:
         ax.set_yticks(range(len(gpus)), [f"from {g}" for g in gpus] if n == 0 else [])
         ax.tick_params(left=n == 0)
         ax.set_title(f"{key.removesuffix('_gb_per_s')} (GB/s)", fontsize=8)
-    return _svg(fig, f"peer:{group.label}", f"{group.label}: GPU x GPU peer copies (- on the diagonal)")
+    return _group_svg(fig, "peer", group, "GPU x GPU peer copies (- on the diagonal)")
 
 
 def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
@@ -324,11 +323,8 @@ def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
         )
         _frame(ax, "transfer size k (bytes)", "time (us)", f"{group.label}: {m['direction']} model fit")
         ax.legend(fontsize=7)
-    return _svg(
-        fig,
-        f"model:{group.label}",
-        f"{group.label}: PCIe model T(k) = (L + o) + k G fitted over sizes >= 64 KiB (seed 002), GPU 0",
-    )
+    caption = "PCIe model T(k) = (L + o) + k G fitted over sizes >= 64 KiB (seed 002), GPU 0"
+    return _group_svg(fig, "model", group, caption)
 
 
 def overlap_model(doc: dict[str, Any]) -> dict[str, Any]:
@@ -830,11 +826,7 @@ def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
     title = f"{group.label}: GEMM throughput against size"
     _frame(ax, "m = n = k", "TFLOP/s (median of the calls)", title, logx=False, which="both")
     ax.legend(fontsize=7, ncols=3)
-    return _svg(
-        fig,
-        f"gemm:{group.label}",
-        f"{group.label}: cuBLAS/cuBLASLt GEMM, GPU 0 alone, sizes in steps of 8 (seed 000 figure 8)",
-    )
+    return _group_svg(fig, "gemm", group, "cuBLAS/cuBLASLt GEMM, GPU 0 alone, sizes in steps of 8 (seed 000 figure 8)")
 
 
 def plot_gemm_compare(groups: list[Group]) -> str | None:
