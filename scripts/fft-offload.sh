@@ -12,31 +12,12 @@
 #   GPU          the device index (default 0); CUDA_ARCH, BUILD_DIR (default /tmp/gpuaccept-fft-build)
 # Exit status: 0 when every step succeeded, else the first failing step's.
 set -uo pipefail
-if [ $# -ne 1 ]; then
-  echo "usage: $0 OUT_DIR" >&2
-  exit 2
-fi
-OUT=$1
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${BUILD_DIR:-/tmp/gpuaccept-fft-build}
-mkdir -p "$OUT" "$B"
-rc=0
-step() {  # name, command...: runs it, keeps the first failure's status
-  local name=$1; shift
-  local t0=$SECONDS
-  "$@"
-  local s=$?
-  echo "== $name: rc=$s in $((SECONDS - t0)) s"
-  [ "$rc" -eq 0 ] && [ "$s" -ne 0 ] && rc=$s
-  return "$s"
-}
-export LC_ALL=C
+# shellcheck source=scripts/offload-steps.sh
+. "$(dirname "$0")/offload-steps.sh"  # OUT_DIR: OUT, ROOT, step and build_tool
 if [ -z "${FFT_TOOL:-}" ]; then
   FFT_TOOL=$B/gpuaccept-fft
-  arch=()
-  [ -n "${CUDA_ARCH:-}" ] && arch=("CUDA_ARCH=$CUDA_ARCH")
-  step "build gpuaccept-fft" make -C "$ROOT/reframe_checks/src" BUILD_DIR="$B" FFT="${FFT:-mkl}" \
-    MKLROOT="${MKLROOT:-}" "${arch[@]}" "$FFT_TOOL" > "$OUT/build-fft.log" 2>&1 || { tail -20 "$OUT/build-fft.log"; exit 1; }
+  build_tool gpuaccept-fft FFT="${FFT:-mkl}" MKLROOT="${MKLROOT:-}"
 fi
 # shellcheck disable=SC2086  # FFT_ARGS is a list of options
 step "gpuaccept-fft" "$FFT_TOOL" --gpu "${GPU:-0}" ${FFT_ARGS:-} --output "$OUT/fft.json" 2> "$OUT/fft.err"

@@ -14,35 +14,15 @@
 #   GPU          the device index (default 0); CUDA_ARCH, BUILD_DIR (default /tmp/gpuaccept-xgemm-build)
 # Exit status: 0 when every step succeeded, else the first failing step's.
 set -uo pipefail
-if [ $# -ne 1 ]; then
-  echo "usage: $0 OUT_DIR" >&2
-  exit 2
-fi
-OUT=$1
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${BUILD_DIR:-/tmp/gpuaccept-xgemm-build}
 GPU=${GPU:-0}
 HOST_SIZES=${HOST_SIZES:-256 512 1024 2048 4096 8192}
-mkdir -p "$OUT" "$B"
-rc=0
-step() {  # name, command...: runs it, keeps the first failure's status
-  local name=$1; shift
-  local t0=$SECONDS
-  "$@"
-  local s=$?
-  echo "== $name: rc=$s in $((SECONDS - t0)) s"
-  [ "$rc" -eq 0 ] && [ "$s" -ne 0 ] && rc=$s
-  return "$s"
-}
-export LC_ALL=C
-arch=()
-[ -n "${CUDA_ARCH:-}" ] && arch=("CUDA_ARCH=$CUDA_ARCH")
-step "build gpuaccept-xgemm" make -C "$ROOT/reframe_checks/src" BUILD_DIR="$B" "${arch[@]}" "$B/gpuaccept-xgemm" \
-  > "$OUT/build-xgemm.log" 2>&1 || { tail -20 "$OUT/build-xgemm.log"; exit 1; }
+# shellcheck source=scripts/offload-steps.sh
+. "$(dirname "$0")/offload-steps.sh"  # OUT_DIR: OUT, ROOT, step and build_tool
+build_tool gpuaccept-xgemm
 if [ -z "${CPUGEMM:-}" ]; then
   CPUGEMM=$B/gpuaccept-cpugemm
-  step "build gpuaccept-cpugemm" make -C "$ROOT/reframe_checks/src" BUILD_DIR="$B" BLAS="${BLAS:-mkl}" \
-    MKLROOT="${MKLROOT:-}" "$CPUGEMM" > "$OUT/build-cpugemm.log" 2>&1 || { tail -20 "$OUT/build-cpugemm.log"; exit 1; }
+  build_tool gpuaccept-cpugemm BLAS="${BLAS:-mkl}" MKLROOT="${MKLROOT:-}"
 fi
 
 # shellcheck disable=SC2086  # XGEMM_ARGS is a list of options
