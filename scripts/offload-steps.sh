@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/xgemm-crossover.sh and scripts/fft-offload.sh with their arguments and B (the build folder)
 # set: their one argument OUT_DIR (OUT; ROOT the checkout), each step's status and time, the first failing status
 # in rc, and building one tool of reframe_checks/src into $B.
