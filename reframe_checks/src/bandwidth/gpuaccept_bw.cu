@@ -444,10 +444,8 @@ const char* kUsage =
     "                       pinned_roundtrip, pageable_roundtrip\n"
     "  --quick              nightly: sizes to 64 MiB without perturbations, 3 trials of 2 ms, matrix and\n"
     "                       peers at 64 MiB (explicit options still win)\n"
-    "  --no-sweep, --no-matrix, --no-peer   skip a phase\n"
-    "  --output FILE        write the JSON document (docs/benchmark-json.md) to FILE\n"
-    "  --help               this text\n"
-    "Exit status: 0 ok, 1 CUDA call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "  --no-sweep, --no-matrix, --no-peer   skip a phase\n";
+const UsageTail kUsageTail{23, false, nullptr, "CUDA call failed or no GPU"};
 
 // "1073741824", "64M", "64MiB", "1G", "4K" (binary multiples).
 unsigned long long parse_bytes(const std::string& opt, const std::string& text) {
@@ -1526,4 +1524,6 @@ int run_tool(const Options& o, const Invocation& run) {
                       [&] { print_summary(st, o, devices, nodes, now_s() - run.t0); });
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

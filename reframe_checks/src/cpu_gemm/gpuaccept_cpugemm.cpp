@@ -367,12 +367,10 @@ const char* kUsage =
     "  --size N          matrix size (default 4096; --quick 1024)\n"
     "  --threads LIST    comma list of thread counts (default 1,2,4,... and all usable CPUs)\n"
     "  --window-s S      sustained window per thread count, at least 3 calls (default 1.0)\n"
-    "  --quick           nightly: size 1024\n"
-    "  --output FILE     write the JSON document (docs/benchmark-json.md) to FILE\n"
-    "  --inject-error    self-test: corrupt one element of C before every verification (expect exit 2)\n"
-    "  --help            this text\n"
-    "Thread pinning comes from the environment (OMP_PROC_BIND/OMP_PLACES, KMP_AFFINITY); it is recorded.\n"
-    "Exit status: 0 ok, 1 a call failed, 2 verification failed, 3 bad command line.\n";
+    "  --quick           nightly: size 1024\n";
+const UsageTail kUsageTail{20, false, "self-test: corrupt one element of C before every verification (expect exit 2)",
+    "a call failed",
+    "Thread pinning comes from the environment (OMP_PROC_BIND/OMP_PLACES, KMP_AFFINITY); it is recorded.\n"};
 
 Options parse_options(Args& a) {
   Options o;
@@ -547,4 +545,6 @@ int run_tool(const Options& o, const Invocation& run) {
   return st.exit_code(written);
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

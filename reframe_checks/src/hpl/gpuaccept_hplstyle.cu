@@ -159,12 +159,10 @@ const char* kUsage =
     "  --seed S           generator seed (default 42)\n"
     "  --threshold T      residual threshold, > 0 (default 16.0, HPL's)\n"
     "  --warmup-n N       order of the untimed warm-up factorisation (default 4096; 0: none)\n"
-    "  --gpus all|LIST    CUDA device indices (default all visible)\n"
-    "  --output FILE      write the JSON document (docs/benchmark-json.md) to FILE\n"
-    "  --inject-error     self-test: change one entry of x after the solve (expect FAILED and exit 2)\n"
-    "  --help             this text\n"
-    "Exit status: 0 ok, 1 CUDA/cuSOLVER call failed or no GPU, 2 residual check failed, 3 bad command line\n"
-    "(a size that does not fit included).\n";
+    "  --gpus all|LIST    CUDA device indices (default all visible)\n";
+const UsageTail kUsageTail{21, false, "self-test: change one entry of x after the solve (expect FAILED and exit 2)",
+    "CUDA/cuSOLVER call failed or no GPU", "", "residual check failed",
+    "bad command line\n(a size that does not fit included)."};
 
 Options parse_options(Args& a) {
   Options o;
@@ -785,4 +783,6 @@ int run_tool(const Options& o, const Invocation& run) {
   return parent_main(o, run);
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

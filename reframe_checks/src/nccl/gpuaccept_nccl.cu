@@ -284,12 +284,10 @@ const char* kUsage =
     "  --gpus all|LIST    CUDA device indices (default all visible)\n"
     "  --allow-nvls       do not set NCCL_NVLS_ENABLE=0 (the default turns NVLink SHARP/multicast off)\n"
     "  --timeout-s S      abort the communicators when one size of one collective takes longer (default 300)\n"
-    "  --quick            nightly: 1 MiB .. 256 MiB, 10 timed calls\n"
-    "  --output FILE      write the JSON document (docs/benchmark-json.md) to FILE\n"
-    "  --inject-error     self-test: corrupt one received element before every verification (expect exit 2)\n"
-    "  --help             this text\n"
-    "Sizes are rounded down to a multiple of ranks x 4 bytes.\n"
-    "Exit status: 0 ok, 1 CUDA/NCCL call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "  --quick            nightly: 1 MiB .. 256 MiB, 10 timed calls\n";
+const UsageTail kUsageTail{21, false,
+    "self-test: corrupt one received element before every verification (expect exit 2)",
+    "CUDA/NCCL call failed or no GPU", "Sizes are rounded down to a multiple of ranks x 4 bytes.\n"};
 
 Options parse_options(Args& a) {
   Options o;
@@ -530,4 +528,6 @@ int run_tool(const Options& o, const Invocation& run) {
   return run_gpu_tool(st, o.gpus, gpu_ids, write_doc, measure, after);
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

@@ -144,10 +144,8 @@ const char* kUsage =
     "  --plan measure|estimate  the host plans' rigour (FFTW_MEASURE or FFTW_ESTIMATE; MKL ignores it;\n"
     "                       default measure)\n"
     "  --plan-time-limit-s S  FFTW's planning time limit per plan (fftw_set_timelimit; default 10)\n"
-    "  --reps N             timed repetitions per case and mode after one warm-up; the median is kept (default 5)\n"
-    "  --output FILE        write the JSON document (docs/benchmark-json.md) to FILE (default: stdout)\n"
-    "  --help               this text\n"
-    "Exit status: 0 ok, 1 CUDA/cuFFT/host FFT call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "  --reps N             timed repetitions per case and mode after one warm-up; the median is kept (default 5)\n";
+const UsageTail kUsageTail{23, true, nullptr, "CUDA/cuFFT/host FFT call failed or no GPU"};
 
 std::vector<long> parse_sizes(const std::string& name, const std::string& text, long lo, long hi) {
   std::vector<long> out;
@@ -567,4 +565,6 @@ int run_tool(const Options& o, const Invocation& run) {
       kTool, o.gpu, o.output, st, devices, [&] { return document(st, o, run, devices); }, [&] { measure(st, o); });
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

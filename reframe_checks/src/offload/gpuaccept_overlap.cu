@@ -71,10 +71,8 @@ const char* kUsage =
     "  --streams LIST       stream counts for the streamed method (default 1,2,4,8,16)\n"
     "  --reps N             timed repetitions per measurement, the median is kept (default 9, --quick 5)\n"
     "  --no-mapped, --no-managed   skip a method\n"
-    "  --quick              nightly: 64 MiB, three intensities, 5 repetitions (explicit options still win)\n"
-    "  --output FILE        write the JSON document (docs/benchmark-json.md) to FILE (default: stdout)\n"
-    "  --help               this text\n"
-    "Exit status: 0 ok, 1 CUDA call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "  --quick              nightly: 64 MiB, three intensities, 5 repetitions (explicit options still win)\n";
+const UsageTail kUsageTail{23, true, nullptr, "CUDA call failed or no GPU"};
 
 std::vector<double> parse_double_list(const std::string& opt, const std::string& text) {
   std::vector<double> out;
@@ -725,4 +723,6 @@ int run_tool(const Options& o, const Invocation& run) {
   });
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

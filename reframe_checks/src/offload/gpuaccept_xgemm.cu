@@ -98,10 +98,8 @@ const char* kUsage =
     "  --reps N             timed repetitions per case and mode after one warm-up; the median is kept (default 5)\n"
     "  --time-limit-s S     a size is skipped, with a note, where its time estimated from the previous size's\n"
     "                       would pass the precision's share of S seconds from the start (default 60; shares in\n"
-    "                       proportion to the bytes moved per element: dgemm 24, sgemm 12, tf32 12, bf16 8)\n"
-    "  --output FILE        write the JSON document (docs/benchmark-json.md) to FILE (default: stdout)\n"
-    "  --help               this text\n"
-    "Exit status: 0 ok, 1 CUDA/cuBLAS call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "                       proportion to the bytes moved per element: dgemm 24, sgemm 12, tf32 12, bf16 8)\n";
+const UsageTail kUsageTail{23, true, nullptr, "CUDA/cuBLAS call failed or no GPU"};
 
 Options parse_options(Args& a) {
   Options o;
@@ -558,4 +556,6 @@ int run_tool(const Options& o, const Invocation& run) {
       kTool, o.gpu, o.output, st, devices, [&] { return document(st, o, run, devices); }, [&] { measure_gpu(st, o, run.t0); });
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}
