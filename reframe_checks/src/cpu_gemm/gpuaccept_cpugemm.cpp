@@ -425,16 +425,12 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
   j.kv("usable_cpus", usable_cpus()).kv("logical_cpus", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN)));
   j.key("tolerance").begin_object().kv("dgemm", kTolDgemm).kv("sgemm", kTolSgemm).end_object();
   end_parameters(j, kAffinityVars);
-  j.key("cpu_gemm").begin_array();
-  for (const auto& r : st.rows) {
-    j.begin_object();
+  j.kv_objects("cpu_gemm", st.rows, [&](const auto& r) {
     j.kv("precision", r.precision).kv("threads", r.threads).kv("blas_threads", r.blas_threads).kv("n", r.n);
     j.kv("gflops_median", r.gf_median).kv("gflops_min", r.gf_min).kv("gflops_max", r.gf_max);
     j.kv("seconds_median", r.sec_median).kv("samples", r.samples);
     j.kv("rel_error", r.rel_error).kv("tolerance", r.tolerance).kv("verified", r.verified);
-    j.end_object();
-  }
-  j.end_array();
+  });
   // The kernels the BLAS chose against what the CPU can do: facts for the judge's blas_optimized_core rule.
   const std::string core = blas_core(), kisa = core_isa(core);
   const bool generic = isa_rank(kisa) > 0 && isa_rank(kisa) < isa_rank("avx2") && isa_rank(peak.isa) >= isa_rank("avx2");

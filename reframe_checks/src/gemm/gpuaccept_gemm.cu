@@ -1162,9 +1162,7 @@ std::string document(State& st, const Options& o, const Invocation& run,
   j.end_object();
   end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
                      "CUBLAS_WORKSPACE_CONFIG", "CUBLAS_EMULATION_STRATEGY", "CUBLASLT_WORKSPACE_SIZE"});
-  j.key("gemm").begin_array();
-  for (const auto& r : st.rows) {
-    j.begin_object();
+  j.kv_objects("gemm", st.rows, [&](const auto& r) {
     j.kv("gpu", r.gpu).kv("precision", info(r.p).key).kv("m", r.n).kv("n", r.n).kv("k", r.n);
     j.kv("mode", r.mode).kv("phase", r.phase);
     if (!r.skipped.empty()) {
@@ -1192,9 +1190,7 @@ std::string document(State& st, const Options& o, const Invocation& run,
       else
         j.null();
     }
-    j.end_object();
-  }
-  j.end_array();
+  });
   return end_results(j, metrics, waived, st.passed(), st);
 }
 

@@ -613,15 +613,11 @@ std::string document(const Options& o, const Invocation& run,
     j.kv("generate_s", g.out.generate_s).kv("warmup_s", g.out.warmup_s).kv("residual_s", g.out.residual_s);
     j.kv("tflops_median", per_gpu.size() > k ? per_gpu[k] : NAN);
     j.kv("exit_status", g.status);
-    j.key("runs").begin_array();
-    for (const auto& r : g.out.runs) {
-      j.begin_object();
+    j.kv_objects("runs", g.out.runs, [&](const auto& r) {
       j.kv("seconds", r.seconds).kv("gflops", r.gflops).kv("tflops", r.gflops / 1e3).kv("scaled_residual", r.residual);
       j.kv("norm_a_inf", r.norm_a).kv("norm_x_inf", r.norm_x).kv("norm_b_inf", r.norm_b).kv("norm_r_inf", r.norm_r);
       j.kv("getrf_info", r.info).kv("passed", r.passed);
-      j.end_object();
-    }
-    j.end_array();
+    });
     if (!g.out.refused.empty()) j.kv("refused", g.out.refused);
     j.end_object();
   }

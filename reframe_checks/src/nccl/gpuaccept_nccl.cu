@@ -382,17 +382,13 @@ std::string document(State& st, const Options& o, const Invocation& run,
                      "NCCL_IB_DISABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_MIN_NCHANNELS",
                      "NCCL_MAX_NCHANNELS", "NCCL_CUMEM_ENABLE"});
   j.kv("self_test", nranks < 2);
-  j.key("collectives").begin_array();
-  for (const auto& r : st.rows) {
-    j.begin_object();
+  j.kv_objects("collectives", st.rows, [&](const auto& r) {
     j.kv("collective", kColls[static_cast<int>(r.c)].key).kv("bytes", static_cast<unsigned long long>(r.bytes));
     j.kv("count", static_cast<unsigned long long>(r.count)).kv("ranks", nranks).kv("iters", r.iters);
     j.kv("time_us_median", r.sec_median * 1e6).kv("time_us_min", r.sec_min * 1e6).kv("time_us_max", r.sec_max * 1e6);
     j.kv("algbw_gbps", r.algbw).kv("busbw_gbps", r.busbw);
     j.kv("mismatches", r.mismatches).kv("verified", r.verified);
-    j.end_object();
-  }
-  j.end_array();
+  });
   return end_results(j, metrics, waived, st.passed(), st);
 }
 
