@@ -40,6 +40,12 @@ struct DevBuf : CudaOwned<void*, cudaFree> {
   void alloc(size_t n) { CUDA_CHECK(cudaMalloc(&p, n)); }
 };
 
+// Allocates `bytes` for each of `bufs` (PinnedBuf, PageableBuf, DevBuf), in order.
+template <typename... Bufs>
+void alloc_each(size_t bytes, Bufs&... bufs) {
+  (bufs.alloc(bytes), ...);
+}
+
 // One timed mode: the median of the repetitions, and the host's steady_clock around the same (median).
 struct Timed {
   bool run = false;

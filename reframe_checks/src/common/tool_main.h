@@ -17,8 +17,8 @@
 //     return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
 //   }
 //
-// A tool that measures one GPU (--gpu N) writes its run_tool as one call of run_on_one_gpu (gpuaccept-xgemm,
-// gpuaccept-fft).
+// A tool that measures one GPU (--gpu N) has no run_tool: its main() is one call of one_gpu_tool_main
+// (gpuaccept-xgemm, gpuaccept-fft).
 #pragma once
 
 #include <algorithm>
@@ -262,6 +262,21 @@ int run_on_one_gpu(const char* tool, int gpu, const std::string& output, Outcome
   return run_gpu_tool(st, std::to_string(gpu), gpu_ids, emit, [&] {
     devices.push_back(device_info(gpu));
     measure();
+  });
+}
+
+// The whole main() of a tool that measures one GPU (--gpu N, --output): tool_main, whose run is run_on_one_gpu
+// with a fresh `State` (an Outcome), the measurements made by `measure(state, options, invocation)` and the
+// document by `document(state, options, invocation, devices)`.
+template <typename Options, typename State, typename Parse, typename Document, typename Measure>
+int one_gpu_tool_main(int argc, char** argv, const char* tool, const char* options, const UsageTail& tail,
+                      Parse parse, Document document, Measure measure) {
+  return tool_main<Options>(argc, argv, tool, options, tail, parse, [&](const Options& o, const Invocation& run) {
+    State st;
+    std::vector<DeviceInfo> devices;
+    return run_on_one_gpu(
+        tool, o.gpu, o.output, st, devices, [&] { return document(st, o, run, devices); },
+        [&] { measure(st, o, run); });
   });
 }
 
