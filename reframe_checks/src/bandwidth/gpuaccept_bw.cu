@@ -444,10 +444,8 @@ const char* kUsage =
     "                       pinned_roundtrip, pageable_roundtrip\n"
     "  --quick              nightly: sizes to 64 MiB without perturbations, 3 trials of 2 ms, matrix and\n"
     "                       peers at 64 MiB (explicit options still win)\n"
-    "  --no-sweep, --no-matrix, --no-peer   skip a phase\n"
-    "  --output FILE        write the JSON document (docs/benchmark-json.md) to FILE\n"
-    "  --help               this text\n"
-    "Exit status: 0 ok, 1 CUDA call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "  --no-sweep, --no-matrix, --no-peer   skip a phase\n";
+const UsageTail kUsageTail{23, false, nullptr, "CUDA call failed or no GPU"};
 
 // "1073741824", "64M", "64MiB", "1G", "4K" (binary multiples).
 unsigned long long parse_bytes(const std::string& opt, const std::string& text) {
@@ -1393,40 +1391,26 @@ std::string document(const State& st, const Options& o, const Invocation& run,
   j.kv("gap_trials", std::max(o.trials, 10));
   j.kv("poison_byte", static_cast<int>(kPoison));
   end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING"});
-  j.key("sweep").begin_array();
-  for (const auto& r : st.sweep) {
+  j.kv_objects("sweep", st.sweep, [&](const auto& r) {
     const CaseDef& c = kCases[r.case_idx];
-    j.begin_object();
     j.kv("gpu", r.gpu).kv("case", c.key).kv("numa_node", r.numa_node).kv("binding", r.binding);
     j.kv("description", c.description).kv("clock", c.host_clock ? "host steady_clock" : "cudaEvent");
-    j.key("points").begin_array();
-    for (const auto& p : r.points) {
-      j.begin_object();
+    j.kv_objects("points", r.points, [&](const auto& p) {
       j.kv("bytes", static_cast<unsigned long long>(p.bytes)).kv("seconds", p.seconds);
       j.kv("gb_per_s", gbps(static_cast<double>(p.bytes), p.seconds)).kv("repetitions", p.repetitions);
       j.kv("trials", p.trials).kv("verified", p.verified);
-      j.end_object();
-    }
-    j.end_array();
-    j.end_object();
-  }
-  j.end_array();
+    });
+  });
 
-  j.key("model").begin_array();
-  for (const auto& m : build_model(st)) {
-    j.begin_object();
+  j.kv_objects("model", build_model(st), [&](const auto& m) {
     j.kv("gpu", m.gpu).kv("direction", m.direction).kv("lo_us", m.lo_us);
     j.kv("lo_bytes", static_cast<unsigned long long>(m.lo_bytes));
     j.kv("lo_fit_us", m.lo_fit_us).kv("G_s_per_byte", m.G).kv("asymptotic_gb_per_s", m.asym_gbps);
     j.kv("g_us", m.g_us).kv("g_t1_us", m.t1_us).kv("max_rel_error", m.max_rel_error);
     j.kv("fit_points", m.fit_points);
-    j.end_object();
-  }
-  j.end_array();
+  });
 
-  j.key("matrix").begin_array();
-  for (const auto& r : st.matrix) {
-    j.begin_object();
+  j.kv_objects("matrix", st.matrix, [&](const auto& r) {
     j.kv("gpu", r.gpu).kv("numa_node", r.node);
     if (r.core >= 0) j.kv("core", r.core); else j.kv_null("core");
     j.kv("local", r.local).kv("binding", r.binding).kv("bytes", static_cast<unsigned long long>(r.bytes));
@@ -1436,13 +1420,9 @@ std::string document(const State& st, const Options& o, const Invocation& run,
     if (r.pageable_page_node >= 0) j.kv("pageable_page_node", r.pageable_page_node);
     else j.kv_null("pageable_page_node");
     j.kv("verified", r.verified);
-    j.end_object();
-  }
-  j.end_array();
+  });
 
-  j.key("peer").begin_array();
-  for (const auto& r : st.peer) {
-    j.begin_object();
+  j.kv_objects("peer", st.peer, [&](const auto& r) {
     j.kv("src", r.src).kv("dst", r.dst).kv("access", r.access);
     if (r.access) {
       j.kv("bytes", o.matrix_bytes);
@@ -1451,9 +1431,7 @@ std::string document(const State& st, const Options& o, const Invocation& run,
     } else {
       j.kv("waived", "cudaDeviceCanAccessPeer = 0");
     }
-    j.end_object();
-  }
-  j.end_array();
+  });
   return end_results(j, metrics, waived, st.passed(false), st);
 }
 
@@ -1526,4 +1504,6 @@ int run_tool(const Options& o, const Invocation& run) {
                       [&] { print_summary(st, o, devices, nodes, now_s() - run.t0); });
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

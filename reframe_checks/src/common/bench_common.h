@@ -119,6 +119,17 @@ class Json {
     for (const auto& x : xs) value(x);
     return end_array();
   }
+  // Key `k` and an array of one object for each element of `xs`, in order, whose members `write(x)` adds.
+  template <typename Seq, typename Write>
+  Json& kv_objects(const std::string& k, const Seq& xs, Write write) {
+    key(k).begin_array();
+    for (const auto& x : xs) {
+      begin_object();
+      write(x);
+      end_object();
+    }
+    return end_array();
+  }
   std::string str() const { return os_.str(); }
 
  private:
@@ -326,13 +337,7 @@ inline void write_preamble(Json& j, const char* tool, int argc, char** argv, con
   j.kv("hostname", hostname());
   j.kv("cpu_model", cpu_model());
   j.kv("logical_cpus", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN)));
-  j.key("numa_nodes").begin_array();
-  for (const auto& n : numa_nodes()) {
-    j.begin_object().kv("id", n.id).key("cpus").begin_array();
-    for (int c : n.cpus) j.value(c);
-    j.end_array().end_object();
-  }
-  j.end_array();
+  j.kv_objects("numa_nodes", numa_nodes(), [&](const NumaNode& n) { j.kv("id", n.id).kv_array("cpus", n.cpus); });
   j.end_object();
 }
 
@@ -622,15 +627,11 @@ inline void begin_cuda(Json& j) {
 
 // The document's "devices" array.
 inline void write_devices(Json& j, const std::vector<DeviceInfo>& devices) {
-  j.key("devices").begin_array();
-  for (const auto& d : devices) {
-    j.begin_object();
+  j.kv_objects("devices", devices, [&](const auto& d) {
     j.kv("index", d.index).kv("name", d.name).kv("pci_bus_id", d.pci_bus_id).kv("uuid", d.uuid);
     if (d.numa_node >= 0) j.kv("numa_node", d.numa_node); else j.kv_null("numa_node");
     j.kv("memory_bytes", d.memory_bytes).kv("sm_count", d.sm_count).kv("compute_capability", d.cc);
-    j.end_object();
-  }
-  j.end_array();
+  });
 }
 
 // A CUDA allocation or handle `p` that `Release` (cudaFree, cudaFreeHost, cudaStreamDestroy, cudaEventDestroy)

@@ -259,17 +259,13 @@ inline void write_facts(Json& j, const Sampler& s) {
   j.kv("available", s.ok());
   if (s.ok()) j.kv_null("why_not"); else j.kv("why_not", s.why_not());
   j.kv("interval_s", s.interval_s());
-  j.key("gpus").begin_array();
-  for (const auto& f : s.facts()) {
-    j.begin_object();
+  j.kv_objects("gpus", s.facts(), [&](const auto& f) {
     j.kv("pci_bus_id", f.pci_bus_id);
     if (f.pci_device_id.empty()) j.kv_null("pci_device_id"); else j.kv("pci_device_id", f.pci_device_id);
     j.kv("sm_clock_max_mhz", f.sm_max_mhz).kv("mem_clock_max_mhz", f.mem_max_mhz);
     j.kv("enforced_power_limit_w", f.power_limit_w);
     if (f.error.empty()) j.kv_null("error"); else j.kv("error", f.error);
-    j.end_object();
-  }
-  j.end_array();
+  });
   j.end_object();
 }
 

@@ -40,6 +40,12 @@ struct DevBuf : CudaOwned<void*, cudaFree> {
   void alloc(size_t n) { CUDA_CHECK(cudaMalloc(&p, n)); }
 };
 
+// Allocates `bytes` for each of `bufs` (PinnedBuf, PageableBuf, DevBuf), in order.
+template <typename... Bufs>
+void alloc_each(size_t bytes, Bufs&... bufs) {
+  (bufs.alloc(bytes), ...);
+}
+
 // One timed mode: the median of the repetitions, and the host's steady_clock around the same (median).
 struct Timed {
   bool run = false;
@@ -97,16 +103,12 @@ void repeat_median(int reps, Timed& m, Once&& once) {
 // either "not_run" (why, or that the run stopped before the case) or the rest of its keys (`body(j, case)`).
 template <typename Case, typename Head, typename Body>
 void write_cases(Json& j, const std::vector<Case>& cases, Head head, Body body) {
-  j.key("cases").begin_array();
-  for (const auto& c : cases) {
-    j.begin_object();
+  j.kv_objects("cases", cases, [&](const auto& c) {
     head(j, c);
     j.kv("run", c.run);
     if (c.run) body(j, c);
     else j.kv("not_run", c.not_run.empty() ? std::string("the run stopped before this case") : c.not_run);
-    j.end_object();
-  }
-  j.end_array();
+  });
 }
 
 // The host's MemAvailable in bytes (/proc/meminfo), -1 where it cannot be read.

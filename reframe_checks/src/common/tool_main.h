@@ -12,12 +12,16 @@
 //     std::vector<int> gpu_ids;
 //     return run_gpu_tool(st, o.gpus, gpu_ids, write_doc, [&] { ... measure ... });
 //   }
-//   int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+//   const char* kUsage = "usage: ...";  // the tool's own options; kUsageTail (UsageTail) says how the text ends
+//   int main(int argc, char** argv) {
+//     return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+//   }
 //
-// A tool that measures one GPU (--gpu N) writes its run_tool as one call of run_on_one_gpu (gpuaccept-xgemm,
-// gpuaccept-fft).
+// A tool that measures one GPU (--gpu N) has no run_tool: its main() is one call of one_gpu_tool_main
+// (gpuaccept-xgemm, gpuaccept-fft).
 #pragma once
 
+#include <algorithm>
 #include <iostream>
 #include <mutex>
 #include <stdexcept>
@@ -40,13 +44,46 @@ inline void write_preamble(Json& j, const char* tool, const Invocation& run, con
   write_preamble(j, tool, run.argc, run.argv, run.started, now_s() - run.t0, timing);
 }
 
-// A tool's whole main(): notes when it started, parses the options (parse_or_exit) and runs
-// `body(options, invocation)`, whose return is the exit code.
+// The end that every tool's usage text shares, after the tool's own options: --output (whose document goes to
+// stdout without it where `output_to_stdout`), --inject-error where `inject_error` says what it does, --help,
+// the tool's `notes`, then the exit statuses with the tool's words for 1 (`exit1`), 2 and 3. The options'
+// descriptions start at `column`.
+struct UsageTail {
+  int column;
+  bool output_to_stdout;
+  const char* inject_error;  // null: the tool has no --inject-error
+  const char* exit1;
+  const char* notes = "";
+  const char* exit2 = "verification failed";
+  const char* exit3 = "bad command line.";
+};
+
+// One option's line of a usage text: `name` and, from `column`, what it does.
+inline std::string usage_line(const char* name, int column, const std::string& what) {
+  std::string line = std::string("  ") + name;
+  line.resize(std::max<size_t>(line.size() + 1, column), ' ');
+  return line + what + "\n";
+}
+
+// A tool's usage text: its own `options` (from the "usage:" line on), then the common end (UsageTail).
+inline std::string usage_text(const char* options, const UsageTail& t) {
+  std::string s = options;
+  s += usage_line("--output FILE", t.column, std::string("write the JSON document (docs/benchmark-json.md) to FILE") +
+                                                 (t.output_to_stdout ? " (default: stdout)" : ""));
+  if (t.inject_error) s += usage_line("--inject-error", t.column, t.inject_error);
+  s += usage_line("--help", t.column, "this text");
+  s += t.notes;
+  return s + "Exit status: 0 ok, 1 " + t.exit1 + ", 2 " + t.exit2 + ", 3 " + t.exit3 + "\n";
+}
+
+// A tool's whole main(): notes when it started, parses the options (parse_or_exit, with the usage text made by
+// usage_text from `options` and `tail`) and runs `body(options, invocation)`, whose return is the exit code.
 template <typename Options, typename Parse, typename Body>
-int tool_main(int argc, char** argv, const char* tool, const char* usage, Parse parse, Body body) {
+int tool_main(int argc, char** argv, const char* tool, const char* options, const UsageTail& tail, Parse parse,
+              Body body) {
   const Invocation run{argc, argv};
   Options o;
-  if (int rc = parse_or_exit(parse, argc, argv, tool, usage, o); rc >= 0) return rc;
+  if (int rc = parse_or_exit(parse, argc, argv, tool, usage_text(options, tail).c_str(), o); rc >= 0) return rc;
   return body(o, run);
 }
 
@@ -225,6 +262,21 @@ int run_on_one_gpu(const char* tool, int gpu, const std::string& output, Outcome
   return run_gpu_tool(st, std::to_string(gpu), gpu_ids, emit, [&] {
     devices.push_back(device_info(gpu));
     measure();
+  });
+}
+
+// The whole main() of a tool that measures one GPU (--gpu N, --output): tool_main, whose run is run_on_one_gpu
+// with a fresh `State` (an Outcome), the measurements made by `measure(state, options, invocation)` and the
+// document by `document(state, options, invocation, devices)`.
+template <typename Options, typename State, typename Parse, typename Document, typename Measure>
+int one_gpu_tool_main(int argc, char** argv, const char* tool, const char* options, const UsageTail& tail,
+                      Parse parse, Document document, Measure measure) {
+  return tool_main<Options>(argc, argv, tool, options, tail, parse, [&](const Options& o, const Invocation& run) {
+    State st;
+    std::vector<DeviceInfo> devices;
+    return run_on_one_gpu(
+        tool, o.gpu, o.output, st, devices, [&] { return document(st, o, run, devices); },
+        [&] { measure(st, o, run); });
   });
 }
 

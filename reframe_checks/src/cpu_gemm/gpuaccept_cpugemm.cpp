@@ -367,12 +367,10 @@ const char* kUsage =
     "  --size N          matrix size (default 4096; --quick 1024)\n"
     "  --threads LIST    comma list of thread counts (default 1,2,4,... and all usable CPUs)\n"
     "  --window-s S      sustained window per thread count, at least 3 calls (default 1.0)\n"
-    "  --quick           nightly: size 1024\n"
-    "  --output FILE     write the JSON document (docs/benchmark-json.md) to FILE\n"
-    "  --inject-error    self-test: corrupt one element of C before every verification (expect exit 2)\n"
-    "  --help            this text\n"
-    "Thread pinning comes from the environment (OMP_PROC_BIND/OMP_PLACES, KMP_AFFINITY); it is recorded.\n"
-    "Exit status: 0 ok, 1 a call failed, 2 verification failed, 3 bad command line.\n";
+    "  --quick           nightly: size 1024\n";
+const UsageTail kUsageTail{20, false, "self-test: corrupt one element of C before every verification (expect exit 2)",
+    "a call failed",
+    "Thread pinning comes from the environment (OMP_PROC_BIND/OMP_PLACES, KMP_AFFINITY); it is recorded.\n"};
 
 Options parse_options(Args& a) {
   Options o;
@@ -427,16 +425,12 @@ std::string document(const State& st, const Options& o, const std::vector<int>& 
   j.kv("usable_cpus", usable_cpus()).kv("logical_cpus", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN)));
   j.key("tolerance").begin_object().kv("dgemm", kTolDgemm).kv("sgemm", kTolSgemm).end_object();
   end_parameters(j, kAffinityVars);
-  j.key("cpu_gemm").begin_array();
-  for (const auto& r : st.rows) {
-    j.begin_object();
+  j.kv_objects("cpu_gemm", st.rows, [&](const auto& r) {
     j.kv("precision", r.precision).kv("threads", r.threads).kv("blas_threads", r.blas_threads).kv("n", r.n);
     j.kv("gflops_median", r.gf_median).kv("gflops_min", r.gf_min).kv("gflops_max", r.gf_max);
     j.kv("seconds_median", r.sec_median).kv("samples", r.samples);
     j.kv("rel_error", r.rel_error).kv("tolerance", r.tolerance).kv("verified", r.verified);
-    j.end_object();
-  }
-  j.end_array();
+  });
   // The kernels the BLAS chose against what the CPU can do: facts for the judge's blas_optimized_core rule.
   const std::string core = blas_core(), kisa = core_isa(core);
   const bool generic = isa_rank(kisa) > 0 && isa_rank(kisa) < isa_rank("avx2") && isa_rank(peak.isa) >= isa_rank("avx2");
@@ -547,4 +541,6 @@ int run_tool(const Options& o, const Invocation& run) {
   return st.exit_code(written);
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

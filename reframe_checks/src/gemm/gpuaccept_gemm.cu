@@ -985,11 +985,9 @@ const char* kUsage =
     "  --workspace-mib N  cuBLASLt workspace per GPU in MiB (default 64)\n"
     "  --sample-interval S  seconds between NVML clock/power readings (default 0.05)\n"
     "  --cooldown-s S     idle seconds before each series/large (burst) measurement (default 0.25)\n"
-    "  --quick            nightly: window 1.0 s, no series, no large sizes\n"
-    "  --output FILE      write the JSON document (docs/benchmark-json.md) to FILE\n"
-    "  --inject-error     self-test: corrupt one element of C before every verification (expect exit 2)\n"
-    "  --help             this text\n"
-    "Exit status: 0 ok, 1 CUDA/cuBLAS call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "  --quick            nightly: window 1.0 s, no series, no large sizes\n";
+const UsageTail kUsageTail{21, false, "self-test: corrupt one element of C before every verification (expect exit 2)",
+    "CUDA/cuBLAS call failed or no GPU"};
 
 std::vector<int> parse_sizes(const std::string& opt, const std::string& text) {
   std::vector<int> out;
@@ -1164,9 +1162,7 @@ std::string document(State& st, const Options& o, const Invocation& run,
   j.end_object();
   end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING", "NVIDIA_TF32_OVERRIDE",
                      "CUBLAS_WORKSPACE_CONFIG", "CUBLAS_EMULATION_STRATEGY", "CUBLASLT_WORKSPACE_SIZE"});
-  j.key("gemm").begin_array();
-  for (const auto& r : st.rows) {
-    j.begin_object();
+  j.kv_objects("gemm", st.rows, [&](const auto& r) {
     j.kv("gpu", r.gpu).kv("precision", info(r.p).key).kv("m", r.n).kv("n", r.n).kv("k", r.n);
     j.kv("mode", r.mode).kv("phase", r.phase);
     if (!r.skipped.empty()) {
@@ -1194,9 +1190,7 @@ std::string document(State& st, const Options& o, const Invocation& run,
       else
         j.null();
     }
-    j.end_object();
-  }
-  j.end_array();
+  });
   return end_results(j, metrics, waived, st.passed(), st);
 }
 
@@ -1262,4 +1256,6 @@ int run_tool(const Options& o, const Invocation& run) {
   });
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

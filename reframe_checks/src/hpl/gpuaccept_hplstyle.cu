@@ -159,12 +159,10 @@ const char* kUsage =
     "  --seed S           generator seed (default 42)\n"
     "  --threshold T      residual threshold, > 0 (default 16.0, HPL's)\n"
     "  --warmup-n N       order of the untimed warm-up factorisation (default 4096; 0: none)\n"
-    "  --gpus all|LIST    CUDA device indices (default all visible)\n"
-    "  --output FILE      write the JSON document (docs/benchmark-json.md) to FILE\n"
-    "  --inject-error     self-test: change one entry of x after the solve (expect FAILED and exit 2)\n"
-    "  --help             this text\n"
-    "Exit status: 0 ok, 1 CUDA/cuSOLVER call failed or no GPU, 2 residual check failed, 3 bad command line\n"
-    "(a size that does not fit included).\n";
+    "  --gpus all|LIST    CUDA device indices (default all visible)\n";
+const UsageTail kUsageTail{21, false, "self-test: change one entry of x after the solve (expect FAILED and exit 2)",
+    "CUDA/cuSOLVER call failed or no GPU", "", "residual check failed",
+    "bad command line\n(a size that does not fit included)."};
 
 Options parse_options(Args& a) {
   Options o;
@@ -615,15 +613,11 @@ std::string document(const Options& o, const Invocation& run,
     j.kv("generate_s", g.out.generate_s).kv("warmup_s", g.out.warmup_s).kv("residual_s", g.out.residual_s);
     j.kv("tflops_median", per_gpu.size() > k ? per_gpu[k] : NAN);
     j.kv("exit_status", g.status);
-    j.key("runs").begin_array();
-    for (const auto& r : g.out.runs) {
-      j.begin_object();
+    j.kv_objects("runs", g.out.runs, [&](const auto& r) {
       j.kv("seconds", r.seconds).kv("gflops", r.gflops).kv("tflops", r.gflops / 1e3).kv("scaled_residual", r.residual);
       j.kv("norm_a_inf", r.norm_a).kv("norm_x_inf", r.norm_x).kv("norm_b_inf", r.norm_b).kv("norm_r_inf", r.norm_r);
       j.kv("getrf_info", r.info).kv("passed", r.passed);
-      j.end_object();
-    }
-    j.end_array();
+    });
     if (!g.out.refused.empty()) j.kv("refused", g.out.refused);
     j.end_object();
   }
@@ -785,4 +779,6 @@ int run_tool(const Options& o, const Invocation& run) {
   return parent_main(o, run);
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

@@ -485,15 +485,13 @@ int main(int argc, char** argv) {
       for (const auto& h : hosts) j.value(h);
       j.end_array();
       for (int kind = 0; kind < 2; ++kind) {
-        j.key(kind ? "gpu_pairs" : "host_pairs").begin_array();
-        for (const auto& p : kind ? gpu_pairs : host_pairs) {
-          j.begin_object().key("ranks").begin_array().value(p.a).value(p.b).end_array();
+        j.kv_objects(kind ? "gpu_pairs" : "host_pairs", kind ? gpu_pairs : host_pairs, [&](const auto& p) {
+          j.key("ranks").begin_array().value(p.a).value(p.b).end_array();
           j.key("hosts").begin_array().value(hosts[p.a]).value(hosts[p.b]).end_array();
           stat_json(j, "latency_us", p.latency_us);
           stat_json(j, "bandwidth_gbs", p.bw_gbs);
-          j.kv("checked", p.checked).end_object();
-        }
-        j.end_array();
+          j.kv("checked", p.checked);
+        });
       }
       j.end_object();
       write_outcome(j, metrics, waived, passed, checked, failures, errors);

@@ -284,12 +284,10 @@ const char* kUsage =
     "  --gpus all|LIST    CUDA device indices (default all visible)\n"
     "  --allow-nvls       do not set NCCL_NVLS_ENABLE=0 (the default turns NVLink SHARP/multicast off)\n"
     "  --timeout-s S      abort the communicators when one size of one collective takes longer (default 300)\n"
-    "  --quick            nightly: 1 MiB .. 256 MiB, 10 timed calls\n"
-    "  --output FILE      write the JSON document (docs/benchmark-json.md) to FILE\n"
-    "  --inject-error     self-test: corrupt one received element before every verification (expect exit 2)\n"
-    "  --help             this text\n"
-    "Sizes are rounded down to a multiple of ranks x 4 bytes.\n"
-    "Exit status: 0 ok, 1 CUDA/NCCL call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "  --quick            nightly: 1 MiB .. 256 MiB, 10 timed calls\n";
+const UsageTail kUsageTail{21, false,
+    "self-test: corrupt one received element before every verification (expect exit 2)",
+    "CUDA/NCCL call failed or no GPU", "Sizes are rounded down to a multiple of ranks x 4 bytes.\n"};
 
 Options parse_options(Args& a) {
   Options o;
@@ -384,17 +382,13 @@ std::string document(State& st, const Options& o, const Invocation& run,
                      "NCCL_IB_DISABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_MIN_NCHANNELS",
                      "NCCL_MAX_NCHANNELS", "NCCL_CUMEM_ENABLE"});
   j.kv("self_test", nranks < 2);
-  j.key("collectives").begin_array();
-  for (const auto& r : st.rows) {
-    j.begin_object();
+  j.kv_objects("collectives", st.rows, [&](const auto& r) {
     j.kv("collective", kColls[static_cast<int>(r.c)].key).kv("bytes", static_cast<unsigned long long>(r.bytes));
     j.kv("count", static_cast<unsigned long long>(r.count)).kv("ranks", nranks).kv("iters", r.iters);
     j.kv("time_us_median", r.sec_median * 1e6).kv("time_us_min", r.sec_min * 1e6).kv("time_us_max", r.sec_max * 1e6);
     j.kv("algbw_gbps", r.algbw).kv("busbw_gbps", r.busbw);
     j.kv("mismatches", r.mismatches).kv("verified", r.verified);
-    j.end_object();
-  }
-  j.end_array();
+  });
   return end_results(j, metrics, waived, st.passed(), st);
 }
 
@@ -530,4 +524,6 @@ int run_tool(const Options& o, const Invocation& run) {
   return run_gpu_tool(st, o.gpus, gpu_ids, write_doc, measure, after);
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

@@ -144,10 +144,8 @@ const char* kUsage =
     "  --plan measure|estimate  the host plans' rigour (FFTW_MEASURE or FFTW_ESTIMATE; MKL ignores it;\n"
     "                       default measure)\n"
     "  --plan-time-limit-s S  FFTW's planning time limit per plan (fftw_set_timelimit; default 10)\n"
-    "  --reps N             timed repetitions per case and mode after one warm-up; the median is kept (default 5)\n"
-    "  --output FILE        write the JSON document (docs/benchmark-json.md) to FILE (default: stdout)\n"
-    "  --help               this text\n"
-    "Exit status: 0 ok, 1 CUDA/cuFFT/host FFT call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "  --reps N             timed repetitions per case and mode after one warm-up; the median is kept (default 5)\n";
+const UsageTail kUsageTail{23, true, nullptr, "CUDA/cuFFT/host FFT call failed or no GPU"};
 
 std::vector<long> parse_sizes(const std::string& name, const std::string& text, long lo, long hi) {
   std::vector<long> out;
@@ -430,13 +428,7 @@ void measure(State& st, const Options& o) {
   if (c.cap_bytes == 0) throw CallError("no size fits in device and host memory (see the notes)");
 
   c.create();
-  c.d_in.alloc(c.cap_bytes);
-  c.d_out.alloc(c.cap_bytes);
-  c.pin_in.alloc(c.cap_bytes);
-  c.pin_out.alloc(c.cap_bytes);
-  c.in.alloc(c.cap_bytes);
-  c.out.alloc(c.cap_bytes);
-  c.host_out.alloc(c.cap_bytes);
+  alloc_each(c.cap_bytes, c.d_in, c.d_out, c.pin_in, c.pin_out, c.in, c.out, c.host_out);
   std::cerr << "[gpu " << o.gpu << "] buffers of " << c.cap_bytes / double(1u << 30) << " GiB each; host FFT "
             << kHostFftName << " on " << st.threads << " threads\n";
 
@@ -560,11 +552,7 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 
 }  // namespace
 
-int run_tool(const Options& o, const Invocation& run) {
-  State st;
-  std::vector<DeviceInfo> devices;
-  return run_on_one_gpu(
-      kTool, o.gpu, o.output, st, devices, [&] { return document(st, o, run, devices); }, [&] { measure(st, o); });
+int main(int argc, char** argv) {
+  return one_gpu_tool_main<Options, State>(argc, argv, kTool, kUsage, kUsageTail, parse_options, document,
+                                           [](State& st, const Options& o, const Invocation&) { measure(st, o); });
 }
-
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }

@@ -71,10 +71,8 @@ const char* kUsage =
     "  --streams LIST       stream counts for the streamed method (default 1,2,4,8,16)\n"
     "  --reps N             timed repetitions per measurement, the median is kept (default 9, --quick 5)\n"
     "  --no-mapped, --no-managed   skip a method\n"
-    "  --quick              nightly: 64 MiB, three intensities, 5 repetitions (explicit options still win)\n"
-    "  --output FILE        write the JSON document (docs/benchmark-json.md) to FILE (default: stdout)\n"
-    "  --help               this text\n"
-    "Exit status: 0 ok, 1 CUDA call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "  --quick              nightly: 64 MiB, three intensities, 5 repetitions (explicit options still win)\n";
+const UsageTail kUsageTail{23, true, nullptr, "CUDA call failed or no GPU"};
 
 std::vector<double> parse_double_list(const std::string& opt, const std::string& text) {
   std::vector<double> out;
@@ -661,9 +659,7 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
   // wait on each other's work.
   end_parameters(j, {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
                      "CUDA_DEVICE_MAX_CONNECTIONS"});
-  j.key("per_gpu").begin_array();
-  for (const auto& r : st.gpus) {
-    j.begin_object();
+  j.kv_objects("per_gpu", st.gpus, [&](const auto& r) {
     j.kv("gpu", r.gpu).kv("complete", r.complete).kv("bytes", static_cast<unsigned long long>(r.bytes));
     j.key("device").begin_object();
     j.kv("async_engine_count", r.async_engine_count).kv("concurrent_kernels", r.concurrent_kernels);
@@ -685,16 +681,12 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
     j.kv_array("samples_s", r.bidir_samples_s);
     j.end_object();
     j.end_object();
-    j.key("intensities").begin_array();
-    for (const auto& ir : r.intensities) {
-      j.begin_object();
+    j.kv_objects("intensities", r.intensities, [&](const auto& ir) {
       j.kv("flop_per_byte", ir.intensity).kv("fma_per_element", ir.iters);
       j.kv("flops", static_cast<double>(ir.iters) * kFlopsPerIter * static_cast<double>(r.bytes / sizeof(float)));
       j.kv("kernel_s", ir.kernel_s);
       j.kv_array("kernel_samples_s", ir.kernel_samples_s);
-      j.key("methods").begin_array();
-      for (const auto& m : ir.methods) {
-        j.begin_object();
+      j.kv_objects("methods", ir.methods, [&](const auto& m) {
         j.kv("method", m.key).kv("streams", m.streams).kv("run", m.run);
         if (m.run) {
           j.kv("seconds", m.seconds).kv("verified", m.verified).kv("checked", m.checked);
@@ -702,15 +694,9 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
         } else {
           j.kv("not_run", m.not_run);
         }
-        j.end_object();
-      }
-      j.end_array();
-      j.end_object();
-    }
-    j.end_array();
-    j.end_object();
-  }
-  j.end_array();
+      });
+    });
+  });
   return end_results(j, metrics, waived, st.passed(false), st);
 }
 
@@ -725,4 +711,6 @@ int run_tool(const Options& o, const Invocation& run) {
   });
 }
 
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
+int main(int argc, char** argv) {
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+}

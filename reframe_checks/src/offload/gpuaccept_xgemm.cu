@@ -98,10 +98,8 @@ const char* kUsage =
     "  --reps N             timed repetitions per case and mode after one warm-up; the median is kept (default 5)\n"
     "  --time-limit-s S     a size is skipped, with a note, where its time estimated from the previous size's\n"
     "                       would pass the precision's share of S seconds from the start (default 60; shares in\n"
-    "                       proportion to the bytes moved per element: dgemm 24, sgemm 12, tf32 12, bf16 8)\n"
-    "  --output FILE        write the JSON document (docs/benchmark-json.md) to FILE (default: stdout)\n"
-    "  --help               this text\n"
-    "Exit status: 0 ok, 1 CUDA/cuBLAS call failed or no GPU, 2 verification failed, 3 bad command line.\n";
+    "                       proportion to the bytes moved per element: dgemm 24, sgemm 12, tf32 12, bf16 8)\n";
+const UsageTail kUsageTail{23, true, nullptr, "CUDA/cuBLAS call failed or no GPU"};
 
 Options parse_options(Args& a) {
   Options o;
@@ -389,15 +387,7 @@ void measure_gpu(State& st, const Options& o, double t0) {
   CUBLAS_CHECK(cublasCreate(&c.handle));
   CUBLAS_CHECK(cublasSetStream(c.handle, c.stream()));
   CUBLAS_CHECK(cublasSetMathMode(c.handle, CUBLAS_DEFAULT_MATH));
-  c.dA.alloc(c.cap_bytes);
-  c.dB.alloc(c.cap_bytes);
-  c.dC.alloc(c.cap_bytes);
-  c.hA.alloc(c.cap_bytes);
-  c.hB.alloc(c.cap_bytes);
-  c.hC.alloc(c.cap_bytes);
-  c.pA.alloc(c.cap_bytes);
-  c.pB.alloc(c.cap_bytes);
-  c.pC.alloc(c.cap_bytes);
+  alloc_each(c.cap_bytes, c.dA, c.dB, c.dC, c.hA, c.hB, c.hC, c.pA, c.pB, c.pC);
   std::cerr << "[gpu " << c.dev << "] buffers of " << c.cap_bytes / double(1u << 30) << " GiB each, n up to "
             << n_max << "\n";
 
@@ -551,11 +541,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
 
 }  // namespace
 
-int run_tool(const Options& o, const Invocation& run) {
-  State st;
-  std::vector<DeviceInfo> devices;
-  return run_on_one_gpu(
-      kTool, o.gpu, o.output, st, devices, [&] { return document(st, o, run, devices); }, [&] { measure_gpu(st, o, run.t0); });
+int main(int argc, char** argv) {
+  return one_gpu_tool_main<Options, State>(
+      argc, argv, kTool, kUsage, kUsageTail, parse_options, document,
+      [](State& st, const Options& o, const Invocation& run) { measure_gpu(st, o, run.t0); });
 }
-
-int main(int argc, char** argv) { return tool_main<Options>(argc, argv, kTool, kUsage, parse_options, run_tool); }
