@@ -59,11 +59,13 @@ def flops(n: int) -> float:
     return 2.0 * float(n) ** 3
 
 
-def predicted_offload_s(kernel_s: float, h2d_bytes: float, d2h_bytes: float, h2d: Link, d2h: Link) -> float:
-    """One offload as gpuaccept-xgemm times it, by seed 002's PCIe model (gpuaccept.probe.overlap): H2D of A and of
-    B back to back (``(L + o) + k G + g``), the kernel alone, then D2H of C (``(L + o) + k G``), in stream order,
-    nothing overlapped. ``h2d``/``d2h``: the links of pinned copies (the bandwidth check's fit)."""
-    return h2d.time(h2d_bytes, transfers=2) + kernel_s + d2h.time(d2h_bytes)
+def predicted_offload_s(kernel_s: float, h2d_bytes: float, d2h_bytes: float, h2d: Link, d2h: Link,
+                        h2d_transfers: int = 2) -> float:
+    """One offload as gpuaccept-xgemm and gpuaccept-fft time it, by seed 002's PCIe model
+    (gpuaccept.probe.overlap): ``h2d_transfers`` H2D copies back to back (``(L + o) + k G + g`` per extra one;
+    xgemm's A and B, fft's one input), the kernel alone, then one D2H (``(L + o) + k G``: C, the FFT's output),
+    in stream order, nothing overlapped. ``h2d``/``d2h``: the links of pinned copies (the bandwidth check's fit)."""
+    return h2d.time(h2d_bytes, transfers=h2d_transfers) + kernel_s + d2h.time(d2h_bytes)
 
 
 def host_rates(docs: Iterable[tuple[str, dict[str, Any]]]) -> dict[tuple[str, int], HostRate]:

@@ -717,8 +717,7 @@ def fft_model_s(case: dict[str, Any], links: tuple[overlap.Link, overlap.Link]) 
     if not isinstance(kernel_s, (int, float)) or width is None:
         return None
     nbytes = int(case["points"]) * width
-    h2d, d2h = links
-    return h2d.time(nbytes) + kernel_s + d2h.time(nbytes)
+    return offload.predicted_offload_s(kernel_s, nbytes, nbytes, *links, h2d_transfers=1)
 
 
 def _fft_title(doc: dict[str, Any], case: str) -> str:
