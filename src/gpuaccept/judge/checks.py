@@ -29,6 +29,10 @@ class Metric:
     unit: str  # the unit the tool writes (docs/benchmark-json.md) and a reference file must give
     layer: str  # GPU or NODE: where its reference lives
     owner: str = ""  # GPU, LINK, HOST or NODE; "" the check's owner, else the layer
+    # Gated: every shipped node type that expects the check holds a reference for it (judged, or informational with
+    # its reason), and a node type without one fails the metric. Reported (False): shown with its value; judged where
+    # a reference or the node's own baseline has one, never failed for want of one.
+    gated: bool = True
 
 
 @dataclass(frozen=True)
