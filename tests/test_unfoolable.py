@@ -22,7 +22,7 @@ from conftest import H100_DEGRADED, H200X2, RECORDED, REFERENCE_DIR
 
 from gpuaccept import layout, run
 from gpuaccept.cli import main
-from gpuaccept.judge import exporter, load, rules, summarize, validate, verdict
+from gpuaccept.judge import bounds, exporter, load, rules, summarize, validate, verdict
 from gpuaccept.results import fleet
 
 ACCEPTED_RUN = RECORDED / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
@@ -221,6 +221,17 @@ def test_a_node_whose_gpus_differ_from_its_node_type_is_rejected(run_dir, change
     assert not v.accepted and row.status == verdict.FAIL and says in row.reason, verdict.table(v)
 
 
+def test_a_gpus_power_is_bounded_by_one_board_on_a_node_of_several():
+    """A figure of one GPU is held to one GPU's datasheet, a node's to all of them: 800 W idle on one H100 of two is
+    impossible, 800 W for both at once is not."""
+    facts = json.loads((ACCEPTED_RUN / layout.FACTS_FILE).read_text())
+    facts["gpus"].append(dict(facts["gpus"][0], index=1))
+    limits = bounds.node_limits(facts, REFERENCE_DIR)
+    assert limits.gpus == 2 and "maximum board power 700 W" in bounds.problem("power", "idle_power_max_w", 800.0,
+                                                                              limits)  # fmt: skip
+    assert bounds.problem("hplstyle", "power_avg_w", 800.0, limits) is None
+
+
 def test_more_gpus_than_the_node_type_fail_the_count(run_dir):
     edit(run_dir / layout.FACTS_FILE, lambda f: f["gpus"].append(dict(f["gpus"][0], index=1)))
     v = judge(run_dir)
@@ -249,6 +260,7 @@ def _replace_text(path: Path, old: str, new: str) -> None:
         (lambda t: t.replace('"schema"', '"big": 1e999, "schema"', 1), "1e999"),
         (lambda t: t.replace('"schema"', '"big": -Infinity, "schema"', 1), "Infinity"),
         (lambda t: t.replace('"schema"', f'"huge": {"9" * 5000}, "schema"', 1), "out of range"),
+        (lambda t: t.replace('"schema"', '"deep": ' + "[" * 100 + "]" * 100 + ', "schema"', 1), "nested 101 deep"),
         (lambda t: t.replace('"schema"', '"deep": ' + "[" * 100_000 + "]" * 100_000 + ', "schema"', 1), "nested"),
     ],
 )
@@ -287,6 +299,16 @@ def test_a_document_that_is_a_link_to_another_runs_document_fails(run_dir, tmp_p
     v = judge(run_dir)
     row = check_row(v, "gemm")
     assert not v.accepted and row.status == verdict.FAIL and "symbolic link" in row.reason, verdict.table(v)
+
+
+def test_a_document_that_is_a_link_to_another_document_of_the_run_fails(run_dir):
+    """Inside the run directory too: the GEMM check's document a link to a copy of it beside."""
+    copy_ = run_dir / DOC["gemm"].parent / "gemm-copy.json"
+    (run_dir / DOC["gemm"]).rename(copy_)
+    (run_dir / DOC["gemm"]).symlink_to(copy_.name)
+    v = judge(run_dir)
+    row = check_row(v, "gemm")
+    assert not v.accepted and row.status == verdict.FAIL and "is a symbolic link (to gemm-copy.json)" in row.reason
 
 
 def test_a_document_reached_through_a_linked_folder_outside_the_run_fails(run_dir, tmp_path):
