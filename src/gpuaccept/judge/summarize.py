@@ -2,8 +2,9 @@
 node_exporter's textfile) that ``gpuaccept summarize``, ``gpuaccept run``, the suite role and Slurm use.
 
 Every input problem (ReFrame's report missing or malformed, the facts file unreadable, a benchmark document
-missing or invalid) ends in a written REJECTED verdict that names the file and the problem, and refreshed
-metrics; a run directory that does not exist is an error, never created. One writer at a time per run
+missing or invalid, a file changed since the run wrote its manifest, a retry folder gpuaccept run did not write)
+ends in a written REJECTED verdict that names the file and the problem, and refreshed metrics; a run directory
+that does not exist is an error, never created. One writer at a time per run
 directory (a lock file in it), stale temporary files of a killed writer removed first.
 
 The stages in order (docs/judge.md, "From a run directory to a verdict"): load (gpuaccept.judge.load), validate
