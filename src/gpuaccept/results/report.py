@@ -1067,7 +1067,7 @@ def verdict_summary(groups: list[Group]) -> str:
                             v.get("node"),
                             v.get("suite"),
                             r["check"],
-                            r.get("metric") or "(check)",
+                            (r.get("metric") or "(check)") + ("" if r.get("gpu") is None else f" [GPU {r['gpu']}]"),
                             r.get("value"),
                             r.get("reference"),
                             r["status"],
