@@ -20,6 +20,7 @@ from judge_support import ref_entry
 from gpuaccept.judge import exporter, load, pergpu, rules, summarize, validate, verdict
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.references import SCHEMA_V1, load_node_type
+from gpuaccept.probe import document, health, peaks, powercheck
 from gpuaccept.results import baseline, compare
 
 NODE_TYPE = "h100_sxm5_80gb_x4"
@@ -395,3 +396,43 @@ def test_a_baseline_from_per_gpu_figures_passes_the_lowest_healthy_gpu(tmp_path)
     lowest = min(v for d in docs for g in d["gpu_metrics"] for v in [g["metrics"]["fp64_tflops_min"]["value"]])
     assert floor <= lowest and stats["gemm.fp64_tflops_min"]["runs"] == 20
     assert entry["value"] == pytest.approx(53.15, abs=0.2)  # the median of every GPU's figure
+
+
+# ------------------------------------------------------------------------------------------------
+# The Python probes' gpu_metrics.
+
+
+def test_the_power_check_writes_each_gpus_figures():
+    """From the sampler documents recorded on the H100 (one GPU): its row's figures, each in gpu_metrics."""
+    power = RECORDED / "2026-11-22-h100-power"
+    idle, load_doc, gemm = (json.loads((power / n).read_text()) for n in ("idle-nvml.json", "gemm-nvml.json",
+                                                                            "gemm-nvml-bench.json"))  # fmt: skip
+    metrics, _waived, _f, rows = powercheck.measure(idle, load_doc, {0: gemm}, "fp64", {"how": "not available"})
+    (entry,) = document.gpu_metrics(rows, metrics, powercheck.GPU_FIGURES)
+    assert entry["gpu"] == 0 and set(entry["metrics"]) == set(powercheck.GPU_FIGURES)
+    for name in ("idle_power_max_w", "load_power_min_w", "load_power_max_w", "gflops_per_watt", "gemm_energy_j"):
+        assert entry["metrics"][name]["value"] == pytest.approx(metrics[name]["value"]), name
+    assert entry["metrics"]["load_energy_j"]["value"] == pytest.approx(metrics["load_energy_j"]["value"])
+
+
+def test_the_health_probe_counts_each_gpus_xid_events_by_its_bus():
+    obs = health_document()["results"]["observations"]
+    xids = [{"pci": "0000:2a:00", "xid": 79}, {"pci": "0000:2a:00", "xid": 45}, {"pci": "0000:5d:00", "xid": 13},
+            {"pci": "0000:99:00", "xid": 13}]  # the last on a PCI device that is no GPU of the node
+    metrics, _waived = health.metrics_of(obs, xids)
+    entries = document.gpu_metrics(health.gpu_rows(obs, xids), metrics, health.GPU_FIGURES)
+    assert [e["metrics"]["xid_events"]["value"] for e in entries] == [0, 2, 0, 1]
+    assert metrics["xid_events"]["value"] == 4
+    assert [e["metrics"]["pcie_width_min"]["value"] for e in entries] == [16] * 4
+    # The kernel log unread: no XID figure at all, per GPU or for the node.
+    assert "xid_events" not in document.gpu_metrics(health.gpu_rows(obs, None), health.metrics_of(obs, None)[0],
+                                                    health.GPU_FIGURES)[0]["metrics"]  # fmt: skip
+
+
+def test_peak_fractions_are_added_per_gpu(tmp_path):
+    doc = gemm_document(slow(HEALTHY_FP64))
+    doc["parameters"] = {"schedule": "together"}
+    annotated = peaks.annotate(doc, peaks.load(REFERENCE_DIR / peaks.DEFAULT_PATH), "gpu_peaks.yaml")
+    fractions = [g["metrics"]["fp64_tflops_min_peak_fraction"]["value"] for g in annotated["gpu_metrics"]]
+    assert fractions[1] == pytest.approx(annotated["metrics"]["fp64_tflops_min_peak_fraction"]["value"])
+    assert fractions[0] == pytest.approx(53.0 / 67.0)
