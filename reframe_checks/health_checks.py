@@ -21,7 +21,8 @@ class GpuHealth(BenchCheck):
     to what it recorded (gpuaccept.judge.health_rules).
 
     Variables: ``xid_since`` (kernel-log window), ``exempt_pids``.
-    Metrics: pcie_gen_min, pcie_width_min (under load, min over GPUs), health_findings, xid_events.
+    Metrics: pcie_gen_min, pcie_width_min (under load, min over GPUs), health_findings, xid_events; each
+    GPU's in ``gpu_metrics`` (judged per GPU, its findings those that name it).
     """
 
     #: XID lines of the kernel log since: ``boot``, a duration ago (``24h``), epoch seconds or ISO time.

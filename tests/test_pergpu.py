@@ -17,7 +17,7 @@ import yaml
 from conftest import RECORDED, REFERENCE_DIR
 from judge_support import ref_entry
 
-from gpuaccept.judge import exporter, load, pergpu, rules, summarize, validate, verdict
+from gpuaccept.judge import exporter, load, metric_table, pergpu, rules, summarize, validate, verdict
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.references import SCHEMA_V1, load_node_type
 from gpuaccept.probe import document, health, peaks, powercheck
@@ -436,3 +436,18 @@ def test_peak_fractions_are_added_per_gpu(tmp_path):
     fractions = [g["metrics"]["fp64_tflops_min_peak_fraction"]["value"] for g in annotated["gpu_metrics"]]
     assert fractions[1] == pytest.approx(annotated["metrics"]["fp64_tflops_min_peak_fraction"]["value"])
     assert fractions[0] == pytest.approx(53.0 / 67.0)
+
+
+def test_the_metric_table_agrees_with_the_per_gpu_documents():
+    """Every per-GPU figure the documents built here carry is of a per-GPU metric, in its unit."""
+    for check, doc in (("gemm", gemm_document(HEALTHY_FP64)), ("bandwidth", bandwidth_document([1500.0] * 4)),
+                       ("hplstyle", hplstyle_document([41.0] * 4)), ("power", power_document([697.0] * 4)),
+                       ("health", health_document())):  # fmt: skip
+        assert metric_table.document_problems(check, doc) == [], check
+    doc = gemm_document(HEALTHY_FP64)
+    doc["gpu_metrics"][0]["metrics"]["fp64_concurrent_tflops_min"] = metric(53.0)
+    doc["gpu_metrics"][1]["metrics"]["fp64_tflops_min"]["unit"] = "GFLOP/s"
+    assert metric_table.document_problems("gemm", doc) == [
+        "gemm.fp64_concurrent_tflops_min: a node-level metric, with a figure of GPU 0",
+        "gemm.fp64_tflops_min of GPU 1: unit 'GFLOP/s', the metric's unit is 'TFLOP/s'",
+    ]
