@@ -762,7 +762,7 @@ GapFit measure_gap(const Options& o, int dev, int direction, const Bufs& b, cuda
 // One GPU's sweep with the host buffers in b (bound to the GPU's node by the caller's thread); with `start`, the
 // sizes begin once every GPU sharing it has warmed up (false from its wait: another GPU failed, nothing more here).
 void sweep_gpu(State& st, const Options& o, const DeviceInfo& d, Bufs b, unsigned char* check, const HostOps& ops,
-               const std::string& binding, Barrier* start = nullptr) {
+               const std::string& binding, ThreadBarrier* start = nullptr) {
   const int dev = d.index;
   const size_t maxb = o.sizes.back();
   const double target = o.target_ms * 1e-3;
@@ -928,7 +928,7 @@ Options device_part(const Options& o) {
 // once every GPU has warmed up. A failed call is recorded and stops the run once every thread has ended.
 void sweep_devices(State& st, const Options& o, const std::vector<NumaNode>& nodes, const std::vector<int>& allowed,
                    const std::vector<DeviceInfo>& devs) {
-  Barrier start(static_cast<int>(devs.size()));
+  ThreadBarrier start(static_cast<int>(devs.size()));
   std::vector<std::thread> threads;
   for (const DeviceInfo& dev : devs) {
     threads.emplace_back([&st, &o, &nodes, &allowed, &start, d = &dev] {

@@ -141,9 +141,9 @@ struct Outcome {
 
 // A barrier for the threads that measure every GPU at once (gpuaccept-gemm's windows, gpuaccept-bw's device-local
 // sweep), which a failing thread can break (so no thread waits forever) and a thread with nothing to run can leave.
-class Barrier {
+class ThreadBarrier {
  public:
-  explicit Barrier(int n) : expected_(n) {}
+  explicit ThreadBarrier(int n) : expected_(n) {}
   // false when the barrier was broken.
   bool wait() {
     std::unique_lock<std::mutex> l(m_);

@@ -776,7 +776,7 @@ void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std
 // Window: one untimed call, warm-up (>= 0.5 s and >= 5 calls, timed to size the window), [barrier], poison C,
 // back-to-back timed calls for window_s, verify. Returns false when the problem cannot run here (r.skipped)
 // or the barrier was broken.
-bool measure_window(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r, Barrier* bar) {
+bool measure_window(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r, ThreadBarrier* bar) {
   if (!gm.supported() || !gm.first_run()) {
     r.skipped = gm.skip_reason();
     return false;
@@ -890,7 +890,7 @@ void run_solo(State& st, const Options& o, Gpu& g, PinnedHost& host) {
 
 // Every GPU at once: one thread each; setup, barrier, warm-up, barrier, window.
 void run_concurrent(State& st, const Options& o, std::vector<std::unique_ptr<Gpu>>& gpus, Prec p) {
-  Barrier bar(static_cast<int>(gpus.size()));
+  ThreadBarrier bar(static_cast<int>(gpus.size()));
   std::vector<std::thread> threads;
   for (auto& gp : gpus) {
     Gpu* g = gp.get();
@@ -937,7 +937,7 @@ void run_concurrent(State& st, const Options& o, std::vector<std::unique_ptr<Gpu
 void run_together(State& st, const Options& o, std::vector<std::unique_ptr<Gpu>>& gpus, PinnedHost& host) {
   for (Prec p : o.precisions) {
     const size_t count = gpus.size();
-    Barrier bar(static_cast<int>(count));
+    ThreadBarrier bar(static_cast<int>(count));
     std::vector<Row> windows(count);
     std::vector<std::unique_ptr<Gemm>> problems(count);  // each window's problem, kept for its transfers
     std::vector<std::thread> threads;
