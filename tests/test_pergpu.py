@@ -321,6 +321,9 @@ def test_every_per_gpu_check_names_the_slow_gpu_alone(refdir, tmp_path):
         assert {r.gpu for r in failed} == {SLOW}, check
     assert check_row(v, "health").status == "pass"
     assert [r.gpu for r in rows_of(v, "health", "health_findings")] == [0, 1, 2, 3]
+    text = verdict.table(v)  # with its gpu column, the table still fits a 120-column terminal
+    assert text.splitlines()[0].split()[:3] == ["check", "metric", "gpu"]
+    assert all(len(line) <= verdict.WIDTH for line in text.splitlines()[:-1])
 
 
 def test_a_foreign_process_is_a_health_finding_of_its_gpu_alone(refdir, tmp_path):
