@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # multinode: checks between nodes (MPI), run through a scheduler across several nodes at once (docs/fleet.md).
-SUITES = ("nightly", "commission", "evaluation", "multinode")
+# burnin: every GPU under sustained load for a duration, after the health probe (docs/checks/burnin.md).
+SUITES = ("nightly", "commission", "evaluation", "multinode", "burnin")
+# The suites of the short checks that run everywhere (bandwidth, GEMM, power); health runs in every suite.
+_EVERY = ("nightly", "commission", "evaluation", "multinode")
 
 # Layers and owners (gpuaccept.judge.metric_table's docstring).
 GPU, NODE = "gpu", "node"
@@ -46,7 +49,8 @@ class Check:
     # its reference file, and then it is not expected of the node (measured node types cover the others).
     optional: bool = False
     # The judge's rules beyond the generic ones (gpuaccept.judge.rules): "hpl" (HPL's residual rule), "throttle"
-    # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules).
+    # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules), "burnin"
+    # (gpuaccept.judge.burnin_rules).
     rules: tuple[str, ...] = ()
     # Run under the power sampler: its document (layout.POWER_FILE) joins the check's, with GFLOP/s per watt of this
     # metric ("" none).
@@ -132,7 +136,7 @@ CHECKS: dict[str, Check] = {
         Check(
             "bandwidth",
             "host<->GPU and GPU<->GPU bandwidth (gpuaccept-bw)",
-            SUITES,
+            _EVERY,
             True,
             "bandwidth.json",
             doc="bandwidth.md",
@@ -156,7 +160,7 @@ CHECKS: dict[str, Check] = {
         Check(
             "gemm",
             "cuBLAS/cuBLASLt GEMM throughput (gpuaccept-gemm)",
-            SUITES,
+            _EVERY,
             True,
             "gemm.json",
             doc="gemm.md",
@@ -296,7 +300,7 @@ CHECKS: dict[str, Check] = {
         Check(
             "power",
             "idle power, power under a sustained GEMM, GFLOP/s per watt, throttling",
-            SUITES,
+            _EVERY,
             True,
             "power_check.json",
             rules=("throttle",),
@@ -309,6 +313,33 @@ CHECKS: dict[str, Check] = {
                 Metric("gflops_per_watt", "GFLOP/s/W", GPU),
                 Metric("gemm_energy_j", "J", GPU),
                 Metric("load_energy_j", "J", GPU),
+            ),
+        ),
+        # The burn-in (docs/checks/burnin.md): sustained GEMM windows alternating with the memory test on every GPU at
+        # once, every GPU read through NVML each second. The rules decide (gpuaccept.judge.burnin_rules); its figures
+        # are each GPU's, min, max or sum over the GPUs in the document, and each GPU's own in gpu_metrics.
+        Check(
+            "burnin",
+            "burn-in: sustained GEMM and the memory test on every GPU at once for a duration (default 30 minutes), "
+            "clocks, temperatures, power, throttling, XID, ECC, row remapping and NVLink errors read every second",
+            ("burnin",),
+            True,
+            "burnin.json",
+            rules=("burnin",),
+            doc="burnin.md",
+            metrics=(
+                Metric("tflops_first_window_min", "TFLOP/s", GPU),
+                Metric("tflops_last_window_min", "TFLOP/s", GPU),
+                Metric("tflops_last_over_first_min", "ratio", GPU),  # judged by the rule (at least 0.9)
+                Metric("gpu_temp_max_c", "C", GPU),
+                Metric("memory_temp_max_c", "C", GPU),
+                Metric("power_median_max_w", "W", GPU),
+                Metric("throttle_other_samples", "count", GPU),  # reasons other than the power cap or idle
+                Metric("xid_events", "count", GPU),
+                Metric("ecc_uncorrectable_new", "count", GPU),
+                Metric("remapped_rows_pending", "count", GPU),
+                Metric("nvlink_errors_new", "count", GPU),
+                Metric("gemm_windows_min", "count", GPU),
             ),
         ),
         # Seed 002's compute/transfer overlap (docs/checks/overlap.md): evaluation only, and optional until a node type
