@@ -30,6 +30,7 @@ from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import burnin, burnin_sampler
 from gpuaccept.probe import burnin_timeline as tl
+from gpuaccept.results import burnin_plot, report
 
 STARTED = 1795000000.0  # 2026-11-18T08:26:40Z: the built burn-ins' start
 H100 = {"name": "NVIDIA H100 80GB HBM3", "pci_device_id": "0x233010DE"}
@@ -584,3 +585,28 @@ def test_the_textfile_of_the_burnin_suite_and_its_per_gpu_series():
     labels = 'node_type="h100_sxm5_80gb_x2",suite="burnin"'
     assert f'gpuaccept_burnin_last_over_first_window_ratio{{gpu="1",{labels}}} 0.98' in text
     assert f'gpuaccept_burnin_gpu_temperature_max_celsius{{gpu="all",{labels}}} 71.0' in text
+
+
+# ------------------------------------------------------------------------------------------------
+# The report's section.
+
+
+def test_the_report_draws_every_gpus_timeline_and_tabulates_its_figures(tmp_path):
+    pytest.importorskip("matplotlib")
+    hot = built_timeline(600, lambda t: {"reasons": 0x44, "gpu_temp_c": 88} if t >= 300 else {})
+    doc = built_document([built_gpu(0), built_gpu(1, hot, rates=(54.0, 53.6, 53.5, 40.1, 39.8, 39.9, 39.7))])
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "burnin.json").write_text(json.dumps(doc))
+    page = report.build([report.load_group(f"h100x2={run}")], "burn-in")
+    section = page[page.index("<h2 id='burnin'>") : page.index("<h2 id='energy'>")]
+    assert '<figure class="plot" data-plot="burnin:h100x2">' in section and "<svg" in section
+    assert "<td>hw_thermal_slowdown</td>" in section and "<td>0.735</td>" in section and "<td>none</td>" in section
+
+
+def test_a_long_timeline_is_drawn_with_the_worst_of_each_bucket():
+    times = [float(t) for t in range(7200)]
+    temps = [60] * 7200
+    temps[5001] = 90
+    ts, vs = burnin_plot.buckets(times, temps, max)
+    assert len(ts) == 600 and ts[:2] == [0.0, 12.0] and max(vs) == 90 and vs.count(90) == 1

@@ -263,7 +263,7 @@ class Sampler:
 
     def _open_events(self) -> None:
         """An event set for XID events on every GPU; where NVML refuses one (a VM may not pass events through),
-        none, and ``xid_why_not`` says why (the burn-in then reads the kernel log)."""
+        none, and ``xid_why_not`` says why (the burn-in then reads the kernel log, gpuaccept.probe.burnin)."""
         n = self.nv
         try:
             self._event_set = n.nvmlEventSetCreate()
@@ -297,7 +297,10 @@ class Sampler:
             except self.session.error as err:
                 if getattr(err, "value", None) == NVML_ERROR_TIMEOUT:
                     continue
-                self.errors.append(f"waiting for XID events: {err}")
+                # NVML stopped delivering events (some drivers refuse only at the wait, and a GPU lost mid-run ends
+                # it): the burn-in reads the kernel log for the whole run instead.
+                self.xid_source = None
+                self.xid_why_not = f"NVML's event wait: {err}"
                 return
             t_s = time.monotonic() - self._t0
             gpu = self._opt(n.nvmlDeviceGetIndex, data.device)
