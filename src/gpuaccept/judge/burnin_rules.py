@@ -12,12 +12,13 @@ The rules, in the order they are applied to each GPU:
 - no clock-event (throttle) reason other than the software power cap (and idle, between turns): thermal
   slowdowns, HW slowdown, the power brake, sync boost, clock settings;
 - GPU temperature below NVML's slowdown threshold, memory (HBM) temperature below its maximum operating
-  temperature (the GPU's slowdown threshold where NVML gives none for the memory);
+  temperature (the GPU's slowdown threshold where NVML gives none for the memory); where NVML gives no slowdown
+  threshold at all, the thermal slowdown reasons of the throttle rule stand for it;
 - no compute process that the burn-in did not start;
 - the last GEMM window's median rate at least ``LAST_OVER_FIRST_MIN`` of the first's.
 
-A burn-in that could not look (no XID source, no ECC counter, no temperature or throttle reading) is NOT RUN with
-the reason, never passed.
+A burn-in that could not look (no XID source, no ECC counter, no GPU temperature or throttle reasons) is NOT RUN
+with the reason, never passed.
 """
 
 from __future__ import annotations
@@ -271,8 +272,6 @@ def _cannot_look(g: dict[str, Any], gpu: _Gpu, doc: dict[str, Any]) -> list[str]
     ):
         if tl.length(gpu.timeline) and all(v is None for v in gpu.timeline[column]):
             why.append(f"{gpu.label}: NVML never reported {what}" + (" (is ECC enabled?)" if "ECC" in what else ""))
-    if (g.get("thresholds_c") or {}).get("gpu_slowdown_c") is None:
-        why.append(f"{gpu.label}: NVML gives no slowdown temperature threshold")
     return why
 
 
@@ -281,7 +280,7 @@ RULES = (_xids, _memory, _throttle, _temperatures, _foreign, _performance)
 
 def assess(doc: dict[str, Any]) -> tuple[list[Finding], str | None]:
     """A burn-in document judged: (findings, why it could not look). The second is set when a GPU's XID events,
-    ECC counters, temperature or throttle reasons could not be read: the check is then NOT RUN with the reason
+    ECC counters, GPU temperature or throttle reasons could not be read: the check is then NOT RUN with the reason
     (unless a finding already fails it)."""
     results = doc.get("results") if isinstance(doc.get("results"), dict) else {}
     started = results.get("started_unix")

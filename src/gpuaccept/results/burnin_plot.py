@@ -73,7 +73,7 @@ def plot(label: str, doc: dict[str, Any]) -> str:
         for e in burnin_timeline.episodes(timeline):
             if e.reason not in burnin_timeline.POWER_CAP_OR_IDLE:
                 for ax in axes:
-                    ax.axvspan(e.start_s / 60.0, e.end_s / 60.0, color="#b00020", alpha=0.12, lw=0)
+                    ax.axvspan(e.start_s / 60.0, e.end_s / 60.0, color=color, alpha=0.12, lw=0)
         slowdown = (g.get("thresholds_c") or {}).get("gpu_slowdown_c")
         if slowdown is not None and i == 0:
             ax_temp.axhline(slowdown, color="#b00020", lw=0.8, ls=":", label=f"GPU slowdown {slowdown} C (GPU 0)")
@@ -90,14 +90,15 @@ def plot(label: str, doc: dict[str, Any]) -> str:
     ax_rate.set_xlabel("minutes since the burn-in started")
     ax_clock.legend(fontsize=7, ncol=min(8, max(1, len(per_gpu))), loc="lower left")
     ax_temp.legend(fontsize=6, ncol=2, loc="lower right")
-    fig.suptitle(f"{label}: burn-in of {doc.get('started_utc')}, {doc.get('elapsed_s', 0) / 60.0:.1f} minutes")
+    minutes = ((doc.get("results") or {}).get("elapsed_s") or 0.0) / 60.0
+    fig.suptitle(f"{label}: burn-in of {doc.get('started_utc')}, {minutes:.1f} minutes")
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     text = buf.getvalue()
     caption = (
         f"{label}: every GPU's clock, temperatures, power and GEMM windows; shaded where a clock-event reason "
-        "other than the power cap held"
+        "other than the power cap held, in that GPU's colour"
     )
     return (
         f'<figure class="plot" data-plot="burnin:{html.escape(label)}">{text[text.index("<svg") :]}'
