@@ -15,10 +15,11 @@ from gpuaccept.rfm import BenchBuild, BenchCheck
 
 
 class BurninBuild(BenchBuild):
-    """gpuaccept-gemm, the burn-in's load (prebuilt by the gpuaccept_bench role's ``gpu`` target)."""
+    """gpuaccept-gemm and gpuaccept-memtest, the burn-in's load (prebuilt by the gpuaccept_bench role's ``gpu``
+    target)."""
 
-    make_targets = ["gemm"]
-    binaries = ["gpuaccept-gemm"]
+    make_targets = ["gemm", "memtest"]
+    binaries = ["gpuaccept-gemm", "gpuaccept-memtest"]
 
 
 @rfm.simple_test
@@ -31,8 +32,8 @@ class GpuBurnin(BenchCheck):
     tflops_last_over_first_min, gpu_temp_max_c, memory_temp_max_c, power_median_max_w, throttle_other_samples,
     xid_events, ecc_uncorrectable_new, remapped_rows_pending, nvlink_errors_new, gemm_windows_min; each GPU's own
     in the document's gpu_metrics. The memory test takes turns where ``gpuaccept-memtest`` is in the prebuilt
-    benchmarks' directory (``extras.bench_dir``) or the build's; the burn-in runs GEMM alone otherwise, and its
-    document says so.
+    benchmarks' directory (``extras.bench_dir``) or the build's (the fixture builds it beside gpuaccept-gemm); the
+    burn-in runs GEMM alone otherwise, and its document says so.
     """
 
     #: The burn-in's length in minutes (1 to 1440).
