@@ -1,9 +1,8 @@
 """One self-contained HTML evaluation report from run directories: the first page for the decision (headline
 figures per node type and side by side: report_headline), inventory, verdicts, GPU by GPU (report_pergpu), the
-bandwidth sweep,
-the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and FFT offload
-against the host's BLAS and FFT, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and energy, and two
-or more node types side by side with ratios to a chosen baseline.
+bandwidth sweep, the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and
+FFT offload against the host's BLAS and FFT, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and
+energy, and two or more node types side by side with ratios to a chosen baseline.
 
 Inputs are groups of runs: ``[LABEL=]PATH``, where PATH is a run directory (results/<node>/<run>), a results
 tree holding many, or a folder of benchmark documents. Every ``gpuaccept.bench/1`` document under PATH is read
