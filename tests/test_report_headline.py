@@ -175,6 +175,10 @@ def test_the_2x_h200_node_gpu_by_gpu(page):
     slow = re.search(r"<td class='slowest' data-gpu='(\d)' data-metric='fp64_tflops_min' data-value='([^']+)'", table)
     assert slow.groups() == ("0", repr(gemm["metrics"]["fp64_tflops_min"]["value"]))
     assert "GPU 0 is the slowest in 8 of 11 figures" in table and "none: the GPUs are within 5 % of each other" in table
+    first = headline(page)
+    x2 = first[first.index("<h3 id='headline-2xH200'>") :]
+    assert "<a href='#per-gpu-2xH200'>GPU by GPU</a>" in x2 and "GPU 0 is the slowest in 8 of 11 figures" in x2
+    assert "GPU by GPU</a>" not in first[: first.index("<h3 id='headline-2xH200'>")]  # one-GPU columns: none
     for name in ("h100_sxm5_80gb", "h200"):
         assert f"<h3 id='per-gpu-{name}'>" in section  # one GPU: said so, no table
     busy = re.search(r"<tr><td>2xH200</td><td>FP64</td>(.*?)</tr>", section).group(1)

@@ -1344,7 +1344,7 @@ figcaption{font-size:.85em;color:#555}.pass,.better{color:#13801f;font-weight:bo
 .fail,.worse{color:#b00020;font-weight:bold}.note{color:#555;font-size:.9em}.par{font-weight:bold}
 #headline h3{margin:1.2em 0 .2em}#headline table{font-size:.8em}.missing{color:#777}
 ul.verdict-lines{margin:.2em 0 1em;padding-left:1.2em;font-size:.85em}li.reason{list-style:none;color:#555}
-ol.sources{font-size:.75em;color:#444}sup.cite{color:#555}td.slowest{background:#fde8e8}
+ol.sources{font-size:.75em;color:#444}sup.cite{color:#555}td.slowest{background:#fde8e8}ul.slow{font-size:.85em}
 @media print{body{margin:0;max-width:none}#headline{break-after:page}h2{break-after:avoid}}
 """
 
@@ -1371,7 +1371,7 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
         f"{sum(len(g.docs) for g in groups)} benchmark documents and {sum(len(g.verdicts) for g in groups)} "
         f"verdicts; ratios are to <b>{html.escape(baseline.label)}</b>. Figures are medians or minima as each "
         "benchmark's <i>timing</i> says (docs/benchmark-json.md).</p>",
-        report_headline.section(groups, baseline, reference_dir),
+        report_headline.section(groups, baseline, reference_dir, report_pergpu.summary),
         "<h2 id='inventory'>Nodes and software</h2>",
         inventory(groups),
         "<h2 id='verdicts'>Verdicts</h2>",

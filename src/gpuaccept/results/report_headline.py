@@ -23,6 +23,7 @@ import html
 import math
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -571,9 +572,11 @@ def better_for(columns: list[Column], base: Column, figures: list[Figure]) -> st
 # ---------------------------------------------------------------------------------------------- the page
 
 
-def section(groups: list[Group], baseline: Group, reference_dir: Path | None = None) -> str:
+def section(groups: list[Group], baseline: Group, reference_dir: Path | None = None,
+            per_gpu: Callable[[Group], str] | None = None) -> str:
     """The first page: for two or more columns the comparison first, then each column's headline table with the
-    node, its verdicts and their reasons, then the sources cited."""
+    node, its verdicts and their reasons (and, from ``per_gpu``, what its GPUs one by one say: the GPU-by-GPU
+    section's summary), then the sources cited."""
     reference_dir = Path(reference_dir or REFERENCE_DIR)
     columns = [column(g, reference_dir) for g in groups]
     base = next(c for c in columns if c.group is baseline)
@@ -608,6 +611,8 @@ def section(groups: list[Group], baseline: Group, reference_dir: Path | None = N
         parts.append(f"<h3 id='headline-{label}'>{label}: <span class='gpus'>{html.escape(c.node.text)}</span></h3>")
         parts.append(f"<p class='note'>GPUs from the {html.escape(c.node.origin)}; {nt}.</p>")
         parts.append(headline_table(c, figures, sources))
+        if per_gpu is not None and c.node.gpus > 1:
+            parts.append(per_gpu(c.group))
         parts.append(verdict_lines(c.group))
     parts.append("<p class='note'>Medians over each column's runs ([range] where there are several); a GPU figure "
                  "is the slowest GPU's. Sources:</p>")  # fmt: skip

@@ -50,7 +50,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("gpuaccept-bw", "bidir_pinned_min", "both ways pinned", "GB/s"),
     Column("gpuaccept-hplstyle", "tflops_min", "HPL-style LU", "TFLOP/s"),
 )
-SLOW = 0.05  # a GPU this far below the median of its node's GPUs is named as slow
+SLOW = 0.05  # a GPU this far below the median of its node's other GPUs is named as slow
+Figures = dict[int, dict[tuple[str, str], float]]  # GPU index -> (tool, metric) -> value
+Slowest = dict[tuple[str, str], tuple[int, float]]  # (tool, metric) -> (GPU, from the other GPUs' median)
 
 
 def _gemm(doc: dict[str, Any]) -> dict[int, dict[str, float]]:
@@ -117,7 +119,7 @@ def figures(doc: dict[str, Any]) -> dict[int, dict[str, float]]:
     return extract(doc) if extract else {}
 
 
-def per_gpu(group: Group) -> tuple[dict[int, dict[tuple[str, str], float]], list[str]]:
+def per_gpu(group: Group) -> tuple[Figures, list[str]]:
     """Each GPU's figures in a column, keyed by (tool, metric), from the newest document of each tool; and those
     documents' descriptions."""
     out: dict[int, dict[tuple[str, str], float]] = {}
@@ -155,14 +157,7 @@ def gpu_table(group: Group) -> str:
     columns = known + [Column(tool, metric, metric, "") for tool, metric in extra]
     facts = {g.get("index"): g for g in report_headline.node_facts(group).get("gpus") or [] if isinstance(g, dict)}
     marks = _verdict_marks(group)
-    slowest: dict[tuple[str, str], tuple[int, float]] = {}
-    for c in columns:
-        values = {g: found[g][(c.tool, c.metric)] for g in gpus if (c.tool, c.metric) in found[g]}
-        if len(values) > 1:
-            pick = min if c.better == "higher" else max
-            worst = pick(values, key=lambda g, v=values: v[g])
-            others = statistics.median(v for g, v in values.items() if g != worst)
-            slowest[(c.tool, c.metric)] = (worst, (values[worst] - others) / others if others else 0.0)
+    slowest = slowest_of(found, columns)
     head = ["GPU", "model, PCI bus", *[f"{c.label} ({c.unit})" if c.unit else c.label for c in columns]]
     rows = []
     for g in gpus:
@@ -196,7 +191,33 @@ def gpu_table(group: Group) -> str:
     )
 
 
-def slow_lines(slowest: dict[tuple[str, str], tuple[int, float]], columns: list[Column], n_gpus: int) -> str:
+def slowest_of(found: Figures, columns: list[Column]) -> Slowest:
+    """(tool, metric) -> (the slowest GPU, how far it is from the other GPUs' median) of each figure measured on two
+    GPUs or more."""
+    slowest: dict[tuple[str, str], tuple[int, float]] = {}
+    for c in columns:
+        values = {g: found[g][(c.tool, c.metric)] for g in found if (c.tool, c.metric) in found[g]}
+        if len(values) > 1:
+            pick = min if c.better == "higher" else max
+            worst = pick(values, key=lambda g, v=values: v[g])
+            others = statistics.median(v for g, v in values.items() if g != worst)
+            slowest[(c.tool, c.metric)] = (worst, (values[worst] - others) / others if others else 0.0)
+    return slowest
+
+
+def summary(group: Group) -> str:
+    """The GPU-by-GPU section in a few lines, for the first page: which GPU is the slowest in how many figures, and
+    any GPU more than ``SLOW`` below the others."""
+    found, _ = per_gpu(group)
+    if len(found) < 2:
+        return ""
+    columns = [c for c in COLUMNS if any((c.tool, c.metric) in f for f in found.values())]
+    lines = slow_lines(slowest_of(found, columns), columns, len(found))
+    link = f"<a href='#per-gpu-{html.escape(group.label)}'>GPU by GPU</a>"
+    return f"<p class='note'>{link}, from each GPU's own figures:</p>{lines}" if lines else ""
+
+
+def slow_lines(slowest: Slowest, columns: list[Column], n_gpus: int) -> str:
     """Which GPU is the slow one: each GPU slowest in how many figures, and every figure where a GPU is more than
     ``SLOW`` below the others' median."""
     if n_gpus < 2 or not slowest:
