@@ -69,8 +69,11 @@ def root(repo: Path = REPO) -> Path:
     here = repo.parent / "shared"
     if here.is_dir():
         return here
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+    except OSError:  # no git: not a worktree that could share a checkout's inputs
+        return here
     common = proc.stdout.strip() if proc.returncode == 0 else ""
     return Path(common).parent.parent / "shared" if common else here
 
