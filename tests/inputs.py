@@ -93,8 +93,8 @@ def where(inp: Input, base: Path) -> Path:
 def skip_reason(inp: Input, base: Path, absent: Path) -> str:
     """Why a test is skipped: the input, what was looked for, the variable, where to get it."""
     return (
-        f"{SKIP_PREFIX} {inp.name} absent: {absent} not found ({ENV}={base}); it is {inp.what}; get {inp.get} "
-        "(tests/inputs.toml)"
+        f"{SKIP_PREFIX} {inp.name} absent: {absent} not found (the inputs folder: ${ENV}, default shared/ beside "
+        f"the clone); it is {inp.what}; get {inp.get} (tests/inputs.toml)"
     )
 
 
