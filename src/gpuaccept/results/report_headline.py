@@ -444,7 +444,7 @@ def _when(v: dict[str, Any]) -> str:
     return dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%d %H:%MZ") if started else "?"
 
 
-def one_line(text: str, limit: int = 170) -> str:
+def one_line(text: str, limit: int = 150) -> str:
     """A reason on one line: its whitespace (ReFrame's multi-line messages) folded, cut at ``limit``."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -587,8 +587,12 @@ def section(groups: list[Group], baseline: Group, reference_dir: Path | None = N
     for c in columns:
         ok = sum(1 for v in c.group.verdicts if v.get("verdict") == "pass")
         n = len(c.group.verdicts)
-        verdict = (f"<span class='{'pass' if ok == n else 'fail'}'>{ok} of {n} runs ACCEPTED</span>" if n
-                   else "<span class='note'>not judged (no verdict)</span>")  # fmt: skip
+        if n == 1:
+            verdict = "<span class='pass'>ACCEPTED</span>" if ok else "<span class='fail'>REJECTED</span>"
+        elif n:
+            verdict = f"<span class='{'pass' if ok == n else 'fail'}'>{ok} of {n} runs ACCEPTED</span>"
+        else:
+            verdict = "<span class='note'>not judged (no verdict)</span>"
         nt = c.node_type.name if c.node_type else "no node type"
         summary.append(f"<li data-group='{html.escape(c.group.label)}'><b>{html.escape(c.group.label)}</b>: "
                        f"<span class='gpus'>{html.escape(c.node.text)}</span>, node type {html.escape(nt)}; "
