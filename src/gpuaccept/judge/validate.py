@@ -80,6 +80,8 @@ def validate_case(case: Case, facts: dict[str, Any], node_type: NodeType | None,
         problems += rules.hpl_problems(doc, path)
     if "throttle" in check.rules:
         problems += rules.throttle_problems(doc, path)
+    if "memtest" in check.rules:
+        problems += rules.memtest_problems(doc, path)
     if "health" in check.rules and node_type is not None:
         try:
             findings, _notes, not_run = health_rules.assess(doc, node_type, expected_gpus)
