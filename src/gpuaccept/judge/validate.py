@@ -1,9 +1,9 @@
 """The judge's second stage, validate (docs/judge.md, "From a run directory to a verdict"): each loaded test case
 (gpuaccept.judge.load) through the rules of its check, with no file read. What ReFrame recorded (skipped, no
 result, failed before sanity), the document's own word (gpuaccept.judge.rules: errors, verification, the GPUs
-it saw), the power sampler's document joined, HPL's residuals, throttling and the health rules give the problems
-of the case, and the metrics and waived metrics it reports. Judging them against references is the next stage
-(gpuaccept.judge.verdict.judge).
+it saw), the power sampler's document joined, HPL's residuals, throttling, the health rules and the burn-in's
+rules give the problems of the case, and the metrics and waived metrics it reports. Judging them against
+references is the next stage (gpuaccept.judge.verdict.judge).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuaccept.judge import health_rules, pergpu, rules
+from gpuaccept.judge import burnin_rules, health_rules, pergpu, rules
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.load import Case, Run
 from gpuaccept.judge.references import NodeType, ReferenceError
@@ -82,6 +82,8 @@ def validate_case(case: Case, facts: dict[str, Any], node_type: NodeType | None,
         problems += rules.hpl_problems(doc, path)
     if "throttle" in check.rules:
         problems += rules.throttle_problems(doc, path)
+    if "memtest" in check.rules:
+        problems += rules.memtest_problems(doc, path)
     if "health" in check.rules and node_type is not None:
         try:
             findings, _notes, not_run = health_rules.assess(doc, node_type, expected_gpus)
@@ -95,6 +97,9 @@ def validate_case(case: Case, facts: dict[str, Any], node_type: NodeType | None,
                                                  "unit": "count"}}
                 for d in doc.get("devices") or [] if isinstance(d, dict) and isinstance(d.get("index"), int)
             }  # fmt: skip
+    if "burnin" in check.rules:
+        burnin_findings, not_run = burnin_rules.assess(doc)
+        problems += [f.text() for f in burnin_findings]
     per_gpu = pergpu.read(check.key, doc, path, facts, metrics, extra)
     problems += per_gpu.problems
     return Findings(problems=problems, metrics=metrics, waived=waived, cannot_look=not_run or "", per_gpu=per_gpu)
