@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuaccept.judge import health_rules, rules
+from gpuaccept.judge import dcgm_rules, health_rules, rules
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.load import Case, Run
 from gpuaccept.judge.references import NodeType, ReferenceError
@@ -32,7 +32,7 @@ class Findings:
 
 def validate(run: Run) -> list[Findings]:
     """The findings of each test case of ``run``, in its order."""
-    return [validate_case(case, run.facts, run.node_type, run.expected_gpus) for case in run.cases]
+    return [validate_case(case, run.facts, run.node_type, run.expected_gpus, run.facts_end) for case in run.cases]
 
 
 def _variable(tc: dict[str, Any], name: str) -> str:
@@ -41,8 +41,15 @@ def _variable(tc: dict[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def validate_case(case: Case, facts: dict[str, Any], node_type: NodeType | None, expected_gpus: int | None) -> Findings:
-    """One test case: ReFrame's record says whether the run completed; the document says what it measured."""
+def validate_case(
+    case: Case,
+    facts: dict[str, Any],
+    node_type: NodeType | None,
+    expected_gpus: int | None,
+    facts_end: dict[str, Any] | None = None,
+) -> Findings:
+    """One test case: ReFrame's record says whether the run completed; the document says what it measured.
+    ``facts_end``: the node facts gathered after the suite (the NVLink counters' growth), None where none was."""
     check = CHECKS[case.check]
     tc = case.tc
     result = tc.get("result")
@@ -80,11 +87,18 @@ def validate_case(case: Case, facts: dict[str, Any], node_type: NodeType | None,
         problems += rules.hpl_problems(doc, path)
     if "throttle" in check.rules:
         problems += rules.throttle_problems(doc, path)
+    if "dcgm" in check.rules:
+        problems += dcgm_rules.problems(doc, path)
     if "health" in check.rules and node_type is not None:
         try:
-            findings, _notes, not_run = health_rules.assess(doc, node_type, expected_gpus)
+            findings, _notes, not_run = health_rules.assess(doc, node_type, expected_gpus, facts, facts_end)
+            judged, judged_waived = health_rules.judged_metrics(
+                doc, findings, health_rules.expectations(node_type), facts, facts_end
+            )
         except ReferenceError as err:
-            findings, not_run = [], f"cannot judge health: {err}"
+            findings, not_run, judged, judged_waived = [], f"cannot judge health: {err}", {}, {}
         problems += [f"{f['message']} -> {f['fix']}" for f in findings]
         metrics["health_findings"] = {"value": len(findings), "unit": "count"}
+        metrics.update(judged)
+        waived.update(judged_waived)
     return Findings(problems=problems, metrics=metrics, waived=waived, cannot_look=not_run or "")
