@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gpuaccept import __version__, cli_fleet, helptext, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
-from gpuaccept.judge import health_rules, metric_table, references, summarize, verdict
+from gpuaccept.judge import coverage, health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
 from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, REFERENCE_DIR, REPORT_FILE, VERDICT_FILE
 from gpuaccept.probe import crosscheck, dcgm, facts, health, overlap, peaks, power, powercheck
@@ -88,7 +88,9 @@ def cmd_references(args: argparse.Namespace) -> int:
         loaded = [references.load_node_type(args.reference_dir, t) for t in args.node_type]
     else:
         loaded = references.load_all(args.reference_dir)
+    gaps = []
     for t in loaded:
+        gaps += coverage.gaps(t)
         if "health" in t.extra:
             health_rules.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
         layers = [r.layer for m in t.checks.values() for r in m.values()]
@@ -103,12 +105,17 @@ def cmd_references(args: argparse.Namespace) -> int:
               "GPU model; link: the PCIe link NVML reports; host: this node's own baseline; node: the node type)")
         for suite, kinds in verdict.coverage(t).items():
             line = f"  {suite}: expects {', '.join(kinds[verdict.EXPECTED]) or 'nothing'}"
-            if kinds[verdict.REPORTED]:
-                line += f"; reports {', '.join(kinds[verdict.REPORTED])} where installed"
+            if kinds[verdict.WHERE_INSTALLED]:
+                line += f"; judges {', '.join(kinds[verdict.WHERE_INSTALLED])} where installed"
             if kinds[verdict.UNREFERENCED]:
                 line += f"; no references (not run): {', '.join(kinds[verdict.UNREFERENCED])}"
             print(line)
-    return 0
+    for gap in gaps:
+        print(f"gpuaccept references: {gap}", file=sys.stderr)
+    if gaps:
+        print(f"gpuaccept references: {len(gaps)} gated metric(s) or check(s) without a reference: a healthy node of "
+              "such a type would be rejected for it (docs/reference-values.md)", file=sys.stderr)  # fmt: skip
+    return 1 if gaps else 0
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:

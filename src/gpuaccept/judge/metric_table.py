@@ -45,6 +45,10 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
 _OWNERS: dict[str, tuple[str, ...]] = {
     key: tuple(check.owner_of(m) for m in (*check.metrics, *SAMPLER)) for key, check in CHECKS.items()
 }
+# check -> (gated, ...): whether a node type must reference the row's metrics (gpuaccept.judge.checks.Metric).
+_GATED: dict[str, tuple[bool, ...]] = {
+    key: tuple(m.gated for m in (*check.metrics, *SAMPLER)) for key, check in CHECKS.items()
+}
 
 UNITS = tuple(sorted({unit for rows in METRICS.values() for _, unit, _ in rows}))
 
@@ -87,6 +91,12 @@ def owner(check: str, metric: str) -> str:
     """What owns the figure: ``gpu``, ``link``, ``host`` or ``node`` (module docstring); UnknownMetric when the
     table does not know the metric."""
     return _OWNERS[check][_row(check, metric)]
+
+
+def gated(check: str, metric: str) -> bool:
+    """Whether a node type must hold a reference for the metric (a gated metric fails without one; a reported one
+    is shown); UnknownMetric when the table does not know the metric."""
+    return _GATED[check][_row(check, metric)]
 
 
 def document_problems(check: str, doc: dict) -> list[str]:

@@ -144,6 +144,14 @@ def _owner(check: str, metric: str) -> str:
         return ""
 
 
+def _gated(check: str, metric: str) -> bool:
+    """A metric the checks declare reported is shown without a reference; any other (gated, or unknown) fails."""
+    try:
+        return metric_table.gated(check, metric)
+    except metric_table.UnknownMetric:
+        return True
+
+
 # gpuaccept sensitivity's hook: (check, metric, value) -> the value to judge instead.
 Adjust = Callable[[str, str, float], float]
 
@@ -180,6 +188,10 @@ def _metric_rows(
                 rows.append(Row(key, metric, INFO, value, unit, reason=f"not judged: {why_no_refs}", owner=owner))
             elif missing:  # a node-level figure of a known GPU SKU at a GPU count with no node type file
                 rows.append(Row(key, metric, NOT_RUN, value, unit, reason=missing, owner=owner))
+            elif not _gated(key, metric):
+                rows.append(Row(key, metric, INFO, value, unit, owner=owner,
+                                reason=f"reported: node type {node_type.name} has no reference for it (a reported "
+                                "figure: shown, never failed for want of one)"))  # fmt: skip
             else:
                 rows.append(Row(key, metric, FAIL, value, unit, reason="no reference value for this metric",
                                 owner=owner))  # fmt: skip
@@ -346,17 +358,17 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
                 reason += f"; {why_no_refs}"
             elif not expected:
                 reason += f" (not expected for node type {node_type_name})"
-            elif _reports_only(check, node_type):
-                reason += f" (reported only for node type {node_type_name}: not expected)"
+            elif check.optional:
+                reason += f" ({OPTIONAL_NOT_RUN})"
                 expected = False
             rows.append(Row(check.key, None, NOT_RUN, reason=reason, expected=expected))
             continue
         for found in mine:
             row, metric_rows = _judge_case(check.key, found, node_type, why_no_refs, run.limits, adjust)
-            if row.status == NOT_RUN and expected and _reports_only(check, node_type):
-                # An optional backend the site has not installed, whose figures the node type only reports (host
-                # HPL, HPL-CUDA): nothing of it gates the node, so its absence does not reject it.
-                row.reason += f" (reported only for node type {node_type_name}: not expected)"
+            if row.status == NOT_RUN and expected and check.optional and not metric_rows:
+                # An optional backend the site has not installed (HPL-CUDA without HPL's source, xhpl, NAMD): it could
+                # not run, so it rejects nothing; once it runs, it is judged like any other check.
+                row.reason += f" ({OPTIONAL_NOT_RUN})"
                 row.expected = False
             elif not expected:
                 # Skipped, or run all the same (a run made before the checks skipped themselves), on a node type
@@ -390,23 +402,19 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
     )
 
 
-def _reports_only(check: Any, node_type: NodeType | None) -> bool:
-    """An optional backend (host HPL, HPL-CUDA, xhpl, NAMD) whose figures the node type only reports: when
-    the site has not installed it, its absence rejects nothing (it is shown NOT RUN, not expected)."""
-    refs = node_type.checks.get(check.key) if node_type is not None else None
-    return bool(check.optional and refs is not None and not any(ref.judged for ref in refs.values()))
+OPTIONAL_NOT_RUN = "an optional check: judged when it runs, and its absence rejects nothing"
 
 
-EXPECTED, REPORTED, UNREFERENCED = "expected", "reported only", "no references"
+EXPECTED, WHERE_INSTALLED, UNREFERENCED = "expected", "judged where installed", "no references"
 
 
 def expectation(check: Any, node_type: NodeType) -> str:
-    """What a node type asks of a check: ``expected`` (it must run and pass), ``reported only`` (an optional
-    backend whose figures it only reports: run when installed, its absence rejects nothing) or ``no
-    references`` (not run: the ReFrame check skips itself, and a run of it is shown unjudged)."""
+    """What a node type asks of a check: ``expected`` (it must run and pass), ``judged where installed`` (an
+    optional backend: judged when it runs, its absence rejects nothing) or ``no references`` (not run: the
+    ReFrame check skips itself, and a run of it is shown unjudged)."""
     if check.key not in node_type.checks:
         return UNREFERENCED
-    return REPORTED if _reports_only(check, node_type) else EXPECTED
+    return WHERE_INSTALLED if check.optional else EXPECTED
 
 
 def coverage(node_type: NodeType) -> dict[str, dict[str, list[str]]]:
@@ -416,7 +424,7 @@ def coverage(node_type: NodeType) -> dict[str, dict[str, list[str]]]:
     for suite in SUITES:
         if suite == "multinode":
             continue
-        kinds: dict[str, list[str]] = {EXPECTED: [], REPORTED: [], UNREFERENCED: []}
+        kinds: dict[str, list[str]] = {EXPECTED: [], WHERE_INSTALLED: [], UNREFERENCED: []}
         for check in in_suite(suite):
             kinds[expectation(check, node_type)].append(check.key)
         out[suite] = kinds
