@@ -33,7 +33,8 @@ from gpuaccept.results import fleet, health_expect
 H200X2 = RECORDED / "2026-11-22-h200x2"
 H100_Q = RECORDED / "2026-11-22-h100-power" / "nvidia-smi-q-idle.txt"
 H200_Q = RECORDED / "2026-11-22-h200" / "runs" / "smoke" / "nvidia-smi-q.txt"
-H200_RUN = RECORDED / "2026-11-22-h200" / "runs" / "eval-1" / "20261122T054030Z-evaluation"
+# An accepted H200 nightly run (its verdict stands for each node of the fleet laid out below).
+H200_RUN = RECORDED / "2026-11-25-trust" / "results" / "h200-c" / "vm" / "20261125T120149Z-nightly"
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]
 
 
@@ -336,6 +337,11 @@ def test_a_link_that_went_down_during_the_suite_fails():
     assert "NVLink link 11 went down during the suite (up before it)" in findings[0]["message"]
 
 
+def test_nvlink_unreadable_after_the_suite_fails():
+    (f,) = growth(snapshot(), snapshot({0: {"nvlink": False}}))[2]
+    assert f["rule"] == "nvlink" and f["gpu"] == 0 and "NVLink read before the suite, not after it" in f["message"]
+
+
 def test_a_gpu_missing_after_the_suite_fails():
     after = snapshot()
     after["gpus"] = after["gpus"][:1]
@@ -459,7 +465,7 @@ def test_facts_without_gpus_cannot_give_a_section(tmp_path):
 
 @pytest.fixture
 def fleet_tree(tmp_path):
-    """Three nodes, each with the recorded H200 evaluation verdict and the 2 x H200 facts with their recorded
+    """Three nodes, each with a recorded accepted H200 verdict and the 2 x H200 facts with their recorded
     configuration; node c's GPU 1 has another VBIOS (changed in the test)."""
     root = tmp_path / "results"
     for node in ("h200-a", "h200-b", "h200-c"):
@@ -481,6 +487,8 @@ def test_the_fleet_names_the_gpu_off_the_majority(fleet_tree):
     assert (r.node, r.gpu, r.serial, r.field, r.value, r.why) == (
         "h200-c", 1, "1654024031095", "vbios_version", "96.00.A5.00.1B", "majority")
     assert r.expected == "96.00.A5.00.1A (the majority: 5 of 6)"
+    # Every node's own verdict is ACCEPTED; the fleet, whose GPUs differ, is not.
+    assert all(e.verdict == "pass" for e in entries) and fleet.all_accepted(entries)
     assert not fleet.all_accepted(entries, rows)
 
 

@@ -115,6 +115,10 @@ def growth(
                                     "nvidia-smi -L against lspci -d 10de:"))  # fmt: skip
             continue
         after = after_gpu.get("nvlink") if isinstance(after_gpu.get("nvlink"), dict) else {}
+        if not after.get("supported"):
+            findings.append(finding("nvlink", g, "NVLink read before the suite, not after it "
+                                    f"({after.get('why') or 'no reading'})", FIX_LINK))  # fmt: skip
+            continue
         after_links = {ln.get("link"): ln for ln in after.get("links") or []}
         for ln in before.get("links") or []:
             k = ln.get("link")
