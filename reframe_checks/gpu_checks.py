@@ -1,10 +1,11 @@
 """GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw), cuBLASLt GEMM (gpuaccept-gemm), NCCL collectives
-(gpuaccept-nccl), compute/transfer overlap (gpuaccept-overlap), GEMM offload against the host (gpuaccept-xgemm),
-FFT offload against the host (gpuaccept-fft).
+(gpuaccept-nccl), the GPU memory test (gpuaccept-memtest), compute/transfer overlap (gpuaccept-overlap), GEMM offload
+against the host (gpuaccept-xgemm), FFT offload against the host (gpuaccept-fft).
 
 They run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
 compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md,
-docs/checks/nccl.md, docs/checks/overlap.md, docs/checks/offload-gemm.md, docs/checks/fft-offload.md.
+docs/checks/nccl.md, docs/checks/memtest.md, docs/checks/overlap.md, docs/checks/offload-gemm.md,
+docs/checks/fft-offload.md.
 """
 
 import os
@@ -59,6 +60,13 @@ class XgemmBuild(BenchBuild):
 
     make_targets = ["xgemm"]
     binaries = ["gpuaccept-xgemm"]
+
+
+class MemtestBuild(BenchBuild):
+    """Builds gpuaccept-memtest with nvcc (prebuilt by the gpuaccept_bench role's ``gpu`` target)."""
+
+    make_targets = ["memtest"]
+    binaries = ["gpuaccept-memtest"]
 
 
 class FftBuild(BenchBuild):
@@ -172,6 +180,39 @@ class GpuPower(GpuBenchCheck):
         self.executable_opts = ["-m", "gpuaccept", "powercheck", "--gemm", gemm, "--precision", self.precision,
                                 *self.executable_opts]  # fmt: skip
         self.keep_files = [*self.keep_files, "power_gemm_*.json"]
+
+
+@rfm.simple_test
+class GpuMemtest(GpuBenchCheck):
+    """GPU memory test: moving inversions (zeros and ones, a walking pattern), each word's own address and a
+    counter-based random pattern, every word checked on the GPU, over nearly all free memory of every GPU at once
+    (docs/checks/memtest.md).
+
+    Variables: ``seconds`` (passes until one more would end after it, at least one; quick mode: the tool's
+    ``--quick``, 5 s).
+    Metrics: errors_total (bad 64-bit words over every GPU, pattern and pass: any fails the check by the memtest
+    rule), tested_fraction_min (the share of each GPU's memory tested, gated by a floor), bytes_tested_min and
+    throughput_gbps_min (reported); each GPU's own in the document's ``gpu_metrics``.
+    """
+
+    #: Seconds of passes per GPU in full mode (commissioning, evaluation); a burn-in passes a longer one.
+    #:
+    #: :type: :class:`float`
+    seconds = variable(float, value=20.0)
+
+    check_key = "memtest"
+    binary = "gpuaccept-memtest"
+    time_limit = "10m"
+    build = fixture(MemtestBuild, scope="environment")
+
+    @run_after("setup")
+    def set_budget(self):
+        """Full mode passes ``seconds`` (quick mode the tool's ``--quick``); a budget longer than the time limit's
+        10 minutes allow (a burn-in's) gets 5 minutes beside it for the allocation and the last pass."""
+        if self.mode == "full":
+            self.executable_opts = [*self.executable_opts, "--seconds", f"{self.seconds:g}"]
+            if self.seconds + 300 > 600:
+                self.time_limit = int(self.seconds) + 300
 
 
 @rfm.simple_test

@@ -1,7 +1,8 @@
 """An ACCEPTED verdict that cannot be fooled (issue 24, item 7): every rule that can fail a node has a test here
 that goes red when the rule is taken out. The input is a run recorded on the H100 that today's references accept
-(docs/evidence/2026-11-23-h100-evaluation: every check of the evaluation suite), copied, with one thing changed:
-a crafted figure, a document, ReFrame's record, or a reference."""
+(docs/evidence/2026-11-23-h100-evaluation: every check of the evaluation suite of its day; judged against today's
+references less the checks that came after it, judge_support.LATER_CHECKS), copied, with one thing changed: a
+crafted figure, a document, ReFrame's record, or a reference."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
+from judge_support import references_before_later_checks
 
 from gpuaccept.judge import bounds, metric_table, references, verdict
 
@@ -47,7 +49,8 @@ def set_metric(run: Path, doc: str, metric: str, value: float) -> None:
     edit(run / DOC[doc], lambda d: d["metrics"][metric].update(value=value))
 
 
-def judge(run: Path, reference_dir: Path = REFERENCE_DIR, node_type: str = NODE_TYPE) -> verdict.Verdict:
+def judge(run: Path, reference_dir: Path | None = None, node_type: str = NODE_TYPE) -> verdict.Verdict:
+    reference_dir = reference_dir or references_before_later_checks()
     facts = json.loads((run / "node-facts.json").read_text())
     report = verdict.load_report(run / "reframe-report.json")
     return verdict.build(report, facts, reference_dir, node_type, SUITE, run_dir=run)
@@ -160,7 +163,7 @@ def test_without_a_known_datasheet_the_signs_are_still_bounded(run):
 def _references_with(tmp_path: Path, file: str, check: str, metric: str, **entry) -> Path:
     """A copy of the shipped references with one entry of ``file`` changed."""
     refs = tmp_path / "refs"
-    shutil.copytree(REFERENCE_DIR, refs)
+    shutil.copytree(references_before_later_checks(), refs)
     path = refs / file
     doc = yaml.safe_load(path.read_text())
     doc["checks"][check][metric].update(entry)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
+from judge_support import references_before_later_checks
 
 from gpuaccept import layout
 from gpuaccept.cli import main
@@ -272,13 +273,14 @@ TRUST = RECORDED / "2026-11-25-trust" / "results"
 
 def test_the_recorded_healthy_runs_are_accepted_and_the_loaded_one_rejected_naming_gpu_and_process():
     """docs/evidence/2026-11-25-trust: 13 H100 and 5 H200 healthy runs, judged again with their retries as
-    gpuaccept run judged them, all ACCEPTED (two after a retry of bandwidth, with the warning); the H200 with a
-    foreign CUDA process REJECTED, naming the GPU and the process."""
+    gpuaccept run judged them (against today's references less the checks that came after them), all ACCEPTED (two
+    after a retry of bandwidth, with the warning); the H200 with a foreign CUDA process REJECTED, naming the GPU and
+    the process."""
     runs = sorted(TRUST.glob("*/vm/*"))
     assert len(runs) == 19
     verdicts = {}
     for run in runs:
-        recorded, v = summarize.rejudge(run, REFERENCE_DIR)  # judged in place: rejudge writes nothing
+        recorded, v = summarize.rejudge(run, references_before_later_checks())  # in place: rejudge writes nothing
         assert v.accepted == (recorded["verdict"] == "pass"), (run, verdict.table(v))
         verdicts[run.name] = v
     foreign = verdicts.pop("20261125T120651Z-nightly")

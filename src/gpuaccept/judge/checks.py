@@ -52,8 +52,9 @@ class Check:
     # its reference file, and then it is not expected of the node (measured node types cover the others).
     optional: bool = False
     # The judge's rules beyond the generic ones (gpuaccept.judge.rules): "hpl" (HPL's residual rule), "throttle"
-    # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules), "dcgm" (every failed DCGM
-    # diagnostic result: gpuaccept.judge.dcgm_rules).
+    # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules), "memtest" (every word of
+    # every GPU's memory held what was written), "dcgm" (every failed DCGM diagnostic result:
+    # gpuaccept.judge.dcgm_rules).
     rules: tuple[str, ...] = ()
     # Run under the power sampler: its document (layout.POWER_FILE) joins the check's, with GFLOP/s per watt of this
     # metric ("" none).
@@ -360,6 +361,25 @@ CHECKS: dict[str, Check] = {
                 Metric("gflops_per_watt", "GFLOP/s/W", GPU),
                 Metric("gemm_energy_j", "J", GPU, gated=False),
                 Metric("load_energy_j", "J", GPU, gated=False),
+            ),
+        ),
+        # The GPU memory test (docs/checks/memtest.md): every GPU at once, nearly all of its free memory. A bad word
+        # fails the check by its rule (a count has no band); the share of the memory tested is gated by a floor; the
+        # memory tested and the rate it was swept at are reported.
+        Check(
+            "memtest",
+            "GPU memory test: moving inversions, address in address and random patterns over nearly all free memory "
+            "of every GPU at once (gpuaccept-memtest)",
+            _COMMISSION,
+            True,
+            "memtest.json",
+            rules=("memtest",),
+            doc="memtest.md",
+            metrics=(
+                Metric("errors_total", "count", GPU),  # 64-bit words that did not hold what was written
+                Metric("tested_fraction_min", "ratio", GPU),  # the memory tested over the GPU's total
+                Metric("bytes_tested_min", "GiB", GPU, gated=False),
+                Metric("throughput_gbps_min", "GB/s", GPU, gated=False),  # bytes written + read per second
             ),
         ),
         # Seed 002's compute/transfer overlap (docs/checks/overlap.md): evaluation only, and optional until a node type

@@ -87,6 +87,8 @@ def validate_case(
         problems += rules.hpl_problems(doc, path)
     if "throttle" in check.rules:
         problems += rules.throttle_problems(doc, path)
+    if "memtest" in check.rules:
+        problems += rules.memtest_problems(doc, path)
     if "dcgm" in check.rules:
         problems += dcgm_rules.problems(doc, path)
     if "health" in check.rules and node_type is not None:
