@@ -19,7 +19,7 @@ class DcgmDiag(BenchCheck):
     (gpuaccept.judge.dcgm_rules) and shows the skipped ones waived.
 
     Variables: ``level`` (dcgmi diag -r; ``gpuaccept run`` sets it per suite from
-    gpuaccept.probe.dcgm.SUITE_LEVELS: commission 3, evaluation 2, burn-in 4).
+    gpuaccept.probe.dcgm.SUITE_LEVELS: commission 3, evaluation 2, burn-in 3).
     Metrics: dcgm_passed, dcgm_failed, dcgm_warned, dcgm_skipped (results, test x GPU; per GPU in gpu_metrics).
     """
 

@@ -209,7 +209,7 @@ def test_levels_per_suite_reach_reframe_through_the_suite_options():
 
     for suite, level in dcgm.SUITE_LEVELS.items():
         assert ["-S", f"DcgmDiag.level={level}"] == run.SUITE_OPTIONS[suite][-2:]
-    assert dcgm.SUITE_LEVELS == {"commission": 3, "evaluation": 2, "burnin": 4}
+    assert dcgm.SUITE_LEVELS == {"commission": 3, "evaluation": 2, "burnin": 3}
     assert set(checks.CHECKS["dcgm_diag"].suites) >= {"commission", "evaluation"}
     assert checks.CHECKS["dcgm_diag"].optional
 

@@ -21,7 +21,7 @@ from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import coverage, health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
 from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, REFERENCE_DIR, REPORT_FILE, VERDICT_FILE
-from gpuaccept.probe import crosscheck, dcgm, facts, health, overlap, peaks, power, powercheck
+from gpuaccept.probe import burnin, crosscheck, dcgm, facts, health, overlap, peaks, power, powercheck
 from gpuaccept.results import baseline, compare, health_expect, sensitivity
 
 EXIT_REJECTED = 1
@@ -685,6 +685,8 @@ def parser() -> argparse.ArgumentParser:
     sample_interval(sp)
     sp.add_argument("--quick", action="store_true", help="nightly: shorter idle and load phases")
     sp.set_defaults(func=cmd_powercheck)
+
+    burnin.add_subparser(sub)
 
     sp = sub.add_parser(
         "overlap-model",

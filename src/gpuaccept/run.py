@@ -44,7 +44,7 @@ from gpuaccept.layout import (
     RETRY_PREFIX,
     VERDICT_FILE,
 )
-from gpuaccept.probe import dcgm, gpu_preflight
+from gpuaccept.probe import burnin, dcgm, gpu_preflight
 from gpuaccept.probe import facts as node_facts
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_RUN, EXIT_INPUT = 0, 1, 3, 4
@@ -78,8 +78,36 @@ RETRIES = 2
 #: The time limit of the whole ReFrame run per suite, in seconds (the suite role's and timer's defaults).
 TIMEOUT_S = {"nightly": 900}
 DEFAULT_TIMEOUT_S = 3600
+#: The burnin suite's time limit: the burn-in's length plus this (the health probe, ReFrame, the last turn).
+BURNIN_MARGIN_S = 1800
 #: After the time limit ReFrame gets SIGTERM (it cancels its jobs and exits), then SIGKILL this much later.
 KILL_AFTER_S = 120
+
+
+def burnin_minutes(args: argparse.Namespace) -> float | None:
+    """The burn-in's length for the burnin suite: --burnin-minutes, else $GPUACCEPT_BURNIN_MINUTES, else 30; None
+    for the other suites."""
+    given = getattr(args, "burnin_minutes", None)
+    if args.suite != "burnin":
+        if given is not None:
+            raise RunError(f"--burnin-minutes {given:g}: only the burnin suite has a length (--suite burnin)")
+        return None
+    try:
+        if given is not None:
+            return burnin.check_minutes(given, "--burnin-minutes")
+        return burnin.check_minutes(burnin.default_minutes(), burnin.MINUTES_ENV)
+    except ValueError as err:
+        raise RunError(str(err)) from None
+
+
+def suite_timeout_s(args: argparse.Namespace) -> float:
+    """The ReFrame run's time limit: --timeout-s, else the suite's (the burnin suite's grows with its length)."""
+    if args.timeout_s:
+        return args.timeout_s
+    minutes = burnin_minutes(args)
+    if minutes is not None:
+        return max(DEFAULT_TIMEOUT_S, minutes * 60 + BURNIN_MARGIN_S)
+    return TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
 
 
 def default_reframe() -> str:
@@ -296,7 +324,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RunError(f"--node-type: {err}") from None
     if args.reframe_config and not Path(args.reframe_config).is_file():
         raise RunError(f"--reframe-config {args.reframe_config}: no such file")
-    extra = list(args.reframe_options)
+    minutes = burnin_minutes(args)
+    extra = [*(["-S", f"GpuBurnin.minutes={minutes:g}"] if minutes is not None else []), *args.reframe_options]
 
     if args.slurm_inventory:
         return run_slurm(args, extra)
@@ -333,7 +362,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                             source="gpuaccept run")  # fmt: skip
         argv = reframe_argv(reframe, config, args.suite, run_dir, args.checks_dir, args.repeat,
                             not args.no_suite_options, args.quick, extra)  # fmt: skip
-        timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
+        timeout_s = suite_timeout_s(args)
         print(f"   reframe (time limit {timeout_s:g} s), output in {run_dir / 'reframe.out'}")
         outcome = run_reframe(argv, run_dir, timeout_s, run_dir / REFRAME_OUT)
         if gathered_here:
@@ -422,7 +451,7 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
     ``<run>/retry-<k>/``; the judge takes the last attempt and marks a pass that needed one (a warning in the
     table, ``gpuaccept_check_attempts`` in Prometheus). A check that failed for any other reason is not retried.
     ``end_facts``: gather the node's facts after each attempt (the NVLink counters' growth covers the retries)."""
-    timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
+    timeout_s = suite_timeout_s(args)
     for k in range(1, args.retries + 1):
         checks = verdict.out_of_band_checks(result)
         if not checks or outcome.timed_out or outcome.returncode is None:
@@ -469,7 +498,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
     reframe = args.reframe or default_reframe()
     argv = reframe_argv(reframe, args.reframe_config, args.suite, work, args.checks_dir, args.repeat,
                         not args.no_suite_options, args.quick, extra, distribute=args.distribute)  # fmt: skip
-    timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
+    timeout_s = suite_timeout_s(args)
     print(f"== {args.suite} suite through Slurm{', one job per node' if args.distribute else ''}, run {run_id}")
     outcome = run_reframe(argv, work, timeout_s, work / REFRAME_OUT)
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
@@ -554,7 +583,10 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     sp.add_argument("--checks-dir", default=CHECKS_DIR, help="the ReFrame checks (%(default)s)")
     sp.add_argument("--reframe", help="the reframe command (default: the one beside this Python, else on PATH)")
     sp.add_argument("--timeout-s", type=float, help=f"time limit of ReFrame's run (nightly {TIMEOUT_S['nightly']}, "
-                    f"else {DEFAULT_TIMEOUT_S})")  # fmt: skip
+                    f"burnin its length + {BURNIN_MARGIN_S}, else {DEFAULT_TIMEOUT_S})")  # fmt: skip
+    sp.add_argument("--burnin-minutes", type=float, help=f"the burnin suite's length in minutes "
+                    f"({burnin.MIN_MINUTES:g}-{burnin.MAX_MINUTES:g}; default ${burnin.MINUTES_ENV}, else "
+                    f"{burnin.DEFAULT_MINUTES:g}): -S GpuBurnin.minutes")  # fmt: skip
     sp.add_argument("--repeat", type=int, default=1, help="run the suite this many times (ReFrame --repeat)")
     sp.add_argument("--retries", type=int, default=RETRIES, help="measure a check whose figures fell outside their "
                     "bands again, alone, up to this many times before rejecting the node (default %(default)s; "

@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # multinode: checks between nodes (MPI), run through a scheduler across several nodes at once (docs/fleet.md).
-SUITES = ("nightly", "commission", "evaluation", "multinode")
+# burnin: every GPU under sustained load for a duration, after the health probe (docs/checks/burnin.md).
+SUITES = ("nightly", "commission", "evaluation", "multinode", "burnin")
+# The suites of the short checks that run everywhere (bandwidth, GEMM, power); health runs in every suite.
+_EVERY = ("nightly", "commission", "evaluation", "multinode")
 
 # Layers and owners (gpuaccept.judge.metric_table's docstring).
 GPU, NODE = "gpu", "node"
@@ -53,8 +56,8 @@ class Check:
     optional: bool = False
     # The judge's rules beyond the generic ones (gpuaccept.judge.rules): "hpl" (HPL's residual rule), "throttle"
     # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules), "memtest" (every word of
-    # every GPU's memory held what was written), "dcgm" (every failed DCGM diagnostic result:
-    # gpuaccept.judge.dcgm_rules).
+    # every GPU's memory held what was written), "burnin" (gpuaccept.judge.burnin_rules), "dcgm" (every failed DCGM
+    # diagnostic result: gpuaccept.judge.dcgm_rules).
     rules: tuple[str, ...] = ()
     # Run under the power sampler: its document (layout.POWER_FILE) joins the check's, with GFLOP/s per watt of this
     # metric ("" none).
@@ -155,7 +158,7 @@ CHECKS: dict[str, Check] = {
         Check(
             "bandwidth",
             "host<->GPU and GPU<->GPU bandwidth (gpuaccept-bw)",
-            SUITES,
+            _EVERY,
             True,
             "bandwidth.json",
             doc="bandwidth.md",
@@ -179,7 +182,7 @@ CHECKS: dict[str, Check] = {
         Check(
             "gemm",
             "cuBLAS/cuBLASLt GEMM throughput (gpuaccept-gemm)",
-            SUITES,
+            _EVERY,
             True,
             "gemm.json",
             doc="gemm.md",
@@ -348,7 +351,7 @@ CHECKS: dict[str, Check] = {
         Check(
             "power",
             "idle power, power under a sustained GEMM, GFLOP/s per watt, throttling",
-            SUITES,
+            _EVERY,
             True,
             "power_check.json",
             rules=("throttle",),
@@ -380,6 +383,33 @@ CHECKS: dict[str, Check] = {
                 Metric("tested_fraction_min", "ratio", GPU),  # the memory tested over the GPU's total
                 Metric("bytes_tested_min", "GiB", GPU, gated=False),
                 Metric("throughput_gbps_min", "GB/s", GPU, gated=False),  # bytes written + read per second
+            ),
+        ),
+        # The burn-in (docs/checks/burnin.md): sustained GEMM windows alternating with the memory test on every GPU at
+        # once, every GPU read through NVML each second. The rules decide (gpuaccept.judge.burnin_rules): its figures
+        # are reported (min, max or sum over the GPUs in the document, and each GPU's own in gpu_metrics).
+        Check(
+            "burnin",
+            "burn-in: sustained GEMM and the memory test on every GPU at once for a duration (default 30 minutes), "
+            "clocks, temperatures, power, throttling, XID, ECC, row remapping and NVLink errors read every second",
+            ("burnin",),
+            True,
+            "burnin.json",
+            rules=("burnin",),
+            doc="burnin.md",
+            metrics=(
+                Metric("tflops_first_window_min", "TFLOP/s", GPU, gated=False),
+                Metric("tflops_last_window_min", "TFLOP/s", GPU, gated=False),
+                Metric("tflops_last_over_first_min", "ratio", GPU, gated=False),  # judged by the rule (at least 0.9)
+                Metric("gpu_temp_max_c", "C", GPU, gated=False),
+                Metric("memory_temp_max_c", "C", GPU, gated=False),
+                Metric("power_median_max_w", "W", GPU, gated=False),
+                Metric("throttle_other_samples", "count", GPU, gated=False),  # reasons other than the power cap or idle
+                Metric("xid_events", "count", GPU, gated=False),
+                Metric("ecc_uncorrectable_new", "count", GPU, gated=False),
+                Metric("remapped_rows_pending", "count", GPU, gated=False),
+                Metric("nvlink_errors_new", "count", GPU, gated=False),
+                Metric("gemm_windows_min", "count", GPU, gated=False),
             ),
         ),
         # Seed 002's compute/transfer overlap (docs/checks/overlap.md): evaluation only, and optional until a node type

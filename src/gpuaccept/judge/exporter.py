@@ -148,7 +148,41 @@ def render(verdict: Verdict) -> str:
                 fam[key].labels(**labels).set(value * factor)
         if row.status != INFO:
             passed.labels(**labels).set(1 if row.status == PASS else 0)
+    burnin_series(reg, base, verdict.rows)
     return generate_latest(reg).decode("utf-8")
+
+
+# The burn-in's summary series (docs/checks/burnin.md): metric -> series name. Label gpu: the GPU's index for a
+# GPU's own figure, "all" for the node's (min, max or sum over the GPUs, as the metric's name says).
+BURNIN_SERIES = {
+    "tflops_last_over_first_min": "gpuaccept_burnin_last_over_first_window_ratio",
+    "gpu_temp_max_c": "gpuaccept_burnin_gpu_temperature_max_celsius",
+    "memory_temp_max_c": "gpuaccept_burnin_memory_temperature_max_celsius",
+    "throttle_other_samples": "gpuaccept_burnin_throttle_other_samples",
+    "xid_events": "gpuaccept_burnin_xid_events",
+    "ecc_uncorrectable_new": "gpuaccept_burnin_ecc_uncorrectable_new",
+}
+_BURNIN_HELP = {
+    "tflops_last_over_first_min": "Burn-in: the last GEMM window's median rate over the first's",
+    "gpu_temp_max_c": "Burn-in: the hottest GPU temperature sampled",
+    "memory_temp_max_c": "Burn-in: the hottest memory (HBM) temperature sampled",
+    "throttle_other_samples": "Burn-in: samples with a clock-event reason other than the power cap or idle",
+    "xid_events": "Burn-in: XID events",
+    "ecc_uncorrectable_new": "Burn-in: uncorrectable ECC errors counted during the burn-in",
+}
+
+
+def burnin_series(reg: CollectorRegistry, base: dict[str, str], rows: list) -> None:
+    """The burnin check's summary series, one per GPU (rows with a ``gpu``) and one for the node (gpu="all")."""
+    gauges: dict[str, Gauge] = {}
+    for row in rows:
+        name = BURNIN_SERIES.get(row.metric or "") if row.check == "burnin" else None
+        if name is None or row.value is None:
+            continue
+        if name not in gauges:
+            gauges[name] = Gauge(name, _BURNIN_HELP[row.metric], ["suite", "node_type", "gpu"], registry=reg)
+        gpu = getattr(row, "gpu", None)
+        gauges[name].labels(**base, gpu="all" if gpu is None else str(gpu)).set(row.value)
 
 
 def write(verdict: Verdict, run_dir: str | Path, textfile_dir: str | Path | None = None) -> list[Path]:

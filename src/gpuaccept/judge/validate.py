@@ -1,9 +1,9 @@
 """The judge's second stage, validate (docs/judge.md, "From a run directory to a verdict"): each loaded test case
 (gpuaccept.judge.load) through the rules of its check, with no file read. What ReFrame recorded (skipped, no
 result, failed before sanity), the document's own word (gpuaccept.judge.rules: errors, verification, the GPUs
-it saw), the power sampler's document joined, HPL's residuals, throttling and the health rules give the problems
-of the case, and the metrics and waived metrics it reports. Judging them against references is the next stage
-(gpuaccept.judge.verdict.judge).
+it saw), the power sampler's document joined, HPL's residuals, throttling, the health rules (with NVLink and the
+pinned configuration), DCGM's results and the burn-in's rules give the problems of the case, and the metrics and
+waived metrics it reports. Judging them against references is the next stage (gpuaccept.judge.verdict.judge).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuaccept.judge import dcgm_rules, health_rules, rules
+from gpuaccept.judge import burnin_rules, dcgm_rules, health_rules, rules
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.load import Case, Run
 from gpuaccept.judge.references import NodeType, ReferenceError
@@ -103,4 +103,7 @@ def validate_case(
         metrics["health_findings"] = {"value": len(findings), "unit": "count"}
         metrics.update(judged)
         waived.update(judged_waived)
+    if "burnin" in check.rules:
+        burnin_findings, not_run = burnin_rules.assess(doc)
+        problems += [f.text() for f in burnin_findings]
     return Findings(problems=problems, metrics=metrics, waived=waived, cannot_look=not_run or "")

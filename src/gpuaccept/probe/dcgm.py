@@ -37,10 +37,10 @@ from gpuaccept.probe import document
 TOOL = "gpuaccept-dcgm-diag"
 #: The diagnostic level each suite runs (docs/checks/dcgm.md): NVIDIA's dcgmi diag reference gives level 1 as
 #: seconds, 2 about two minutes, 3 about 15 minutes, 4 longer still.
-SUITE_LEVELS = {"commission": 3, "evaluation": 2, "burnin": 4}
+SUITE_LEVELS = {"commission": 3, "evaluation": 2, "burnin": 3}
 DEFAULT_LEVEL = 2
 #: How long each level may run before the probe stops dcgmi (the ReFrame check's own limit is longer).
-TIMEOUT_S = {1: 300, 2: 1200, 3: 3600, 4: 4 * 3600}
+TIMEOUT_S = {1: 300, 2: 1200, 3: 2700, 4: 4 * 3600}
 STATUSES = {"pass": "pass", "fail": "fail", "skip": "skip", "warn": "warn", "not run": "not_run"}
 NOT_INSTALLED = "dcgmi not installed"
 FIX_INSTALL = (

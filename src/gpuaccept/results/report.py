@@ -32,6 +32,7 @@ from typing import Any
 from gpuaccept import __version__, atomic
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
+from gpuaccept.results import burnin_plot
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -1425,6 +1426,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     parts.extend(p for p in plots if p)
     if not any(plots):
         parts.append("<p>No power samples in these runs.</p>")
+    parts.append("<h2 id='burnin'>Burn-in</h2>")
+    parts.append(burnin_plot.section(groups))
     parts.append("<h2 id='energy'>Energy</h2>")
     parts.append(energy_table(groups, baseline))
     parts.append("</body></html>\n")
