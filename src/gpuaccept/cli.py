@@ -382,8 +382,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         report._pyplot()
     except ImportError as err:
         raise InputError(f"the report needs matplotlib ({err}): pip install -r requirements/report.txt") from None
+    if args.pdf and not report.chromium():
+        raise InputError("--pdf prints with headless Chromium, and none is on PATH: apt-get install chromium (Debian's "
+                         "package; or name a Chromium with GPUACCEPT_CHROMIUM)")  # fmt: skip
     groups = [report.load_group(spec) for spec in args.inputs]
-    text = report.build(groups, args.title, args.baseline, args.generated)
+    text = report.build(groups, args.title, args.baseline, args.generated, Path(args.reference_dir))
     write_text_atomic(args.output, text)
     if args.pdf:
         report.print_pdf(Path(args.output), Path(args.pdf))
@@ -643,6 +646,7 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--baseline", help="the label ratios are taken against (default: the first input)")
     sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")
     sp.add_argument("--pdf", help="also print the report to this PDF with headless Chromium (Debian: chromium)")
+    refdir(sp)
     sp.set_defaults(func=cmd_report)
 
     cli_fleet.register(sub, default_reference_dir())

@@ -50,6 +50,8 @@ class GpuPeaks:
     reference: str
     memory_gbps: float | None = None  # the GPU memory bandwidth (GB/s): the judge's bound on a device copy
     max_power_w: float | None = None  # the maximum board power (W): the judge's bound on an average power
+    nvlink_gbps: float | None = None  # NVLink per GPU, both directions together (GB/s): what the report sets
+    # GPU-to-GPU copies and NCCL's bus bandwidth against (half of it per direction)
 
 
 def load(path: str | Path) -> list[GpuPeaks]:
@@ -79,7 +81,7 @@ def load(path: str | Path) -> list[GpuPeaks]:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise PeaksError(f"{where}.tflops.{prec}: {value!r} is not a positive number")
         limits = {}
-        for lim in ("memory_gbps", "max_power_w"):
+        for lim in ("memory_gbps", "max_power_w", "nvlink_gbps"):
             value = g.get(lim)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
                 raise PeaksError(f"{where}.{lim}: {value!r} is not a positive number")

@@ -1,7 +1,8 @@
-"""One self-contained HTML evaluation report from run directories: inventory, verdicts, the bandwidth sweep,
-the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and FFT offload
-against the host's BLAS and FFT, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and energy, and two
-or more node types side by side with ratios to a chosen baseline.
+"""One self-contained HTML evaluation report from run directories: the first page for the decision (headline
+figures per node type and side by side: report_headline), inventory, verdicts, GPU by GPU (report_pergpu), the
+bandwidth sweep, the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and
+FFT offload against the host's BLAS and FFT, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and
+energy, and two or more node types side by side with ratios to a chosen baseline.
 
 Inputs are groups of runs: ``[LABEL=]PATH``, where PATH is a run directory (results/<node>/<run>), a results
 tree holding many, or a folder of benchmark documents. Every ``gpuaccept.bench/1`` document under PATH is read
@@ -32,7 +33,7 @@ from typing import Any
 from gpuaccept import __version__, atomic
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
-from gpuaccept.results import burnin_plot
+from gpuaccept.results import burnin_plot, report_headline, report_pergpu
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -975,11 +976,8 @@ def inventory(groups: list[Group]) -> str:
         return found[-1] if found else {}
 
     def gpus(g: Group) -> str | None:
-        devs = first(g, lambda d: d["devices"])
-        if not devs:
-            return None
-        names = sorted({d["name"] for d in devs})
-        return f"{len(devs)} x {', '.join(names)}"
+        found = report_headline.node(g)
+        return f"{found.gpus} x {', '.join(found.models)} ({found.origin})" if found.gpus else None
 
     def nodes(g: Group) -> str:
         names = {v["node"] for v in g.verdicts} | {(d.get("host") or {}).get("hostname", "?") for d in g.docs}
@@ -1343,11 +1341,19 @@ table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em}
 th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
 th{background:#f3f3f3}figure{margin:1em 0}figure svg{max-width:100%;height:auto}
 figcaption{font-size:.85em;color:#555}.pass,.better{color:#13801f;font-weight:bold}
-.fail,.worse{color:#b00020;font-weight:bold}.note{color:#555;font-size:.9em}
+.fail,.worse{color:#b00020;font-weight:bold}.note{color:#555;font-size:.9em}.par{font-weight:bold}
+#headline h3{margin:1.2em 0 .2em}#headline table{font-size:.8em}.missing{color:#777}
+ul.verdict-lines{margin:.2em 0 1em;padding-left:1.2em;font-size:.85em}li.reason{list-style:none;color:#555}
+ol.sources{font-size:.75em;color:#444}sup.cite{color:#555}td.slowest{background:#fde8e8}ul.slow{font-size:.85em}
+@media print{body{margin:0;max-width:none}#headline{break-after:page}h2{break-after:avoid}}
 """
 
 
-def build(groups: list[Group], title: str, baseline_label: str | None = None, generated: str | None = None) -> str:
+def build(groups: list[Group], title: str, baseline_label: str | None = None, generated: str | None = None,
+          reference_dir: Path | None = None) -> str:
+    """The report: the first page (report_headline: the figures a buyer decides on, per column and side by
+    side), the nodes, the verdicts, the GPUs one by one (report_pergpu), then the detail of every benchmark.
+    ``reference_dir`` holds the node types the headline sets each figure against (default: the shipped ones)."""
     if not groups:
         raise ReportInputError("no inputs: give at least one [LABEL=]PATH")
     labels = [g.label for g in groups]
@@ -1365,6 +1371,7 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
         f"{sum(len(g.docs) for g in groups)} benchmark documents and {sum(len(g.verdicts) for g in groups)} "
         f"verdicts; ratios are to <b>{html.escape(baseline.label)}</b>. Figures are medians or minima as each "
         "benchmark's <i>timing</i> says (docs/benchmark-json.md).</p>",
+        report_headline.section(groups, baseline, reference_dir, report_pergpu.summary),
         "<h2 id='inventory'>Nodes and software</h2>",
         inventory(groups),
         "<h2 id='verdicts'>Verdicts</h2>",
@@ -1374,6 +1381,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     if rejected:
         parts.append("<p class='fail'>Documents left out (unreadable, verification failed, or errors):</p>")
         parts.append(_table(["group", "document", "why"], [list(r) for r in rejected]))
+    parts.append("<h2 id='per-gpu'>GPU by GPU</h2>")
+    parts.append(report_pergpu.section(groups))
     parts.append("<h2 id='compare'>Side by side</h2>")
     parts.append(side_by_side(groups, baseline, ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm")))
 
