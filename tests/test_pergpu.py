@@ -427,6 +427,13 @@ def test_the_health_probe_counts_each_gpus_xid_events_by_its_bus():
     assert [e["metrics"]["xid_events"]["value"] for e in entries] == [0, 2, 0, 1]
     assert metrics["xid_events"]["value"] == 4
     assert [e["metrics"]["pcie_width_min"]["value"] for e in entries] == [16] * 4
+    # NVLink: each GPU's links up (GPU 2 with one link down), the metric their min.
+    for g in obs["gpus"]:
+        g["nvlink"] = {"supported": True, "links": [{"state": "up"}] * (17 if g["index"] == 2 else 18)}
+    metrics, _waived = health.metrics_of(obs, xids)
+    entries = document.gpu_metrics(health.gpu_rows(obs, xids), metrics, health.GPU_FIGURES)
+    assert [e["metrics"]["nvlink_links_up_min"]["value"] for e in entries] == [18, 18, 17, 18]
+    assert metrics["nvlink_links_up_min"]["value"] == 17
     # The kernel log unread: no XID figure at all, per GPU or for the node.
     assert "xid_events" not in document.gpu_metrics(health.gpu_rows(obs, None), health.metrics_of(obs, None)[0],
                                                     health.GPU_FIGURES)[0]["metrics"]  # fmt: skip
