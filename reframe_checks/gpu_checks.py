@@ -110,7 +110,9 @@ class GpuBandwidth(GpuBenchCheck):
 
     Metrics (docs/benchmark-json.md): h2d/d2h pinned and pageable (min over GPUs, local NUMA node),
     bidir_pinned_min, d2d_min, p2p_*_min (waived without peers), latency_*_max, affinity_far_near_min
-    (waived with one NUMA node), h2d/d2h_fit_lo_max.
+    (waived with one NUMA node), h2d/d2h_fit_lo_max; each GPU's own figures in ``gpu_metrics`` (judged per GPU).
+    Host copies are measured one GPU at a time, the device-local copy on every GPU at once
+    (docs/checks/bandwidth.md).
     """
 
     check_key = "bandwidth"
@@ -123,10 +125,11 @@ class GpuGemm(GpuBenchCheck):
     """cuBLASLt GEMM in FP64, FP32, TF32, BF16, FP16 and FP8 (waived below compute capability 8.9), each with the
     fastest of the heuristic's algorithms.
 
-    Metrics: <precision>_tflops_min (solo, median of a sustained window, min over GPUs),
-    <precision>_concurrent_tflops_min (all GPUs at once; waived with one GPU),
-    <precision>_xfer_tflops_min (including host<->device transfers), and <rate>_peak_fraction for the first
-    two (the rate over the datasheet peak of its precision; informational).
+    Metrics: <precision>_tflops_min (median of a sustained window, min over GPUs; with several GPUs every GPU
+    busy at once, docs/checks/gemm.md), <precision>_concurrent_tflops_min (all GPUs at once; waived with one
+    GPU), <precision>_xfer_tflops_min (including host<->device transfers, one GPU at a time), and
+    <rate>_peak_fraction for the first two (the rate over the datasheet peak of its precision; informational);
+    each GPU's own rates in ``gpu_metrics`` (judged per GPU).
     """
 
     check_key = "gemm"

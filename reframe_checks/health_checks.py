@@ -24,7 +24,8 @@ class GpuHealth(BenchCheck):
     Variables: ``xid_since`` (kernel-log window), ``exempt_pids``.
     Metrics: pcie_gen_min, pcie_width_min (under load, min over GPUs), xid_events, nvlink_links_up_min (min over
     GPUs; waived without NVLink); the judge adds health_findings, config_drift and nvlink_error_growth (from the
-    node facts before and after the suite).
+    node facts before and after the suite); each GPU's
+    figures in ``gpu_metrics`` (judged per GPU, its findings those that name it).
     """
 
     #: XID lines of the kernel log since: ``boot``, a duration ago (``24h``), epoch seconds or ISO time.

@@ -123,6 +123,8 @@ def test_nccl_refuses_nvls_without_asking(gpu_build):
 @pytest.mark.parametrize(("tool", "args", "message"), [
     ("gpuaccept-gemm", ["--algos", "0"], "--algos"),
     ("gpuaccept-gemm", ["--workspace-mib", "-1"], "--workspace-mib"),
+    ("gpuaccept-bw", ["--size-step", "0"], "--size-step"),
+    ("gpuaccept-bw", ["--min-bytes", "4K", "--host-max-bytes", "1K"], "--host-max-bytes"),
     ("gpuaccept-nccl", ["--max-bytes", "10", "--min-bytes", "64"], "--max-bytes"),
     ("gpuaccept-nccl", ["--factor", "1"], "--factor"),
     ("gpuaccept-nccl", ["--timeout-s", "0"], "--timeout-s"),
@@ -147,6 +149,20 @@ def test_nccl_refuses_nvls_without_asking(gpu_build):
 def test_new_options_are_checked(gpu_build, tool, args, message):
     res = subprocess.run([str(gpu_build / tool), *args], capture_output=True, text=True, check=False)
     assert res.returncode == 3 and message in res.stderr
+
+
+def test_bandwidth_quick_sweep_is_recorded_without_a_gpu(gpu_build, tmp_path):
+    """Nightly's sweep (--quick with the suite's sizes): the device-local copy to 1 GiB on every GPU at once, the
+    pinned host copies one GPU at a time at 4^k bytes up to 64 MiB; the document says so even where no GPU ran."""
+    out = tmp_path / "bw.json"
+    res = subprocess.run([str(gpu_build / "gpuaccept-bw"), "--quick", "--max-bytes", "1GiB", "--output", str(out)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 1
+    params = json.loads(out.read_text())["parameters"]
+    assert params["cases"] == ["h2d_pinned_oneway", "d2h_pinned_oneway", "d2d_oneway"]
+    assert params["sweep_sizes"] == [4**k for k in range(16)]
+    assert params["host_sweep_sizes"] == [4**k for k in range(14)]
+    assert params["host_max_bytes"] == 64 << 20 and params["size_step"] == 2
 
 
 @pytest.fixture(scope="module")

@@ -228,4 +228,5 @@ def test_too_little_memory_tested_fails_its_floor(tmp_path):
         part["tested_fraction_min"]["value"] = 0.5
     v = with_memtest(tmp_path, doc)
     row = next(r for r in v.rows if r.check == "memtest" and r.metric == "tested_fraction_min")
-    assert not v.accepted and row.status == "fail" and row.reason.startswith("below 0.9 ratio"), verdict.table(v)
+    assert not v.accepted and row.status == "fail" and row.gpu == 0, verdict.table(v)
+    assert row.reason.startswith("GPU 0 (bus ") and ": below 0.9 ratio" in row.reason  # each GPU judged and named

@@ -60,8 +60,10 @@ RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 #: ReFrame options each suite runs with unless told otherwise (``--no-suite-options``). The nightly suite runs
 #: the checks' quick mode, with the gating figures measured as commissioning measures them, so that one band
-#: judges both (docs/verdicts.md): the bandwidth sweep to 1 GiB and the host<->GPU matrix at 256 MiB, 7 trials of
-#: 5 ms; GEMM over a 3 s sustained window (the quick mode's 1 s read 3-5 % higher than the power cap holds).
+#: judges both (docs/verdicts.md): the device-local copy's sweep to 1 GiB and the host<->GPU matrix at 256 MiB,
+#: 7 trials of 5 ms (the quick mode's sweep of the host copies, which judges nothing, stops at 64 MiB: 4^k bytes,
+#: the pinned one-way cases; docs/checks/bandwidth.md); GEMM over a 3 s sustained window (the quick mode's 1 s
+#: read 3-5 % higher than the power cap holds), every GPU at once.
 SUITE_OPTIONS: dict[str, list[str]] = {
     "nightly": [
         "-S", "mode=quick",

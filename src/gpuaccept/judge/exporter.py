@@ -2,7 +2,9 @@
 
 A dedicated registry; base units in the names (values converted from the benchmarks' GB/s, us, TFLOP/s);
 no timestamps inside the file (node_exporter rejects them); labels bounded to suite, node type, check and
-metric. Written atomically so node_exporter never reads half a file.
+metric, and, in a verdict with per-GPU rows, the GPU's index (``gpu``: the node facts' index; empty, which
+Prometheus stores as no label, on the node's own series). Written atomically so node_exporter never reads half a
+file.
 """
 
 from __future__ import annotations
@@ -102,10 +104,13 @@ def render(verdict: Verdict) -> str:
         if row.metric is None and row.expected:
             attempts.labels(**base, check=row.check).set(row.attempts)
 
+    # Per-GPU rows (a document with gpu_metrics): one series per GPU, told apart by a bounded gpu label.
+    per_gpu = any(row.gpu is not None for row in verdict.rows)
+    labelnames = [*LABELS, "gpu"] if per_gpu else list(LABELS)
     passed = Gauge(
         "gpuaccept_metric_passed",
         "1 when the metric is within its reference's tolerance, else 0 (judged metrics only)",
-        list(LABELS),
+        labelnames,
         registry=reg,
     )
     families: dict[str, dict[str, Gauge]] = {}
@@ -113,20 +118,20 @@ def render(verdict: Verdict) -> str:
     def family(suffix: str) -> dict[str, Gauge]:
         if suffix not in families:
             families[suffix] = {
-                "value": Gauge(f"gpuaccept_result_{suffix}", f"Measured value ({suffix})", list(LABELS), registry=reg),
+                "value": Gauge(f"gpuaccept_result_{suffix}", f"Measured value ({suffix})", labelnames, registry=reg),
                 "reference": Gauge(
-                    f"gpuaccept_reference_{suffix}", f"Reference value ({suffix})", list(LABELS), registry=reg
+                    f"gpuaccept_reference_{suffix}", f"Reference value ({suffix})", labelnames, registry=reg
                 ),
                 "lower": Gauge(
                     f"gpuaccept_reference_lower_bound_{suffix}",
                     f"Lowest value that passes ({suffix})",
-                    list(LABELS),
+                    labelnames,
                     registry=reg,
                 ),
                 "upper": Gauge(
                     f"gpuaccept_reference_upper_bound_{suffix}",
                     f"Highest value that passes ({suffix})",
-                    list(LABELS),
+                    labelnames,
                     registry=reg,
                 ),
             }
@@ -137,6 +142,8 @@ def render(verdict: Verdict) -> str:
             continue
         suffix, factor = UNITS.get(row.unit, ("number", 1.0))
         labels = {**base, "check": row.check, "metric": row.metric}
+        if per_gpu:
+            labels["gpu"] = "" if row.gpu is None else str(row.gpu)
         fam = family(suffix)
         for key, value in (
             ("value", row.value),

@@ -101,7 +101,8 @@ def gated(check: str, metric: str) -> bool:
 
 def document_problems(check: str, doc: dict) -> list[str]:
     """What in a benchmark document (docs/benchmark-json.md) disagrees with this table: a metric it does not know,
-    or a unit other than the metric's. Empty when the document and the table agree."""
+    a unit other than the metric's, or a per-GPU figure (``gpu_metrics``) of a node-level metric. Empty when the
+    document and the table agree."""
     problems = []
     for name, metric in (doc.get("metrics") or {}).items():
         try:
@@ -117,4 +118,16 @@ def document_problems(check: str, doc: dict) -> list[str]:
             lookup(check, name)
         except UnknownMetric as err:
             problems.append(str(err))
+    for entry in doc.get("gpu_metrics") or []:  # each GPU's figures: per-GPU metrics, in their units
+        for name, metric in (entry.get("metrics") or {}).items():
+            try:
+                want, where = lookup(check, name)
+            except UnknownMetric as err:
+                problems.append(str(err))
+                continue
+            got, gpu = (metric.get("unit") if isinstance(metric, dict) else None), entry.get("gpu")
+            if where != GPU:
+                problems.append(f"{check}.{name}: a node-level metric, with a figure of GPU {gpu}")
+            elif got != want:
+                problems.append(f"{check}.{name} of GPU {gpu}: unit {got!r}, the metric's unit is {want!r}")
     return problems

@@ -34,6 +34,14 @@ MAX_DOCUMENT_BYTES = 256 << 20  # the largest document a tool writes is a few MB
 HPL_THRESHOLD_MAX = 16.0  # HPL's own default; a larger one accepts wrong answers
 
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
+_METRICS = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "object",
+        "required": ["value", "unit"],
+        "properties": {"value": _NUMBER_OR_NULL, "unit": {"type": "string"}},
+    },
+}
 DOCUMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["schema", "tool", "metrics", "verification"],
@@ -41,12 +49,14 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
         "schema": {"const": BENCH_SCHEMA},
         "tool": {"type": "string", "minLength": 1},
         "devices": {"type": "array", "items": {"type": "object"}},
-        "metrics": {
-            "type": "object",
-            "additionalProperties": {
+        "metrics": _METRICS,
+        # Each GPU's own figure of the per-GPU metrics above (docs/benchmark-json.md): one entry per GPU.
+        "gpu_metrics": {
+            "type": "array",
+            "items": {
                 "type": "object",
-                "required": ["value", "unit"],
-                "properties": {"value": _NUMBER_OR_NULL, "unit": {"type": "string"}},
+                "required": ["gpu", "metrics"],
+                "properties": {"gpu": {"type": "integer", "minimum": 0}, "metrics": _METRICS},
             },
         },
         "waived": {"type": "object", "additionalProperties": {"type": "string"}},

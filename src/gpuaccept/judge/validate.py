@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuaccept.judge import burnin_rules, dcgm_rules, health_rules, rules
+from gpuaccept.judge import burnin_rules, dcgm_rules, health_rules, pergpu, rules
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.load import Case, Run
 from gpuaccept.judge.references import NodeType, ReferenceError
@@ -28,6 +28,7 @@ class Findings:
     metrics: dict[str, Any] = field(default_factory=dict)  # the document's, the power sampler's joined
     waived: dict[str, str] = field(default_factory=dict)
     cannot_look: str = ""  # why the check could not look although it ran (health: the kernel log)
+    per_gpu: pergpu.Figures = field(default_factory=pergpu.Figures)  # each GPU's figures of the per-GPU metrics
 
 
 def validate(run: Run) -> list[Findings]:
@@ -83,6 +84,7 @@ def validate_case(
     metrics, waived, power_problems = rules.combine(doc, power_doc, efficiency)
     problems += power_problems
     not_run: str | None = None  # why the check could not look (health: the kernel log)
+    extra: dict[int, dict[str, Any]] = {}  # per-GPU figures the rules derive (health: each GPU's findings)
     if "hpl" in check.rules:
         problems += rules.hpl_problems(doc, path)
     if "throttle" in check.rules:
@@ -103,7 +105,15 @@ def validate_case(
         metrics["health_findings"] = {"value": len(findings), "unit": "count"}
         metrics.update(judged)
         waived.update(judged_waived)
+        if "gpu_metrics" in doc:  # a probe that reports per GPU: each GPU's findings, those naming it
+            extra = {
+                d["index"]: {"health_findings": {"value": sum(f.get("gpu") == d["index"] for f in findings),
+                                                 "unit": "count"}}
+                for d in doc.get("devices") or [] if isinstance(d, dict) and isinstance(d.get("index"), int)
+            }  # fmt: skip
     if "burnin" in check.rules:
         burnin_findings, not_run = burnin_rules.assess(doc)
         problems += [f.text() for f in burnin_findings]
-    return Findings(problems=problems, metrics=metrics, waived=waived, cannot_look=not_run or "")
+    per_gpu = pergpu.read(check.key, doc, path, facts, metrics, extra)
+    problems += per_gpu.problems
+    return Findings(problems=problems, metrics=metrics, waived=waived, cannot_look=not_run or "", per_gpu=per_gpu)

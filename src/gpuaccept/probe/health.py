@@ -534,6 +534,40 @@ def metrics_of(obs: dict[str, Any] | None, xids: list[dict[str, Any]] | None) ->
     return metrics, waived
 
 
+def bus_prefix(bus_id: str | None) -> str:
+    """NVML's "00000000:2A:00.0" and the XID line's "0000:2a:00" as one key: "0000:2a:00"."""
+    if not bus_id or ":" not in bus_id:
+        return ""
+    domain, _, rest = bus_id.partition(":")
+    try:
+        return f"{int(domain, 16):04x}:{rest.split('.')[0].lower()}"
+    except ValueError:
+        return ""
+
+
+def gpu_rows(obs: dict[str, Any] | None, xids: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Each GPU's own health figures: its PCIe link under the load, its NVLink links up (0 where it has none, as
+    ``metrics_of`` counts them) and the XID events that name its bus."""
+    rows = []
+    for g in (obs or {}).get("gpus") or []:
+        mine = None if xids is None else sum(e["pci"] == bus_prefix(g.get("pci_bus_id")) for e in xids)
+        reading = g.get("nvlink")
+        links_up = (nvlink.summary(reading)[1] or 0) if isinstance(reading, dict) else None
+        rows.append({"gpu": g.get("index"), "pcie_gen": g.get("pcie_gen_loaded"),
+                     "pcie_width": g.get("pcie_width_loaded"), "nvlink_links_up": links_up,
+                     "xid_events": mine})  # fmt: skip
+    return rows
+
+
+# The per-GPU metrics of the health probe and each GPU's figure in gpu_rows (the metric is their min, or for XID
+# events the count of the node's, those on a PCI device that is no GPU of the node included).
+GPU_FIGURES = {
+    "pcie_gen_min": ("pcie_gen", "count", "higher"),
+    "pcie_width_min": ("pcie_width", "count", "higher"),
+    "nvlink_links_up_min": ("nvlink_links_up", "count", "higher"),
+    "xid_events": ("xid_events", "count", "lower"),
+}
+
 # ------------------------------------------------------------------------------------------------
 # The document and the command.
 
@@ -592,6 +626,7 @@ def probe(
         },
         "results": {"observations": obs, "kernel_log": kernel_log},
         "metrics": metrics,
+        "gpu_metrics": document.gpu_metrics(gpu_rows(obs, xids), metrics, GPU_FIGURES),
         "waived": waived,
         # What the probe itself can verify: that it read every GPU. The health rules are the judge's.
         "verification": {"passed": obs is not None, "checked": len(gpus), "failures": list(errors)},

@@ -808,11 +808,14 @@ def fft_offload_section(groups: list[Group]) -> str:
 
 
 def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 000 figure 8: throughput against size per precision (GPU 0, solo, the series sizes)."""
+    """Seed 000 figure 8: throughput against size per precision (GPU 0, the series sizes: alone, or with every GPU
+    busy where the tool measured them all at once, docs/checks/gemm.md)."""
+    together = (doc.get("parameters") or {}).get("schedule") == "together"
+    mode = "concurrent" if together else "solo"
     entries = [
         e
         for e in doc["results"].get("gemm", [])
-        if e.get("gpu") == 0 and e.get("mode") == "solo" and isinstance(e.get("tflops_median"), (int, float))
+        if e.get("gpu") == 0 and e.get("mode") == mode and isinstance(e.get("tflops_median"), (int, float))
     ]
     if not entries:
         return None
@@ -827,7 +830,9 @@ def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
     title = f"{group.label}: GEMM throughput against size"
     _frame(ax, "m = n = k", "TFLOP/s (median of the calls)", title, logx=False, which="both")
     ax.legend(fontsize=7, ncols=3)
-    return _group_svg(fig, "gemm", group, "cuBLAS/cuBLASLt GEMM, GPU 0 alone, sizes in steps of 8 (seed 000 figure 8)")
+    alone = "with every GPU busy" if together else "alone"
+    caption = f"cuBLAS/cuBLASLt GEMM, GPU 0 {alone}, sizes in steps of 8 (seed 000 figure 8)"
+    return _group_svg(fig, "gemm", group, caption)
 
 
 def plot_gemm_compare(groups: list[Group]) -> str | None:
@@ -1066,7 +1071,7 @@ def verdict_summary(groups: list[Group]) -> str:
                             v.get("node"),
                             v.get("suite"),
                             r["check"],
-                            r.get("metric") or "(check)",
+                            (r.get("metric") or "(check)") + ("" if r.get("gpu") is None else f" [GPU {r['gpu']}]"),
                             r.get("value"),
                             r.get("reference"),
                             r["status"],

@@ -57,16 +57,18 @@ Slowest = dict[tuple[str, str], tuple[int, float]]  # (tool, metric) -> (GPU, fr
 
 def _gemm(doc: dict[str, Any]) -> dict[int, dict[str, float]]:
     size = (doc.get("parameters") or {}).get("metric_size")
+    # Every GPU at once (the tool's default on several GPUs): the GPU's own rate is its concurrent window.
+    own = "concurrent" if (doc.get("parameters") or {}).get("schedule") == "together" else "solo"
     out: dict[int, dict[str, float]] = {}
     for r in (doc.get("results") or {}).get("gemm") or []:
         if r.get("phase") != "window" or (size is not None and r.get("m") != size) or r.get("gpu") is None:
             continue
         each = out.setdefault(int(r["gpu"]), {})
-        if r.get("mode") == "solo" and isinstance(r.get("tflops_median"), (int, float)):
+        if r.get("mode") == own and isinstance(r.get("tflops_median"), (int, float)):
             each[f"{r['precision']}_tflops_min"] = float(r["tflops_median"])
             if isinstance(r.get("tflops_with_transfer"), (int, float)):
                 each[f"{r['precision']}_xfer_tflops_min"] = float(r["tflops_with_transfer"])
-        elif r.get("mode") == "concurrent" and isinstance(r.get("tflops_median"), (int, float)):
+        if r.get("mode") == "concurrent" and isinstance(r.get("tflops_median"), (int, float)):
             each[f"{r['precision']}_concurrent_tflops_min"] = float(r["tflops_median"])
     return out
 
