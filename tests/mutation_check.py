@@ -97,6 +97,19 @@ MUTATIONS: list[tuple[str, str, str | tuple[str, ...], str | tuple[str, ...], li
      'if floor is not None and value < floor and (unit != "ratio" or higher_is_better):', "if False:", RULES_TESTS),
     ("a fleet verdict whose rows are not a list", "results/fleet.py",
      "broken = _unreadable(rows, failed)", 'broken = ""', ["tests/test_fleet.py", "-k", "unreadable"]),
+    ("a fleet whose configuration drifts", "results/fleet.py",
+     "return bool(entries) and all(e.verdict == PASS for e in entries) and not drifted",
+     "return bool(entries) and all(e.verdict == PASS for e in entries)", ["tests/test_nvlink.py", "-k", "fleet"]),
+    ("a failed DCGM test", "judge/dcgm_rules.py",
+     'if status in ("pass", "skip", "not_run"):', "if True:", ["tests/test_dcgm.py"]),
+    ("an NVLink error counter that grew", "judge/nvlink_rules.py",
+     "if delta > limit:", "if False:", ["tests/test_nvlink.py"]),
+    ("an NVLink link that went down during the suite", "judge/nvlink_rules.py",
+     'if ln.get("state") == "up" and later.get("state") != "up":', "if False:", ["tests/test_nvlink.py"]),
+    ("fewer NVLink links up than the node type's", "judge/nvlink_rules.py",
+     "elif want and up < want:", "elif False:", ["tests/test_nvlink.py"]),
+    ("a GPU off its node type's pins", "judge/health_rules.py",
+     'findings.append(finding("config_drift", g, message, FIX_PINS[d.field]))', "pass", ["tests/test_nvlink.py"]),
 ]  # fmt: skip
 
 

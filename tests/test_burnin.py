@@ -525,7 +525,8 @@ def test_the_driver_loads_every_gpu_in_turns_while_the_sampler_reads_them(tmp_pa
 
 def test_the_burnin_suite_is_the_health_probe_and_the_burn_in():
     assert "burnin" in SUITES
-    assert [c.key for c in in_suite("burnin")] == ["health", "burnin"]
+    # DCGM's diagnostic (optional: where the site installed DCGM) runs in the burn-in suite too, at level 3.
+    assert [c.key for c in in_suite("burnin")] == ["health", "dcgm_diag", "burnin"]
     assert all("burnin" not in in_suite(s) for s in ("nightly", "commission", "evaluation"))
 
 
@@ -560,7 +561,9 @@ def test_reframe_selects_the_burnin_suites_checks_and_passes_the_length(tmp_path
     proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     jobs = sorted(p.parent.name for p in (tmp_path / "reframe").rglob("rfm_job.sh"))
-    assert jobs == ["GpuBurnin", "GpuHealth"]
+    assert jobs == ["DcgmDiag", "GpuBurnin", "GpuHealth"]
+    (dcgm_job,) = (tmp_path / "reframe").rglob("DcgmDiag/rfm_job.sh")
+    assert " -m gpuaccept dcgm-diag --level 3 " in dcgm_job.read_text()
     (job,) = (tmp_path / "reframe").rglob("GpuBurnin/rfm_job.sh")
     line = next(x for x in job.read_text().splitlines() if " -m gpuaccept burnin " in x)
     assert "--minutes 2 --precision fp64 --output burnin.json" in line and "--memtest" not in line

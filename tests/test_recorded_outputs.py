@@ -138,12 +138,11 @@ def test_recorded_h100_run_passes_its_checks_and_is_detected():
     assert references.detect(REFERENCE_DIR, node).name == "h100_sxm5_80gb"
     v = judge(H100_COMMISSION, "h100_sxm5_80gb")
     # Recorded before the HPL, health, power, NCCL and memory test checks existed: those are "not run" (never
-    # passed). The optional HPL backends did not run either; the node type expects the host HPL (HPL 2.3, issue 15),
-    # not xhpl.
+    # passed). The optional HPL backends and DCGM's diagnostic did not run either; the node type expects the host HPL
+    # (HPL 2.3, issue 15), not xhpl.
     not_run = {r.check for r in v.rows if r.status == "not_run"}
-    assert not_run == {"health", "power", "hplstyle", "nccl", "memtest", "hpl_nvidia", "hpl_host", "hpl_cuda"}, (
-        verdict.table(v)
-    )
+    assert not_run == {"health", "power", "hplstyle", "nccl", "memtest", "hpl_nvidia", "hpl_host", "hpl_cuda",
+                       "dcgm_diag"}, verdict.table(v)  # fmt: skip
     assert not v.accepted
     # Its host GEMM ran OpenBLAS's generic Prescott kernels (109 GFLOP/s): recorded before the tool reported its
     # BLAS core, it fails that rule; the rate itself is the host's (issue 24), reported. The host HPL and HPL over
@@ -226,6 +225,7 @@ def test_the_merged_harness_commission_run_passes_all_but_its_misconfigured_host
     assert {k for k, r in checks.items() if r.status == "pass"} >= {"health", "bandwidth", "gemm", "hplstyle", "power"}
     assert set(v.failed_checks()) == {"cpu_gemm", "nccl", "memtest"}, verdict.table(v)
     assert {k for k, r in checks.items() if r.status == "not_run"} == {"nccl", "memtest", "hpl_nvidia", "hpl_host",
-                                                                        "hpl_cuda"}  # fmt: skip
+                                                                        "hpl_cuda", "dcgm_diag"}  # fmt: skip
     assert not checks["hpl_nvidia"].expected and not checks["hpl_host"].expected and not checks["hpl_cuda"].expected
+    assert not checks["dcgm_diag"].expected  # DCGM is not installed there: reported only, it rejects nothing
     assert verdict.OPTIONAL_NOT_RUN in checks["hpl_host"].reason

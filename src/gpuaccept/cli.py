@@ -21,8 +21,8 @@ from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import coverage, health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
 from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, REFERENCE_DIR, REPORT_FILE, VERDICT_FILE
-from gpuaccept.probe import burnin, crosscheck, facts, health, overlap, peaks, power, powercheck
-from gpuaccept.results import baseline, compare, sensitivity
+from gpuaccept.probe import burnin, crosscheck, dcgm, facts, health, overlap, peaks, power, powercheck
+from gpuaccept.results import baseline, compare, health_expect, sensitivity
 
 EXIT_REJECTED = 1
 EXIT_INPUT = 4
@@ -652,6 +652,8 @@ def parser() -> argparse.ArgumentParser:
     cli_fleet.register(sub, default_reference_dir())
     run.add_subparser(sub, default_reference_dir())
     crosscheck.add_subparser(sub)
+    dcgm.add_subparser(sub)
+    health_expect.add_subparser(sub)
 
     sp = sub.add_parser(
         "health",

@@ -35,6 +35,7 @@ from gpuaccept.judge import references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import (
     CONFIG_FILE,
+    FACTS_END_FILE,
     FACTS_FILE,
     PROJECT_ROOT,
     REFRAME_OUT,
@@ -43,7 +44,7 @@ from gpuaccept.layout import (
     RETRY_PREFIX,
     VERDICT_FILE,
 )
-from gpuaccept.probe import burnin, gpu_preflight
+from gpuaccept.probe import burnin, dcgm, gpu_preflight
 from gpuaccept.probe import facts as node_facts
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_RUN, EXIT_INPUT = 0, 1, 3, 4
@@ -68,6 +69,9 @@ SUITE_OPTIONS: dict[str, list[str]] = {
         "-S", "GpuGemm.bench_opts=--window-s,3",
     ],
 }  # fmt: skip
+# DCGM's diagnostic level per suite (docs/checks/dcgm.md), from the one table that holds it.
+for _suite, _level in dcgm.SUITE_LEVELS.items():
+    SUITE_OPTIONS.setdefault(_suite, []).extend(["-S", f"DcgmDiag.level={_level}"])
 #: How often a check that failed on figures outside their bands alone is measured again before the node is
 #: rejected (docs/verdicts.md): a moment's dip is not a fault, and a pass that needed a retry stays visible.
 RETRIES = 2
@@ -333,6 +337,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_dir = run_dir_for(args, node)
     run_dir.mkdir(parents=True, exist_ok=True)
     facts_file = run_dir / FACTS_FILE
+    # Facts gathered here, on the node, now: gathered again after the suite (NVLink counters' growth). Facts given
+    # with --facts, or gathered through srun before, may be another machine's view: none after the suite then.
+    gathered_here = not args.facts and not facts_file.exists()
     if facts_file.exists() and not args.facts:
         facts = _load_facts(str(facts_file))  # gathered on the node before the run (e.g. through srun)
     else:
@@ -358,6 +365,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout_s = suite_timeout_s(args)
         print(f"   reframe (time limit {timeout_s:g} s), output in {run_dir / 'reframe.out'}")
         outcome = run_reframe(argv, run_dir, timeout_s, run_dir / REFRAME_OUT)
+        if gathered_here:
+            record_end_facts(run_dir)
     except rfmconfig.ConfigError as err:
         outcome = ReframeOutcome(None, report_error=f"no ReFrame configuration: {err}")
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
@@ -379,7 +388,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     result, written = retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
                                         lambda d, more: reframe_argv(reframe, config, args.suite, d, args.checks_dir, 1,
                                                                      not args.no_suite_options, args.quick,
-                                                                     [*extra, *more]))  # fmt: skip
+                                                                     [*extra, *more]),
+                                        end_facts=gathered_here)  # fmt: skip
     print(verdict.table(result))
     print(f"\nreport:  {run_dir / VERDICT_FILE}")
     report = run_dir / REPORT_FILE
@@ -392,6 +402,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance or node)
         print(f"pushed:  {redact.url(args.pushgateway)} (job {pushgateway.JOB}, {grouping})")
     return record_exit(run_dir, exit_status(result, outcome))
+
+
+def record_end_facts(run_dir: Path) -> None:
+    """The node's facts again, after the suite (``node-facts-end.json``): the judge compares each NVLink link's
+    state and error counters with those before it (gpuaccept.judge.nvlink_rules)."""
+    write_text_atomic(run_dir / FACTS_END_FILE, json.dumps(node_facts.gather(), indent=2, sort_keys=True) + "\n")
 
 
 def record_exit(run_dir: Path, status: int) -> int:
@@ -429,11 +445,12 @@ def _test_names(run_dir: Path, checks: list[str]) -> list[str]:
     return sorted(n for n in names if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n))
 
 
-def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome, argv_for):
+def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome, argv_for, end_facts=False):
     """A figure outside its band is measured again before the node is rejected: each check that failed on
     figures alone (verdict.out_of_band_checks) runs again, alone, up to ``--retries`` times, each attempt in
     ``<run>/retry-<k>/``; the judge takes the last attempt and marks a pass that needed one (a warning in the
-    table, ``gpuaccept_check_attempts`` in Prometheus). A check that failed for any other reason is not retried."""
+    table, ``gpuaccept_check_attempts`` in Prometheus). A check that failed for any other reason is not retried.
+    ``end_facts``: gather the node's facts after each attempt (the NVLink counters' growth covers the retries)."""
     timeout_s = suite_timeout_s(args)
     for k in range(1, args.retries + 1):
         checks = verdict.out_of_band_checks(result)
@@ -449,6 +466,8 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
               f"{args.retries + 1}, {retry_dir})")  # fmt: skip
         pattern = f"^({'|'.join(names)})( |$)"
         run_reframe(argv_for(retry_dir, ["-n", pattern]), retry_dir, timeout_s, retry_dir / REFRAME_OUT)
+        if end_facts:
+            record_end_facts(run_dir)
         result, written = summarize.judge_run_dir(
             run_dir, facts, args.reference_dir, node_type.name, args.suite, expected_gpus=args.expected_gpus,
             textfile_dir=args.textfile_dir, node_type_error=node_type.error, report_error=outcome.report_error,

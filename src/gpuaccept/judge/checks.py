@@ -56,7 +56,8 @@ class Check:
     optional: bool = False
     # The judge's rules beyond the generic ones (gpuaccept.judge.rules): "hpl" (HPL's residual rule), "throttle"
     # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules), "memtest" (every word of
-    # every GPU's memory held what was written), "burnin" (gpuaccept.judge.burnin_rules).
+    # every GPU's memory held what was written), "burnin" (gpuaccept.judge.burnin_rules), "dcgm" (every failed DCGM
+    # diagnostic result: gpuaccept.judge.dcgm_rules).
     rules: tuple[str, ...] = ()
     # Run under the power sampler: its document (layout.POWER_FILE) joins the check's, with GFLOP/s per watt of this
     # metric ("" none).
@@ -147,6 +148,9 @@ _NAMD = (
 )
 
 _COMMISSION = ("commission", "evaluation")
+# DCGM's diagnostic runs in commissioning, evaluation and, where the suite exists, the burn-in
+# (gpuaccept.probe.dcgm.SUITE_LEVELS gives each its level).
+_DCGM_SUITES = tuple(s for s in ("commission", "evaluation", "burnin") if s in SUITES)
 
 CHECKS: dict[str, Check] = {
     c.key: c
@@ -307,7 +311,8 @@ CHECKS: dict[str, Check] = {
         ),
         Check(
             "health",
-            "GPU health: count, driver, PCIe under load, ECC, XID, processes",
+            "GPU health: count, driver, PCIe under load, ECC, XID, processes, NVLink links and error counters, "
+            "configuration against the node type's pins",
             SUITES,
             True,
             "health.json",
@@ -318,6 +323,29 @@ CHECKS: dict[str, Check] = {
                 Metric("pcie_width_min", "count", GPU),
                 Metric("health_findings", "count", GPU),
                 Metric("xid_events", "count", GPU),
+                # The rules judge these (the node type's health: section); the figures are reported.
+                Metric("nvlink_links_up_min", "count", GPU, gated=False),
+                Metric("nvlink_error_growth", "count", GPU, gated=False),  # the judge's, from the facts
+                Metric("config_drift", "count", GPU, gated=False),  # the judge's: fields off the pins
+            ),
+        ),
+        # NVIDIA's own diagnostic (docs/checks/dcgm.md): optional, as a site may not install DCGM; every result it
+        # reports as failed fails the check (gpuaccept.judge.dcgm_rules).
+        Check(
+            "dcgm_diag",
+            "DCGM diagnostic: dcgmi diag at the suite's level, every test per GPU (gpuaccept dcgm-diag)",
+            _DCGM_SUITES,
+            True,
+            "dcgm_diag.json",
+            optional=True,
+            rules=("dcgm",),
+            doc="dcgm.md",
+            metrics=(
+                Metric("dcgm_passed", "count", GPU, gated=False),
+                Metric("dcgm_failed", "count", GPU, gated=False),
+                Metric("dcgm_warned", "count", GPU, gated=False),
+                Metric("dcgm_skipped", "count", GPU, gated=False),
+                Metric("dcgm_*", "count", GPU, gated=False),  # a skipped test, waived: dcgm_<test>_gpu<N>
             ),
         ),
         Check(
