@@ -1,10 +1,11 @@
 """GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw), cuBLASLt GEMM (gpuaccept-gemm), NCCL collectives
-(gpuaccept-nccl), compute/transfer overlap (gpuaccept-overlap), GEMM offload against the host (gpuaccept-xgemm),
-FFT offload against the host (gpuaccept-fft).
+(gpuaccept-nccl), the GPU memory test (gpuaccept-memtest), compute/transfer overlap (gpuaccept-overlap), GEMM offload
+against the host (gpuaccept-xgemm), FFT offload against the host (gpuaccept-fft).
 
 They run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
 compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md,
-docs/checks/nccl.md, docs/checks/overlap.md, docs/checks/offload-gemm.md, docs/checks/fft-offload.md.
+docs/checks/nccl.md, docs/checks/memtest.md, docs/checks/overlap.md, docs/checks/offload-gemm.md,
+docs/checks/fft-offload.md.
 """
 
 import os
@@ -61,6 +62,13 @@ class XgemmBuild(BenchBuild):
     binaries = ["gpuaccept-xgemm"]
 
 
+class MemtestBuild(BenchBuild):
+    """Builds gpuaccept-memtest with nvcc (prebuilt by the gpuaccept_bench role's ``gpu`` target)."""
+
+    make_targets = ["memtest"]
+    binaries = ["gpuaccept-memtest"]
+
+
 class FftBuild(BenchBuild):
     """Builds gpuaccept-fft with nvcc against the host's FFT: MKL's FFTW3 interface where the partition's
     ``extras.blas`` is ``mkl`` or ``mkl-static`` (with ``extras.mklroot``), else FFTW3 where ``extras.fftw_inc`` or
@@ -102,7 +110,9 @@ class GpuBandwidth(GpuBenchCheck):
 
     Metrics (docs/benchmark-json.md): h2d/d2h pinned and pageable (min over GPUs, local NUMA node),
     bidir_pinned_min, d2d_min, p2p_*_min (waived without peers), latency_*_max, affinity_far_near_min
-    (waived with one NUMA node), h2d/d2h_fit_lo_max.
+    (waived with one NUMA node), h2d/d2h_fit_lo_max; each GPU's own figures in ``gpu_metrics`` (judged per GPU).
+    Host copies are measured one GPU at a time, the device-local copy on every GPU at once
+    (docs/checks/bandwidth.md).
     """
 
     check_key = "bandwidth"
@@ -115,10 +125,11 @@ class GpuGemm(GpuBenchCheck):
     """cuBLASLt GEMM in FP64, FP32, TF32, BF16, FP16 and FP8 (waived below compute capability 8.9), each with the
     fastest of the heuristic's algorithms.
 
-    Metrics: <precision>_tflops_min (solo, median of a sustained window, min over GPUs),
-    <precision>_concurrent_tflops_min (all GPUs at once; waived with one GPU),
-    <precision>_xfer_tflops_min (including host<->device transfers), and <rate>_peak_fraction for the first
-    two (the rate over the datasheet peak of its precision; informational).
+    Metrics: <precision>_tflops_min (median of a sustained window, min over GPUs; with several GPUs every GPU
+    busy at once, docs/checks/gemm.md), <precision>_concurrent_tflops_min (all GPUs at once; waived with one
+    GPU), <precision>_xfer_tflops_min (including host<->device transfers, one GPU at a time), and
+    <rate>_peak_fraction for the first two (the rate over the datasheet peak of its precision; informational);
+    each GPU's own rates in ``gpu_metrics`` (judged per GPU).
     """
 
     check_key = "gemm"
@@ -147,8 +158,8 @@ class GpuNccl(GpuBenchCheck):
 
 @rfm.simple_test
 class GpuPower(GpuBenchCheck):
-    """Power (seed 003) through ``gpuaccept powercheck``: the idle node, then a sustained GEMM on every GPU at
-    once under the power sampler (docs/checks/power.md).
+    """Power (after Kozin and Cable, 2010) through ``gpuaccept powercheck``: the idle node, then a sustained GEMM on
+    every GPU at once under the power sampler (docs/checks/power.md).
 
     Variables: ``precision`` (of the GEMM load).
     Metrics: idle_power_max_w, load_power_min_w, load_power_max_w (median under load, against the cap),
@@ -175,11 +186,44 @@ class GpuPower(GpuBenchCheck):
 
 
 @rfm.simple_test
+class GpuMemtest(GpuBenchCheck):
+    """GPU memory test: moving inversions (zeros and ones, a walking pattern), each word's own address and a
+    counter-based random pattern, every word checked on the GPU, over nearly all free memory of every GPU at once
+    (docs/checks/memtest.md).
+
+    Variables: ``seconds`` (passes until one more would end after it, at least one; quick mode: the tool's
+    ``--quick``, 5 s).
+    Metrics: errors_total (bad 64-bit words over every GPU, pattern and pass: any fails the check by the memtest
+    rule), tested_fraction_min (the share of each GPU's memory tested, gated by a floor), bytes_tested_min and
+    throughput_gbps_min (reported); each GPU's own in the document's ``gpu_metrics``.
+    """
+
+    #: Seconds of passes per GPU in full mode (commissioning, evaluation); a burn-in passes a longer one.
+    #:
+    #: :type: :class:`float`
+    seconds = variable(float, value=20.0)
+
+    check_key = "memtest"
+    binary = "gpuaccept-memtest"
+    time_limit = "10m"
+    build = fixture(MemtestBuild, scope="environment")
+
+    @run_after("setup")
+    def set_budget(self):
+        """Full mode passes ``seconds`` (quick mode the tool's ``--quick``); a budget longer than the time limit's
+        10 minutes allow (a burn-in's) gets 5 minutes beside it for the allocation and the last pass."""
+        if self.mode == "full":
+            self.executable_opts = [*self.executable_opts, "--seconds", f"{self.seconds:g}"]
+            if self.seconds + 300 > 600:
+                self.time_limit = int(self.seconds) + 300
+
+
+@rfm.simple_test
 class GpuOverlap(GpuBenchCheck):
-    """Compute/transfer overlap (seed 002): a kernel of tunable arithmetic intensity over data that starts and ends in
-    pinned host memory, moved by synchronous copies, asynchronous copies in 1-16 streams, mapped (zero-copy) host
-    memory and managed memory with prefetch, each verified; then ``gpuaccept overlap-model`` predicts each method
-    from the same run's PCIe model (L+o, G, g per direction) and copy-engine count (docs/checks/overlap.md).
+    """Compute/transfer overlap (after van Werkhoven et al., 2014): a kernel of tunable arithmetic intensity over data
+    that starts and ends in pinned host memory, moved by synchronous copies, asynchronous copies in 1-16 streams, mapped
+    (zero-copy) host memory and managed memory with prefetch, each verified; then ``gpuaccept overlap-model`` predicts
+    each method from the same run's PCIe model (L+o, G, g per direction) and copy-engine count (docs/checks/overlap.md).
 
     Metrics (informational: the host's and the link's): duplex_overlap_min (H2D and D2H at once, 1 full duplex),
     stream_speedup_min (sync over the best streamed time), model_rel_error_max, model_rank_tau_min.
@@ -201,8 +245,8 @@ class GpuOverlap(GpuBenchCheck):
 
 @rfm.simple_test
 class GpuOffloadGemm(GpuBenchCheck):
-    """Transfer-inclusive GEMM (seed 000): cuBLAS DGEMM, SGEMM, TF32 and BF16 over n = 256-16384 on one GPU, the
-    kernel alone and with the copies of A, B and C from pinned and from pageable memory, every result verified;
+    """Transfer-inclusive GEMM (after Allada et al., 2009): cuBLAS DGEMM, SGEMM, TF32 and BF16 over n = 256-16384 on one
+    GPU, the kernel alone and with the copies of A, B and C from pinned and from pageable memory, every result verified;
     then the host's DGEMM and SGEMM (``gpuaccept-cpugemm`` from ``extras.bench_dir``, all physical cores) at
     ``host_sizes`` and ``python -m gpuaccept.probe.offload``: the size from which the offload beats the host
     (docs/checks/offload-gemm.md). Without the host tool the crossovers are waived with the reason and the rest
@@ -214,7 +258,7 @@ class GpuOffloadGemm(GpuBenchCheck):
     _pageable_over_kernel_ratio (at the largest n measured), <precision>_crossover_n_pinned and _pageable.
     """
 
-    #: The GPU to measure (``--gpu``): one GPU stands for the node's, as in seed 000.
+    #: The GPU to measure (``--gpu``): one GPU stands for the node's, as in Allada et al. (2009).
     #:
     #: :type: :class:`int`
     gpu = variable(int, value=0)
@@ -281,10 +325,11 @@ class GpuOffloadGemm(GpuBenchCheck):
 
 @rfm.simple_test
 class GpuFftOffload(GpuBenchCheck):
-    """FFT offload (seed 001): complex-to-complex FFTs, batched 1-D (4096 points each) and 3-D, fp32 and fp64, over
-    sizes of 2^12 to 2^27 points, on the host's FFT (MKL or FFTW, every CPU) and on one GPU with cuFFT alone and as a
-    whole offload (H2D, cuFFT, D2H) from pinned and from pageable memory, each GPU output verified against the
-    host's; then ``python -m gpuaccept.probe.fft`` adds the crossover sizes (docs/checks/fft-offload.md).
+    """FFT offload (as in the remote BLAS/FFT offload thesis): complex-to-complex FFTs, batched 1-D (4096 points each)
+    and 3-D, fp32 and fp64, over sizes of 2^12 to 2^27 points, on the host's FFT (MKL or FFTW, every CPU) and on one GPU
+    with cuFFT alone and as a whole offload (H2D, cuFFT, D2H) from pinned and from pageable memory, each GPU output
+    verified against the host's; then ``python -m gpuaccept.probe.fft`` adds the crossover sizes
+    (docs/checks/fft-offload.md).
 
     Not run where the node has no host FFT (``FftBuild.not_run_reason``). Quick mode: sizes up to 2^22 points, 3
     repetitions. Metrics (informational: the host's): fft<shape>_<precision>_speedup_{kernel,pinned,pageable} at the

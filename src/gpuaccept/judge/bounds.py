@@ -5,9 +5,9 @@ metric, the value and the bound (docs/judge.md, "Physical bounds"):
 
 - **above what the hardware can do**: a GEMM or HPL rate above the GPU model's datasheet peak for its precision
   (``reference_values/datasheets/gpu_peaks.yaml``, times the node's GPUs for a node sum), a datasheet fraction
-  above 1, a device-to-device copy above the GPU memory bandwidth, a host<->GPU copy above the rate of the PCIe
-  link NVML reports (twice it for a bidirectional copy: gpuaccept.judge.link), an average power above the
-  maximum board power (plus NVML's reading accuracy);
+  above 1, a device-to-device copy or the memory test's rate above the GPU memory bandwidth, a share of the GPU's
+  memory above 1, a host<->GPU copy above the rate of the PCIe link NVML reports (twice it for a bidirectional
+  copy: gpuaccept.judge.link), an average power above the maximum board power (plus NVML's reading accuracy);
 - **zero or negative where that is impossible**: every rate, time, latency, power, energy and memory figure is
   above zero; a count or a ratio is not negative.
 
@@ -93,7 +93,13 @@ def peaks_file(reference_dir: str | Path | None) -> Path:
     return SHIPPED_PEAKS
 
 
-def _datasheet(
+def _datasheet(reference_dir: str | Path | None, models: list[tuple[str, str | None]]) -> peaks.GpuPeaks | None:
+    """The datasheet of the GPU model every one of ``models`` (name, PCI device id) is; None when any is unknown
+    or they differ (:func:`_lookup` says why)."""
+    return _lookup(reference_dir, models)[0]
+
+
+def _lookup(
     reference_dir: str | Path | None, models: list[tuple[str, str | None]]
 ) -> tuple[peaks.GpuPeaks | None, str]:
     """(the datasheet of the GPU model every one of ``models`` (name, PCI device id) is, "") or (None, why: a model
@@ -133,14 +139,14 @@ def node_limits(facts: dict[str, Any], reference_dir: str | Path | None) -> Limi
     gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
     models = [(str(g.get("name") or ""), _text(g.get("pci_device_id"))) for g in gpus]
     rate, label = link.node_link(facts)
-    sheet, unknown = _datasheet(reference_dir, models)
+    sheet, unknown = _lookup(reference_dir, models)
     return Limits(max(1, len(gpus)), sheet, rate, label if rate else "", unknown)
 
 
 def model_limits(reference_dir: str | Path | None, names: list[str], pci_device_ids: list[str], gpus: int) -> Limits:
     """The bounds of a reference file's figures: its GPU model (names, PCI device ids) and GPU count; no link."""
     models = [(n, None) for n in names] if not pci_device_ids else [(names[0] if names else "", pci_device_ids[0])]
-    return Limits(max(1, gpus), _datasheet(reference_dir, models)[0])
+    return Limits(max(1, gpus), _datasheet(reference_dir, models))
 
 
 def _peak(limits: Limits, precision: str, gpus: int) -> tuple[float | None, str]:
@@ -181,6 +187,10 @@ def _high(check: str, metric: str, limits: Limits, gpus: int) -> tuple[float | N
             return limits.link_gbps, f"the rate of the PCIe link NVML reports ({limits.link})"
         if limits.link_gbps and metric.startswith("bidir_"):
             return 2 * limits.link_gbps, f"twice the rate of the PCIe link NVML reports ({limits.link})"
+    if check == "memtest" and metric == "tested_fraction_min":
+        return 1.0, "the GPU's whole memory (a fraction of it is at most 1)"
+    if check == "memtest" and metric == "throughput_gbps_min" and sheet is not None and sheet.memory_gbps:
+        return sheet.memory_gbps, f"the {sheet.names[0]} memory bandwidth, reads and writes together ({sheet.source})"
     if sheet is not None and sheet.max_power_w and any(fnmatch.fnmatchcase(metric, p) for p in _AVERAGE_POWER):
         each = sheet.max_power_w * (1 + POWER_READING_ACCURACY)
         times = f"{gpus} x " if gpus > 1 else ""

@@ -1,7 +1,8 @@
-"""One self-contained HTML evaluation report from run directories: inventory, verdicts, the bandwidth sweep,
-the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and FFT offload
-against the host's BLAS and FFT, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and energy, and two
-or more node types side by side with ratios to a chosen baseline.
+"""One self-contained HTML evaluation report from run directories: the first page for the decision (headline
+figures per node type and side by side: report_headline), inventory, verdicts, GPU by GPU (report_pergpu), the
+bandwidth sweep, the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against the model of
+van Werkhoven et al. (2014), GEMM and FFT offload against the host's BLAS and FFT, GEMM and host GEMM scaling,
+other checks (HPL, NAMD...), power and energy, and two or more node types side by side with ratios to a chosen baseline.
 
 Inputs are groups of runs: ``[LABEL=]PATH``, where PATH is a run directory (results/<node>/<run>), a results
 tree holding many, or a folder of benchmark documents. Every ``gpuaccept.bench/1`` document under PATH is read
@@ -32,6 +33,7 @@ from gpuaccept import __version__, atomic, textinput
 from gpuaccept.judge import readback
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
+from gpuaccept.results import burnin_plot, report_headline, report_pergpu
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -190,7 +192,7 @@ def _frame(ax: Any, xlabel: str, ylabel: str, title: str = "", *, logx: bool = T
 
 
 def plot_sweep(group: Group, doc: dict[str, Any]) -> str:
-    """Seed 000 figures 4-7: NetPIPE throughput and latency against size, log axes, GPU 0's test cases."""
+    """Allada et al. (2009), figures 4-7: NetPIPE throughput and latency against size, log axes, GPU 0's test cases."""
     plt = _pyplot()
     sweep = [s for s in doc["results"].get("sweep", []) if s.get("gpu") == 0]
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -234,7 +236,8 @@ def plot_sweep_compare(groups: list[Group]) -> str | None:
 
 
 def plot_matrix(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 003 tables 1-4 as heat maps: NUMA node (or core) x GPU, one panel per direction and memory."""
+    """Kozin and Cable (2010), tables 1-4, as heat maps: NUMA node (or core) x GPU, one panel per direction and
+    memory."""
     matrix = doc["results"].get("matrix") or []
     if not matrix:
         return None
@@ -251,7 +254,7 @@ def plot_matrix(group: Group, doc: dict[str, Any]) -> str | None:
             if isinstance(v, (int, float)):
                 grid[rows.index((m.get("numa_node"), m.get("core")))][gpus.index(m["gpu"])] = v
         # One colour scale per panel, from 0 to its largest figure: equal figures look equal, and a slow
-        # far node stands out as in seed 003's tables.
+        # far node stands out as in Kozin and Cable (2010)'s tables.
         top = max((v for row in grid for v in row if not math.isnan(v)), default=1.0)
         ax.imshow(grid, cmap="viridis", vmin=0, vmax=top, aspect="auto")
         for i, row in enumerate(grid):
@@ -298,7 +301,7 @@ def plot_peer(group: Group, doc: dict[str, Any]) -> str | None:
 
 
 def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 002: the pinned one-way time against size with the fitted T(k) = (L + o) + k G."""
+    """van Werkhoven et al. (2014): the pinned one-way time against size with the fitted T(k) = (L + o) + k G."""
     model = [m for m in doc["results"].get("model") or [] if m.get("gpu") == 0]
     if not model:
         return None
@@ -323,7 +326,7 @@ def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
         )
         _frame(ax, "transfer size k (bytes)", "time (us)", f"{group.label}: {m['direction']} model fit")
         ax.legend(fontsize=7)
-    caption = "PCIe model T(k) = (L + o) + k G fitted over sizes >= 64 KiB (seed 002), GPU 0"
+    caption = "PCIe model T(k) = (L + o) + k G fitted over sizes >= 64 KiB (van Werkhoven et al. 2014), GPU 0"
     return _group_svg(fig, "model", group, caption)
 
 
@@ -342,8 +345,8 @@ def _methods(row: dict[str, Any]) -> list[str]:
 
 
 def plot_overlap(group: Group, doc: dict[str, Any], gpu: dict[str, Any], links_from: str) -> str:
-    """Time against arithmetic intensity (log-log): each method's measured points and seed 002's predicted line,
-    one colour per method."""
+    """Time against arithmetic intensity (log-log): each method's measured points and the predicted line of
+    van Werkhoven et al. (2014)'s model, one colour per method."""
     plt = _pyplot()
     rows = sorted(gpu["intensities"], key=lambda r: r["flop_per_byte"])
     methods = list(dict.fromkeys(m for r in rows for m in _methods(r)))
@@ -369,8 +372,8 @@ def plot_overlap(group: Group, doc: dict[str, Any], gpu: dict[str, Any], links_f
         fig,
         f"overlap:{group.label}:gpu{gpu['gpu']}",
         f"{group.label}: compute/transfer overlap on GPU {gpu['gpu']} ({doc.get('started_utc')}), {size}"
-        f"each method measured (points) and predicted by seed 002's model with links from {links_from} (lines; "
-        "managed: predicted as sync, its error is page migration's cost)",
+        f"each method measured (points) and predicted by van Werkhoven et al. (2014)'s model with links from "
+        f"{links_from} (lines; managed: predicted as sync, its error is page migration's cost)",
     )
 
 
@@ -806,11 +809,14 @@ def fft_offload_section(groups: list[Group]) -> str:
 
 
 def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 000 figure 8: throughput against size per precision (GPU 0, solo, the series sizes)."""
+    """Allada et al. (2009), figure 8: throughput against size per precision (GPU 0, the series sizes: alone, or
+    with every GPU busy where the tool measured them all at once, docs/checks/gemm.md)."""
+    together = (doc.get("parameters") or {}).get("schedule") == "together"
+    mode = "concurrent" if together else "solo"
     entries = [
         e
         for e in doc["results"].get("gemm", [])
-        if e.get("gpu") == 0 and e.get("mode") == "solo" and isinstance(e.get("tflops_median"), (int, float))
+        if e.get("gpu") == 0 and e.get("mode") == mode and isinstance(e.get("tflops_median"), (int, float))
     ]
     if not entries:
         return None
@@ -825,7 +831,9 @@ def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
     title = f"{group.label}: GEMM throughput against size"
     _frame(ax, "m = n = k", "TFLOP/s (median of the calls)", title, logx=False, which="both")
     ax.legend(fontsize=7, ncols=3)
-    return _group_svg(fig, "gemm", group, "cuBLAS/cuBLASLt GEMM, GPU 0 alone, sizes in steps of 8 (seed 000 figure 8)")
+    alone = "with every GPU busy" if together else "alone"
+    caption = f"cuBLAS/cuBLASLt GEMM, GPU 0 {alone}, sizes in steps of 8 (Allada et al. 2009, figure 8)"
+    return _group_svg(fig, "gemm", group, caption)
 
 
 def plot_gemm_compare(groups: list[Group]) -> str | None:
@@ -851,7 +859,7 @@ def plot_gemm_compare(groups: list[Group]) -> str | None:
 
 
 def plot_cpu_scaling(groups: list[Group]) -> str | None:
-    """Seed 000 figure 9: host GEMM rate against threads, with the linear scaling from one thread."""
+    """Allada et al. (2009), figure 9: host GEMM rate against threads, with the linear scaling from one thread."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     drawn = False
@@ -874,7 +882,7 @@ def plot_cpu_scaling(groups: list[Group]) -> str | None:
     for ax, precision in zip(axes, ("DGEMM", "SGEMM"), strict=True):
         _frame(ax, "threads", "GFLOP/s", f"host {precision} (dotted: linear from 1 thread)", logy=False)
         ax.legend(fontsize=7)
-    return _svg(fig, "cpu:scaling", "Host GEMM thread scaling (seed 000 figure 9), newest run per node type")
+    return _svg(fig, "cpu:scaling", "Host GEMM thread scaling (Allada et al. 2009, figure 9), newest run per node type")
 
 
 def power_series(doc: dict[str, Any]) -> dict[int, tuple[list[float], list[float]]]:
@@ -908,7 +916,7 @@ def load_name(doc: dict[str, Any]) -> str:
 
 
 def plot_power(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 003 figure 3: the power of every GPU and of the node over the run."""
+    """Kozin and Cable (2010), figure 3: the power of every GPU and of the node over the run."""
     series = power_series(doc)
     if not series:
         return None
@@ -974,11 +982,8 @@ def inventory(groups: list[Group]) -> str:
         return found[-1] if found else {}
 
     def gpus(g: Group) -> str | None:
-        devs = first(g, lambda d: d["devices"])
-        if not devs:
-            return None
-        names = sorted({d["name"] for d in devs})
-        return f"{len(devs)} x {', '.join(names)}"
+        found = report_headline.node(g)
+        return f"{found.gpus} x {', '.join(found.models)} ({found.origin})" if found.gpus else None
 
     def nodes(g: Group) -> str:
         names = {v["node"] for v in g.verdicts} | {(d.get("host") or {}).get("hostname", "?") for d in g.docs}
@@ -1079,7 +1084,7 @@ def verdict_summary(groups: list[Group]) -> str:
                             v.get("node"),
                             v.get("suite"),
                             r["check"],
-                            r.get("metric") or "(check)",
+                            (r.get("metric") or "(check)") + ("" if r.get("gpu") is None else f" [GPU {r['gpu']}]"),
                             r.get("value"),
                             r.get("reference"),
                             r["status"],
@@ -1201,7 +1206,7 @@ def peer_table(groups: list[Group]) -> str:
 
 
 def energy_table(groups: list[Group], baseline: Group) -> str:
-    """Seed 003 table 7: per load, elapsed time, average power and energy, and ratios to the baseline."""
+    """Kozin and Cable (2010), table 7: per load, elapsed time, average power and energy, and ratios to the baseline."""
     rows: dict[str, dict[str, tuple[float | None, float | None, float | None]]] = {}
     for g in groups:
         for doc in g.by_tool("gpuaccept-sample"):
@@ -1354,11 +1359,19 @@ table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em}
 th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
 th{background:#f3f3f3}figure{margin:1em 0}figure svg{max-width:100%;height:auto}
 figcaption{font-size:.85em;color:#555}.pass,.better{color:#13801f;font-weight:bold}
-.fail,.worse{color:#b00020;font-weight:bold}.note{color:#555;font-size:.9em}
+.fail,.worse{color:#b00020;font-weight:bold}.note{color:#555;font-size:.9em}.par{font-weight:bold}
+#headline h3{margin:1.2em 0 .2em}#headline table{font-size:.8em}.missing{color:#777}
+ul.verdict-lines{margin:.2em 0 1em;padding-left:1.2em;font-size:.85em}li.reason{list-style:none;color:#555}
+ol.sources{font-size:.75em;color:#444}sup.cite{color:#555}td.slowest{background:#fde8e8}ul.slow{font-size:.85em}
+@media print{body{margin:0;max-width:none}#headline{break-after:page}h2{break-after:avoid}}
 """
 
 
-def build(groups: list[Group], title: str, baseline_label: str | None = None, generated: str | None = None) -> str:
+def build(groups: list[Group], title: str, baseline_label: str | None = None, generated: str | None = None,
+          reference_dir: Path | None = None) -> str:
+    """The report: the first page (report_headline: the figures a buyer decides on, per column and side by
+    side), the nodes, the verdicts, the GPUs one by one (report_pergpu), then the detail of every benchmark.
+    ``reference_dir`` holds the node types the headline sets each figure against (default: the shipped ones)."""
     if not groups:
         raise ReportInputError("no inputs: give at least one [LABEL=]PATH")
     labels = [g.label for g in groups]
@@ -1376,6 +1389,7 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
         f"{sum(len(g.docs) for g in groups)} benchmark documents and {sum(len(g.verdicts) for g in groups)} "
         f"verdicts; ratios are to <b>{html.escape(baseline.label)}</b>. Figures are medians or minima as each "
         "benchmark's <i>timing</i> says (docs/benchmark-json.md).</p>",
+        report_headline.section(groups, baseline, reference_dir, report_pergpu.summary),
         "<h2 id='inventory'>Nodes and software</h2>",
         inventory(groups),
         "<h2 id='verdicts'>Verdicts</h2>",
@@ -1385,6 +1399,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     if rejected:
         parts.append("<p class='fail'>Documents left out (unreadable, verification failed, or errors):</p>")
         parts.append(_table(["group", "document", "why"], [list(r) for r in rejected]))
+    parts.append("<h2 id='per-gpu'>GPU by GPU</h2>")
+    parts.append(report_pergpu.section(groups))
     parts.append("<h2 id='compare'>Side by side</h2>")
     parts.append(side_by_side(groups, baseline, ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm")))
 
@@ -1437,6 +1453,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     parts.extend(p for p in plots if p)
     if not any(plots):
         parts.append("<p>No power samples in these runs.</p>")
+    parts.append("<h2 id='burnin'>Burn-in</h2>")
+    parts.append(burnin_plot.section(groups))
     parts.append("<h2 id='energy'>Energy</h2>")
     parts.append(energy_table(groups, baseline))
     parts.append("</body></html>\n")
