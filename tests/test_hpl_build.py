@@ -156,28 +156,31 @@ MATGEN_PROBE = r"""
 #include <stdlib.h>
 #include "hpl.h"
 #include "gpuaccept_hpl_lcg.h"
-/* netlib's HPL_pdmatgen on a 1 x Q grid (Q = the ranks) against gpuaccept_hpl_lcg.h and its column map, entry by
-   entry on every rank; on one rank HPL_dmatgen too. */
+/* netlib's HPL_pdmatgen on a P x Q grid (P from argv[1], Q = the ranks / P) against gpuaccept_hpl_lcg.h and its
+   block-cyclic map, rows and columns, entry by entry on every rank; on one rank HPL_dmatgen too. */
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int q = 1, me = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &q);
+  int ranks = 1, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const int p = atoi(argv[1]), q = ranks / p;
   HPL_T_grid grid;
-  HPL_grid_init(MPI_COMM_WORLD, HPL_ROW_MAJOR, 1, q, &grid);
-  MPI_Comm_rank(grid.row_comm, &me);
+  HPL_grid_init(MPI_COMM_WORLD, HPL_ROW_MAJOR, p, q, &grid);
+  MPI_Comm_rank(grid.all_comm, &me);
   const int seeds[3] = {100, 42, -7};
   const int m = 97, n = 45, nb = 8, lda = 101, cols = HPL_numroc(n, nb, nb, grid.mycol, 0, q);
+  const int rows = HPL_numroc(m, nb, nb, grid.myrow, 0, p);
   double *a = malloc(sizeof(double) * lda * n), *b = malloc(sizeof(double) * lda * n);
   long bad = 0, seen = 0;
   for (int s = 0; s < 3; ++s) {
     HPL_pdmatgen(&grid, m, n, nb, a, lda, seeds[s]);
-    if (q == 1) HPL_dmatgen(m, n, b, lda, seeds[s]);
+    if (ranks == 1) HPL_dmatgen(m, n, b, lda, seeds[s]);
     const uint64_t first = gpuaccept_hpl_first(seeds[s]);
     for (int jl = 0; jl < cols; ++jl) {
       const long long j = gpuaccept_hpl_global_col(jl, nb, grid.mycol, q);
-      for (int i = 0; i < m; ++i, ++seen) {
-        const double v = gpuaccept_hpl_value(gpuaccept_hpl_jump(first, (uint64_t)j * m + i));
-        if (v != a[i + (size_t)jl * lda] || (q == 1 && v != b[i + (size_t)jl * lda])) ++bad;
+      for (int il = 0; il < rows; ++il, ++seen) {
+        const long long i = gpuaccept_hpl_global_col(il, nb, grid.myrow, p);
+        const double v = gpuaccept_hpl_value(gpuaccept_hpl_jump(first, (uint64_t)j * m + (uint64_t)i));
+        if (v != a[il + (size_t)jl * lda] || (ranks == 1 && v != b[il + (size_t)jl * lda])) ++bad;
       }
     }
   }
@@ -191,10 +194,10 @@ int main(int argc, char **argv) {
 """
 
 
-@pytest.mark.parametrize("ranks", [1, 2, 3])
-def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path, ranks):
-    """gpuaccept_hpl_lcg.h (what the GPU's HPL_pdmatgen computes per entry, and which global column each local
-    column is on a 1 x Q grid) against netlib's own HPL_pdmatgen on that grid, and on one rank HPL_dmatgen, from
+@pytest.mark.parametrize(("p", "q"), [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 2)])
+def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path, p, q):
+    """gpuaccept_hpl_lcg.h (what the GPU's HPL_pdmatgen computes per entry, and which global row and column each
+    local one is on a P x Q grid) against netlib's own HPL_pdmatgen on that grid, and on one rank HPL_dmatgen, from
     the role's host build: every entry equal on every rank, for three seeds (HPL's 100, another, a negative one)."""
     tree = next(built.glob("build-*/host"))
     (tmp_path / "probe.c").write_text(MATGEN_PROBE)
@@ -208,9 +211,118 @@ def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path, ran
         check=True, capture_output=True, text=True,
     )  # fmt: skip
     env = {**os.environ, **MPI_ENV, "OMPI_MCA_rmaps_base_oversubscribe": "1"}
-    res = subprocess.run(["mpirun", "-np", str(ranks), str(tmp_path / "probe")], capture_output=True, text=True,
-                         timeout=120, check=False, env=env)  # fmt: skip
+    res = subprocess.run(["mpirun", "-np", str(p * q), str(tmp_path / "probe"), str(p)], capture_output=True,
+                         text=True, timeout=120, check=False, env=env)  # fmt: skip
     assert res.stdout.strip() == f"entries {3 * 97 * 45} mismatches 0", res.stdout + res.stderr
+
+
+GPU_SOURCE = ROOT / "reframe_checks" / "src" / "hpl" / "gpuaccept_hpl_gpu.cu"
+HOST_STANDINS = ROOT / "tests" / "native" / "cuda_host"
+
+
+@pytest.fixture(scope="module")
+def xhpl_on_cpu(built, tmp_path_factory) -> dict[str, Path]:
+    """HPL-CUDA's solver on the CPU: gpuaccept_hpl_gpu.cu compiled as plain C++ against the host stand-ins of
+    tests/native/cuda_host (CUDA, cuBLAS and cuSOLVER calls run on the CPU, NCCL's as MPI), once with its NCCL
+    path and once without, each linked as the role links HPL-CUDA (before libhpl.a, --wrap for the residual check)
+    with the host tree's driver: HPL's driver, timer and residual check around the GPU solver's own code."""
+    tree = next(built.glob("build-*/host"))
+    cpu_blas = Path(json.loads((built / "gpuaccept-hpl-host.json").read_text())["cpu_blas"])
+    mpi_flags = subprocess.run(["mpicc", "--showme:compile"], capture_output=True, text=True, check=True).stdout
+    driver = sorted(str(o) for o in (tree / "testing" / "ptest" / "gpuaccept").glob("HPL_pd*.o"))
+    assert len(driver) == 3, driver
+    out = tmp_path_factory.mktemp("hpl-on-cpu")
+    binaries = {}
+    for name, defs in (("nccl", ["-DGPUACCEPT_HPL_NCCL"]), ("mpi", [])):
+        obj = out / f"gpuaccept_hpl_gpu-{name}.o"
+        subprocess.run(
+            ["g++", "-x", "c++", "-std=c++17", "-O1", "-w", *defs, f"-I{HOST_STANDINS}", f"-I{GPU_SOURCE.parent}",
+             "-DOMPI_SKIP_MPICXX", "-DAdd_", "-DF77_INTEGER=int", "-DStringSunStyle", f"-I{tree / 'include'}",
+             *mpi_flags.split(), "-c", str(GPU_SOURCE), "-o", str(obj)],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        binaries[name] = out / f"xhpl-{name}"
+        subprocess.run(
+            ["mpicc", "-o", str(binaries[name]), *driver, str(obj), str(tree / "lib" / "gpuaccept" / "libhpl.a"),
+             "-Wl,--wrap=HPL_pdlange,--wrap=HPL_dgemv", f"-L{cpu_blas.parent}", f"-Wl,-rpath,{cpu_blas.parent}",
+             f"-l:{cpu_blas.name}", "-lstdc++", "-lm"],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+    return binaries
+
+
+def run_on_cpu(binary: Path, work: Path, dat_text: str, ranks: int, env: dict) -> tuple[hpl.HplOutput, str]:
+    work.mkdir()
+    (work / "HPL.dat").write_text(dat_text)
+    res = subprocess.run(["mpirun", "--oversubscribe", "-np", str(ranks), str(binary)], cwd=work, capture_output=True,
+                         text=True, check=False, timeout=300, env={**os.environ, **MPI_ENV, **env})  # fmt: skip
+    (work / "HPL.out").write_text(res.stdout)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return hpl.parse_file(work / "HPL.out"), res.stderr
+
+
+# (name, N, NB, P, Q, depth, build, environment, what rank 0 says carries the data)
+GRIDS_ON_CPU = [
+    ("2x2", 600, 64, 2, 2, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("2x2-depth-0", 600, 64, 2, 2, 0, "nccl", {}, "nccl (GPU to GPU)"),
+    ("3x2-uneven", 1000, 48, 3, 2, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("2x1-nb-33", 777, 33, 2, 1, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("2x2-n-below-nb-p", 100, 64, 2, 2, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("2x2-built-without-nccl", 600, 64, 2, 2, 1, "mpi", {}, "mpi (through host memory: built without NCCL)"),
+    ("2x2-bcast-mpi", 600, 64, 2, 2, 1, "nccl", {"GPUACCEPT_HPL_BCAST": "mpi"},
+     "mpi (through host memory: GPUACCEPT_HPL_BCAST=mpi)"),
+    ("2x2-one-gpu", 600, 64, 2, 2, 1, "nccl", {"GPUACCEPT_HOST_GPUS": "1"},
+     "mpi (through host memory: ranks share a GPU)"),
+    ("1x3", 1000, 48, 1, 3, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("1x2-depth-0", 600, 64, 1, 2, 0, "mpi", {}, "mpi (through host memory: built without NCCL)"),
+]
+
+
+@pytest.mark.parametrize(("name", "n", "nb", "p", "q", "depth", "build", "env", "carrier"), GRIDS_ON_CPU,
+                         ids=[g[0] for g in GRIDS_ON_CPU])  # fmt: skip
+def test_hpl_cuda_solves_on_every_grid_on_the_cpu(xhpl_on_cpu, tmp_path, name, n, nb, p, q, depth, build, env,
+                                                   carrier):
+    """The GPU solver's code, run on the CPU through the host stand-ins under HPL's own driver: on 1 x Q and on
+    P x Q grids (P > 1: the panel gathered on the diagonal block's rank, rows exchanged between process rows, U down
+    the process columns, the 2-D back-solve), with and without look-ahead, N not a multiple of NB or of NB x P, over
+    NCCL's calls and through host memory, HPL's residual check passes, and rank 0 says what carried the data and
+    that NVLink SHARP was off."""
+    dat = hpl_dat.render(hpl_dat.HplDat(n=n, nb=nb, p=p, q=q, depth=depth))
+    out, err = run_on_cpu(xhpl_on_cpu[build], tmp_path / name, dat, p * q, env)
+    assert hpl_judged(out, 1) == [], err[-2000:]
+    (run,) = out.runs
+    assert (run.n, run.nb, run.p, run.q, run.tv[2]) == (n, nb, p, q, str(depth))
+    assert f"gpuaccept HPL: grid {p} x {q}, panel broadcast {carrier}, NCCL_NVLS_ENABLE=0\n" in err, err[-2000:]
+
+
+def test_hpl_cuda_runs_several_grids_nbs_and_depths_from_one_hpl_dat_on_the_cpu(xhpl_on_cpu, tmp_path):
+    """One xhpl run over 1 x 4, 2 x 2 and 4 x 1 grids, two NBs and both depths (HPL.dat lists them all): each grid
+    gets communicators of its own, and all twelve rows pass HPL's residual check."""
+    lines = hpl_dat.render(hpl_dat.HplDat(n=500, nb=64, p=1, q=4)).splitlines()
+    values = {6: "2", 7: "64 40", 9: "3", 10: "1 2 4", 11: "4 2 1", 23: "2", 24: "0 1"}  # 0-based HPL.dat lines
+    dat = "\n".join(f"{values[i]:<12} {line.split(None, 1)[1]}" if i in values else line
+                    for i, line in enumerate(lines)) + "\n"  # fmt: skip
+    out, _ = run_on_cpu(xhpl_on_cpu["nccl"], tmp_path / "multi", dat, 4, {})
+    assert hpl_judged(out, 12) == []
+    assert sorted({(r.p, r.q) for r in out.runs}) == [(1, 4), (2, 2), (4, 1)]
+
+
+@pytest.mark.parametrize(
+    ("env", "said", "warned"),
+    [
+        ({"NCCL_NVLS_ENABLE": "1"}, "NCCL_NVLS_ENABLE=0", True),
+        ({"NCCL_NVLS_ENABLE": "1", "GPUACCEPT_HPL_NVLS": "1"}, "NCCL_NVLS_ENABLE=1", False),
+        ({"GPUACCEPT_HPL_NVLS": "1"}, "NCCL_NVLS_ENABLE=unset", False),
+    ],
+)
+def test_hpl_cuda_keeps_nvlink_sharp_off_unless_asked(xhpl_on_cpu, tmp_path, env, said, warned):
+    """NCCL_NVLS_ENABLE is 0 in the process before NCCL starts unless GPUACCEPT_HPL_NVLS=1; a 1 in the environment
+    without it is overridden, with a line saying so; rank 0 reports the value in effect."""
+    dat = hpl_dat.render(hpl_dat.HplDat(n=300, nb=32, p=2, q=1))
+    out, err = run_on_cpu(xhpl_on_cpu["nccl"], tmp_path / "nvls", dat, 2, env)
+    assert hpl_judged(out, 1) == []
+    assert f"gpuaccept HPL: grid 2 x 1, panel broadcast nccl (GPU to GPU), {said}\n" in err, err[-2000:]
+    assert ("set to 0 (GPUACCEPT_HPL_NVLS=1 lets NCCL use NVLink SHARP)" in err) is warned
 
 
 def test_role_a_second_time_changes_nothing(built, tmp_path):
