@@ -34,8 +34,8 @@ class GpuBenchCheck(BenchCheck):
 
 class NcclBuild(BenchBuild):
     """gpuaccept-nccl: prebuilt in ``extras.bench_dir`` (the gpuaccept_bench role), or built with nvcc against
-    NCCL: the partition's ``extras.nccl_home`` when set, else the Makefile's default (the CUDA installation's
-    NCCL, else /usr)."""
+    NCCL: the partition's ``extras.nccl_home`` (where ``reframe_checks/src/find-nccl.sh`` found it when the
+    configuration was written) when set, else where the Makefile's own call of find-nccl.sh finds it."""
 
     make_targets = ["nccl"]
     binaries = ["gpuaccept-nccl"]
@@ -130,19 +130,31 @@ class GpuGemm(GpuBenchCheck):
 @rfm.simple_test
 class GpuNccl(GpuBenchCheck):
     """NCCL all-reduce, all-gather, reduce-scatter and broadcast between the node's GPUs, one thread per GPU,
-    every result verified; NVLink SHARP (NVLS) off (docs/checks/nccl.md).
+    every result verified; NVLink SHARP (NVLS) off unless ``nccl_nvls`` (docs/checks/nccl.md).
 
+    Variables: ``nccl_nvls`` (let NCCL use NVLS: ``--allow-nvls`` and NCCL_NVLS_ENABLE=1; default off,
+    NCCL_NVLS_ENABLE=0), plus BenchCheck's. The document's ``parameters.nvls`` and its environment record the value.
     Metrics: allreduce_busbw_gbps_max, allgather_busbw_gbps_max, reducescatter_busbw_gbps_max,
     broadcast_busbw_gbps_max (largest bus bandwidth over the size sweep, nccl-tests' definition, all GPUs in
     one communicator), allreduce_latency_us (median time at the smallest size). With one GPU all are waived
     ("one GPU: no peers") and a one-rank self-test runs every collective instead.
     """
 
+    #: Let NCCL use NVLink SHARP (multicast): only for a site that has verified it on nodes nobody else shares.
+    #:
+    #: :type: :class:`bool`
+    nccl_nvls = variable(bool, value=False)
+
     check_key = "nccl"
     binary = "gpuaccept-nccl"
     time_limit = "10m"
     build = fixture(NcclBuild, scope="environment")
-    env_vars = {"NCCL_NVLS_ENABLE": "0"}
+
+    @run_after("setup")
+    def set_nvls(self):
+        self.env_vars = {**self.env_vars, "NCCL_NVLS_ENABLE": "1" if self.nccl_nvls else "0"}
+        if self.nccl_nvls:
+            self.executable_opts = [*self.executable_opts, "--allow-nvls"]
 
 
 @rfm.simple_test
