@@ -35,16 +35,29 @@ class GpuBenchCheck(BenchCheck):
 class NcclBuild(BenchBuild):
     """gpuaccept-nccl: prebuilt in ``extras.bench_dir`` (the gpuaccept_bench role), or built with nvcc against
     NCCL: the partition's ``extras.nccl_home`` (where ``reframe_checks/src/find-nccl.sh`` found it when the
-    configuration was written) when set, else where the Makefile's own call of find-nccl.sh finds it."""
+    configuration was written). Where the configuration says the node has none (``nccl_home`` ''), nothing is
+    built and ``not_run_reason`` says why (the check is then NOT RUN, not failed); a configuration without the key
+    leaves the search to the Makefile."""
 
     make_targets = ["nccl"]
     binaries = ["gpuaccept-nccl"]
 
-    @run_before("compile")
+    @run_before("compile", always_last=True)
     def set_nccl_home(self):
-        nccl_home = (self.current_partition.extras or {}).get("nccl_home")
-        if nccl_home and not self.prebuilt():  # prebuilt: linked from bench_dir, nothing compiled
+        if self.prebuilt():  # linked from bench_dir, nothing compiled
+            return
+        extras = self.current_partition.extras or {}
+        nccl_home = extras.get("nccl_home")
+        if nccl_home:
             self.build_system.options = [f"NCCL_HOME={shlex.quote(str(nccl_home))}", *self.build_system.options]
+        elif "nccl_home" in extras:
+            self.not_run_reason = (
+                "no NCCL on this node: reframe_checks/src/find-nccl.sh found include/nccl.h and libnccl.so.2 neither "
+                "in CUDA_HOME, /usr nor a Python nvidia.nccl package (install NCCL, or set NCCL_HOME, then rewrite the "
+                "ReFrame configuration: the gpuaccept_reframe role or gpuaccept reframe-config)"
+            )
+            self.build_system = "CustomBuild"
+            self.build_system.commands = ["true"]
 
 
 class OverlapBuild(BenchBuild):
@@ -149,6 +162,11 @@ class GpuNccl(GpuBenchCheck):
     binary = "gpuaccept-nccl"
     time_limit = "10m"
     build = fixture(NcclBuild, scope="environment")
+
+    @run_after("setup")
+    def need_nccl(self):
+        if self.build.not_run_reason:
+            self.skip(self.build.not_run_reason)
 
     @run_after("setup")
     def set_nvls(self):

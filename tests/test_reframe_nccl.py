@@ -67,3 +67,23 @@ def test_the_nccl_check_keeps_nvlink_sharp_off_unless_asked(tmp_path, options, n
     started = run_check(tmp_path, *options)
     assert started["NCCL_NVLS_ENABLE"] == nvls
     assert ("--allow-nvls" in started["argv"]) is allow and "--output" in started["argv"]
+
+
+def test_a_node_without_nccl_does_not_run_the_nccl_check_and_says_why(tmp_path):
+    """The configuration says this node has no NCCL (``extras.nccl_home`` '', find-nccl.sh's answer) and no prebuilt
+    gpuaccept-nccl: nothing is compiled, and the check is skipped with the reason and the fix (NOT RUN)."""
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_nccl.yaml").write_text(REF)
+    extras = {"node_type": "ci_nccl", "reference_dir": str(refs), "gpu_count": 1, "facts_file": "", "cuda_arch": "",
+              "git_revision": "test", "bench_dir": str(tmp_path / "empty"), "nccl_home": ""}  # fmt: skip
+    config = tmp_path / "settings.py"
+    config.write_text(rfmconfig.text("localhost", "ci_nccl", 1, extras, "nvcc", "tests/test_reframe_nccl.py"))
+    proc = run_reframe(config, tmp_path, "commission", "-n", "^GpuNccl$")
+    report = json.loads((tmp_path / "reframe-report.json").read_text())
+    (case,) = [c for r in report["runs"] for c in r["testcases"] if c["name"].startswith("GpuNccl")]
+    assert case["result"] == "skip", proc.stdout[-3000:]
+    # ReFrame's JSON report drops a skip's reason; its log line (which the verdict reads) has it.
+    (line,) = [x for x in proc.stdout.splitlines() if "SKIP" in x and "GpuNccl" in x]
+    assert "no NCCL on this node: reframe_checks/src/find-nccl.sh found" in line, line
+    assert "then rewrite the ReFrame configuration" in line
