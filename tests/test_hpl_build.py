@@ -26,7 +26,7 @@ from rfm_support import render_config, run_reframe
 from test_provision_roles import failed_with, play, recap
 
 from gpuaccept.probe import facts as node_facts
-from gpuaccept.probe import hpl, hpl_dat
+from gpuaccept.probe import hpl, hpl_dat, nccl_home
 
 SHARED = Path(os.environ.get("GPUACCEPT_SHARED", ROOT.parent / "shared"))
 TARBALL = SHARED / "artifacts" / "hpl-2.3-icl-utk-edu.tar.gz"
@@ -138,16 +138,23 @@ def test_role_builds_hpl_cuda_with_the_gpu_resident_solver(built):
     desc = json.loads((built / "gpuaccept-hpl-cuda.json").read_text())
     binary = Path(desc["binary"])
     assert binary.is_file() and desc["command"][-2:] == [str(built / "gpuaccept-hpl-rank.sh"), str(binary)]
-    assert "GPU-resident" in desc["hpl"] and desc["env"] == {} and desc["panel_broadcast"] == "mpi"
+    assert "GPU-resident" in desc["hpl"]
+    # NVLink SHARP off in every rank: the descriptor's environment, passed through the launcher.
+    assert desc["env"] == {"NCCL_NVLS_ENABLE": "0"} and desc["nccl_nvls"] is False
+    assert desc["command"][:5] == ["mpirun", "--bind-to", "none", "-x", "NCCL_NVLS_ENABLE"]
     # gpuaccept's HPL_pdgesv and HPL_pdmatgen took the place of netlib's: HPL's own solver is not linked in.
     symbols = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
     defined = {line.split()[-1] for line in symbols.splitlines() if " T " in line}
     assert {"HPL_pdgesv", "HPL_pdmatgen"} <= defined and "HPL_pdgesv0" not in defined and "HPL_pdgesvK2" not in defined
-    assert "swap_rows" in symbols  # the row-interchange kernel's host stub
+    assert "swap_rows" in symbols and "gather_rows" in symbols  # the row-interchange kernels' host stubs
     needed = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True, check=True).stdout
     libs = [line.split("[", 1)[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line]
     assert any(lib.startswith("libcusolver") for lib in libs) and any(lib.startswith("libcublas.") for lib in libs)
     assert not any("nvblas" in lib for lib in libs), libs
+    # NCCL by default wherever find-nccl.sh finds it (here: the CUDA installation's).
+    found = nccl_home.find(env={**os.environ, "CUDA_HOME": "/usr/local/cuda"})
+    assert desc["nccl_home"] == found and desc["panel_broadcast"] == ("nccl" if found else "mpi")
+    assert ("libnccl.so.2" in libs) is bool(found)
 
 
 MATGEN_PROBE = r"""
@@ -470,15 +477,68 @@ def test_hpl_cuda_check_sweeps_nb_and_depth_then_runs_the_chosen_setting_through
     backend = doc["parameters"]["backend"]
     assert (backend["ranks"], backend["grid"], backend["gpus_used"]) == (gpus, f"1 x {gpus}", gpus)
     assert {r.q for r in hpl.parse_file(kept / "HPL.sweep.out").runs} == {gpus}
+    # netlib's xhpl says nothing of NCCL: the document keeps the build's transport and the environment's NVLS value.
+    assert backend["nccl_nvls_enable"] == "0" and backend["transport"].startswith("not reported by xhpl")
+    assert backend["grid_choice"] == "auto"
 
 
-def test_role_links_hpl_cuda_with_nccl_when_given_one_and_without_it_again(built, tmp_path):
-    """gpuaccept_hpl_nccl_home: the GPU-resident object compiled with GPUACCEPT_HPL_NCCL into a directory of its own
-    and xhpl relinked against libnccl.so.2 (the panel broadcast GPU to GPU); set back to empty, the object without
-    NCCL and an xhpl that does not need it. Last in this module: it relinks the shared build."""
-    nccl = Path("/usr/local/cuda")
-    if not (nccl / "include" / "nccl.h").is_file():
-        pytest.skip("no NCCL in /usr/local/cuda here")
+@pytest.mark.parametrize(("grid", "p", "q"), [("PxQ", 2, 2), ("auto", 1, 4)])
+def test_hpl_cuda_check_runs_the_gpu_solver_on_the_grid_it_chooses_through_reframe(
+    built, xhpl_on_cpu, tmp_path, monkeypatch, grid, p, q
+):
+    """GpuHplCuda on a node of four (synthetic) GPUs with the GPU solver itself on the CPU (xhpl_on_cpu, NCCL's
+    calls as MPI) behind a descriptor this test writes as the role would: ``grid`` decides the sweep's and the
+    run's P x Q (auto: 1 x 4; PxQ: 2 x 2), the run passes HPL's residual check, and the document's backend records
+    the grid and what xhpl's rank 0 reported: the panel by NCCL, NVLink SHARP off."""
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_hpl_cuda.yaml").write_text(REF_HPL_CUDA.replace("gpu_count: 1", "gpu_count: 4"))
+    facts = node_facts.gather()
+    facts["gpus"] = [{"index": i, "name": "NVIDIA Test GPU", "memory_bytes": 85520809984} for i in range(4)]
+    facts_file = tmp_path / "node-facts.json"
+    facts_file.write_text(json.dumps(facts))
+    descriptor = tmp_path / "gpuaccept-hpl-cuda.json"
+    descriptor.write_text(json.dumps({
+        "kind": "source", "variant": "cuda", "panel_broadcast": "nccl", "nccl_home": "(host stand-ins)",
+        "nccl_nvls": False, "env": {"NCCL_NVLS_ENABLE": "0"}, "blas": blas(),
+        "hpl": "netlib HPL 2.3 driver + gpuaccept's GPU solver on the CPU (tests/native/cuda_host)",
+        "command": ["mpirun", "--oversubscribe", "-x", "NCCL_NVLS_ENABLE", "-np", "{ranks}", str(xhpl_on_cpu["nccl"])],
+    }))  # fmt: skip
+    config = render_config(tmp_path / "settings.py", "ci_hpl_cuda", refs, facts, facts_file)
+    monkeypatch.setenv("GPUACCEPT_HPL_CUDA_DESCRIPTOR", str(descriptor))
+    proc = run_reframe(config, tmp_path, "commission", "-n", "^GpuHplCuda$", "-S", "GpuHplCuda.sample_power=false",
+                       "-S", f"GpuHplCuda.grid={grid}", "-S", "GpuHplCuda.hpl_n=640", "-S", "GpuHplCuda.sweep_n=384",
+                       "-S", "GpuHplCuda.sweep_nbs=32,64", "-S", "GpuHplCuda.sweep_depths=1")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    (doc_path,) = (tmp_path / "reframe" / "output").rglob("hpl_cuda.json")
+    doc = json.loads(doc_path.read_text())
+    assert doc["verification"]["passed"] and doc["metrics"]["residual_max"]["value"] < 16
+    backend = doc["parameters"]["backend"]
+    assert (backend["grid"], backend["grid_choice"]) == (f"{p} x {q}", grid)
+    assert (backend["panel_broadcast"], backend["panel_broadcast_why"]) == ("nccl", "GPU to GPU")
+    assert (backend["nccl_nvls_enable"], backend["transport"]) == ("0", "reported by xhpl")
+    kept = doc_path.parent
+    for name in ("HPL.dat", "HPL.sweep.dat"):
+        assert [line.split()[0] for line in (kept / name).read_text().splitlines()[10:12]] == [str(p), str(q)]
+    assert {(r.p, r.q) for r in hpl.parse_file(kept / "HPL.sweep.out").runs} == {(p, q)}
+
+
+def test_hpl_cuda_grid_is_checked():
+    assert hpl_dat.gpu_grid(4) == (1, 4) and hpl_dat.gpu_grid(4, "1xQ") == (1, 4)
+    assert hpl_dat.gpu_grid(4, "PxQ") == (2, 2) and hpl_dat.gpu_grid(8, "PxQ") == (2, 4)
+    assert hpl_dat.gpu_grid(2, "PxQ") == (1, 2) and hpl_dat.gpu_grid(1, "auto") == (1, 1)
+    with pytest.raises(ValueError, match="one of auto, 1xQ, PxQ, not 'square'"):
+        hpl_dat.gpu_grid(4, "square")
+
+
+def test_role_links_hpl_cuda_without_nccl_when_told_and_with_it_again(built, tmp_path):
+    """gpuaccept_hpl_nccl_home: '' builds the GPU-resident object without GPUACCEPT_HPL_NCCL (cuda-object/) and relinks
+    an xhpl that does not need libnccl.so.2 (everything through host memory by MPI); a directory given is checked by
+    find-nccl.sh and used; a directory without NCCL stops the role with the reason; auto again links NCCL where it is
+    found. Last in this module: it relinks the shared build."""
+    nccl = nccl_home.find(env={**os.environ, "CUDA_HOME": "/usr/local/cuda"})
+    if not nccl:
+        pytest.skip("find-nccl.sh finds no NCCL here")
     (xhpl,) = built.glob("build-*/cuda/bin/gpuaccept/xhpl")
 
     def linked() -> tuple[bool, bool]:
@@ -486,14 +546,27 @@ def test_role_links_hpl_cuda_with_nccl_when_given_one_and_without_it_again(built
         symbols = subprocess.run(["nm", "-u", str(xhpl)], capture_output=True, text=True, check=True).stdout
         return "libnccl.so.2" in needed, "ncclBroadcast" in symbols
 
+    def descriptor() -> dict:
+        return json.loads((built / "gpuaccept-hpl-cuda.json").read_text())
+
     try:
-        rc, out = play(tmp_path, "gpuaccept_hpl", {**role_vars(built), "gpuaccept_hpl_nccl_home": str(nccl)})
+        rc, out = play(tmp_path, "gpuaccept_hpl", {**role_vars(built), "gpuaccept_hpl_nccl_home": ""})
         assert rc == 0, out[-3000:]
-        assert recap(out)["changed"] > 0 and linked() == (True, True)
-        assert next(built.glob("build-*/cuda-object-nccl/gpuaccept_hpl_gpu.o")).is_file()
-        assert json.loads((built / "gpuaccept-hpl-cuda.json").read_text())["panel_broadcast"] == "nccl"
+        assert recap(out)["changed"] > 0 and linked() == (False, False)
+        assert next(built.glob("build-*/cuda-object/gpuaccept_hpl_gpu.o")).is_file()
+        assert descriptor()["panel_broadcast"] == "mpi" and descriptor()["nccl_home"] == ""
+        failed = tmp_path / "no-nccl"
+        failed.mkdir()
+        rc, out = play(tmp_path, "gpuaccept_hpl", {**role_vars(built), "gpuaccept_hpl_nccl_home": str(failed)})
+        assert rc != 0
+        failed_with(out, f"gpuaccept_hpl_nccl_home={failed} on localhost: find-nccl.sh: the directory {failed} has no",
+                    "or set it to auto")  # fmt: skip
+        rc, out = play(tmp_path, "gpuaccept_hpl", {**role_vars(built), "gpuaccept_hpl_nccl_home": nccl})
+        assert rc == 0, out[-3000:]
+        assert linked() == (True, True) and descriptor()["nccl_home"] == nccl
     finally:
         rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(built))
     assert rc == 0, out[-3000:]
-    assert linked() == (False, False)
-    assert json.loads((built / "gpuaccept-hpl-cuda.json").read_text())["panel_broadcast"] == "mpi"
+    assert linked() == (True, True)
+    assert next(built.glob("build-*/cuda-object-nccl/gpuaccept_hpl_gpu.o")).is_file()
+    assert descriptor()["panel_broadcast"] == "nccl"
