@@ -32,6 +32,7 @@ from typing import Any
 from gpuaccept import __version__, atomic
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
+from gpuaccept.results import scaling
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -977,7 +978,7 @@ def inventory(groups: list[Group]) -> str:
         devs = first(g, lambda d: d["devices"])
         if not devs:
             return None
-        names = sorted({d["name"] for d in devs})
+        names = sorted({d.get("name") or "?" for d in devs})  # HPL's documents name none
         return f"{len(devs)} x {', '.join(names)}"
 
     def nodes(g: Group) -> str:
@@ -1420,6 +1421,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     parts.append(md_table(groups))
     parts.append("<h2 id='other'>HPL, NAMD and other checks</h2>")
     parts.append(other_checks(groups, baseline))
+    parts.append("<h2 id='hpl-scaling'>HPL-CUDA against GPU count</h2>")
+    parts.append(scaling.section([(g.label, g.docs) for g in groups], _svg))
     parts.append("<h2 id='power'>Power profile</h2>")
     plots = [plot_power(g, d) for g in groups for d in g.by_tool("gpuaccept-sample")]
     parts.extend(p for p in plots if p)
