@@ -1,10 +1,11 @@
 """GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw), cuBLASLt GEMM (gpuaccept-gemm), NCCL collectives
-(gpuaccept-nccl), compute/transfer overlap (gpuaccept-overlap), GEMM offload against the host (gpuaccept-xgemm),
-FFT offload against the host (gpuaccept-fft).
+(gpuaccept-nccl), the GPU memory test (gpuaccept-memtest), compute/transfer overlap (gpuaccept-overlap), GEMM offload
+against the host (gpuaccept-xgemm), FFT offload against the host (gpuaccept-fft).
 
 They run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
 compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md,
-docs/checks/nccl.md, docs/checks/overlap.md, docs/checks/offload-gemm.md, docs/checks/fft-offload.md.
+docs/checks/nccl.md, docs/checks/memtest.md, docs/checks/overlap.md, docs/checks/offload-gemm.md,
+docs/checks/fft-offload.md.
 """
 
 import os
@@ -74,6 +75,13 @@ class XgemmBuild(BenchBuild):
     binaries = ["gpuaccept-xgemm"]
 
 
+class MemtestBuild(BenchBuild):
+    """Builds gpuaccept-memtest with nvcc (prebuilt by the gpuaccept_bench role's ``gpu`` target)."""
+
+    make_targets = ["memtest"]
+    binaries = ["gpuaccept-memtest"]
+
+
 class FftBuild(BenchBuild):
     """Builds gpuaccept-fft with nvcc against the host's FFT: MKL's FFTW3 interface where the partition's
     ``extras.blas`` is ``mkl`` or ``mkl-static`` (with ``extras.mklroot``), else FFTW3 where ``extras.fftw_inc`` or
@@ -115,7 +123,9 @@ class GpuBandwidth(GpuBenchCheck):
 
     Metrics (docs/benchmark-json.md): h2d/d2h pinned and pageable (min over GPUs, local NUMA node),
     bidir_pinned_min, d2d_min, p2p_*_min (waived without peers), latency_*_max, affinity_far_near_min
-    (waived with one NUMA node), h2d/d2h_fit_lo_max.
+    (waived with one NUMA node), h2d/d2h_fit_lo_max; each GPU's own figures in ``gpu_metrics`` (judged per GPU).
+    Host copies are measured one GPU at a time, the device-local copy on every GPU at once
+    (docs/checks/bandwidth.md).
     """
 
     check_key = "bandwidth"
@@ -128,10 +138,11 @@ class GpuGemm(GpuBenchCheck):
     """cuBLASLt GEMM in FP64, FP32, TF32, BF16, FP16 and FP8 (waived below compute capability 8.9), each with the
     fastest of the heuristic's algorithms.
 
-    Metrics: <precision>_tflops_min (solo, median of a sustained window, min over GPUs),
-    <precision>_concurrent_tflops_min (all GPUs at once; waived with one GPU),
-    <precision>_xfer_tflops_min (including host<->device transfers), and <rate>_peak_fraction for the first
-    two (the rate over the datasheet peak of its precision; informational).
+    Metrics: <precision>_tflops_min (median of a sustained window, min over GPUs; with several GPUs every GPU
+    busy at once, docs/checks/gemm.md), <precision>_concurrent_tflops_min (all GPUs at once; waived with one
+    GPU), <precision>_xfer_tflops_min (including host<->device transfers, one GPU at a time), and
+    <rate>_peak_fraction for the first two (the rate over the datasheet peak of its precision; informational);
+    each GPU's own rates in ``gpu_metrics`` (judged per GPU).
     """
 
     check_key = "gemm"
@@ -202,6 +213,39 @@ class GpuPower(GpuBenchCheck):
         self.executable_opts = ["-m", "gpuaccept", "powercheck", "--gemm", gemm, "--precision", self.precision,
                                 *self.executable_opts]  # fmt: skip
         self.keep_files = [*self.keep_files, "power_gemm_*.json"]
+
+
+@rfm.simple_test
+class GpuMemtest(GpuBenchCheck):
+    """GPU memory test: moving inversions (zeros and ones, a walking pattern), each word's own address and a
+    counter-based random pattern, every word checked on the GPU, over nearly all free memory of every GPU at once
+    (docs/checks/memtest.md).
+
+    Variables: ``seconds`` (passes until one more would end after it, at least one; quick mode: the tool's
+    ``--quick``, 5 s).
+    Metrics: errors_total (bad 64-bit words over every GPU, pattern and pass: any fails the check by the memtest
+    rule), tested_fraction_min (the share of each GPU's memory tested, gated by a floor), bytes_tested_min and
+    throughput_gbps_min (reported); each GPU's own in the document's ``gpu_metrics``.
+    """
+
+    #: Seconds of passes per GPU in full mode (commissioning, evaluation); a burn-in passes a longer one.
+    #:
+    #: :type: :class:`float`
+    seconds = variable(float, value=20.0)
+
+    check_key = "memtest"
+    binary = "gpuaccept-memtest"
+    time_limit = "10m"
+    build = fixture(MemtestBuild, scope="environment")
+
+    @run_after("setup")
+    def set_budget(self):
+        """Full mode passes ``seconds`` (quick mode the tool's ``--quick``); a budget longer than the time limit's
+        10 minutes allow (a burn-in's) gets 5 minutes beside it for the allocation and the last pass."""
+        if self.mode == "full":
+            self.executable_opts = [*self.executable_opts, "--seconds", f"{self.seconds:g}"]
+            if self.seconds + 300 > 600:
+                self.time_limit = int(self.seconds) + 300
 
 
 @rfm.simple_test

@@ -2,7 +2,8 @@
 
 GPU count against the inventory, driver and CUDA versions in the node type's allowed set, PCIe link generation
 and width under a copy load, ECC mode, uncorrectable ECC errors, row remapping and retired pages, XID lines in
-the kernel log, persistence mode, NVLink links, and foreign compute processes. Each failure names the GPU
+the kernel log, persistence mode, NVLink links (and, from the node facts before and after the suite, their error
+counters), the configuration the node type pins, and foreign compute processes. Each failure names the GPU
 (index, bus id, serial) and the fix to try.
 """
 
@@ -21,7 +22,10 @@ class GpuHealth(BenchCheck):
     to what it recorded (gpuaccept.judge.health_rules).
 
     Variables: ``xid_since`` (kernel-log window), ``exempt_pids``.
-    Metrics: pcie_gen_min, pcie_width_min (under load, min over GPUs), health_findings, xid_events.
+    Metrics: pcie_gen_min, pcie_width_min (under load, min over GPUs), xid_events, nvlink_links_up_min (min over
+    GPUs; waived without NVLink); the judge adds health_findings, config_drift and nvlink_error_growth (from the
+    node facts before and after the suite); each GPU's
+    figures in ``gpu_metrics`` (judged per GPU, its findings those that name it).
     """
 
     #: XID lines of the kernel log since: ``boot``, a duration ago (``24h``), epoch seconds or ISO time.

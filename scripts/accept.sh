@@ -3,13 +3,14 @@
 # (default inventories/local), then the verdict table, once, and where the run's files are.
 #   scripts/accept.sh [SUITE [INVENTORY]] [ansible-playbook options, e.g. -e gpuaccept_node_type=h100_sxm5_80gb]
 #   HOST_ONLY=1: run without a usable GPU (the host checks alone; else such a node stops at once)
+#   GPUACCEPT_BURNIN_MINUTES=N: the burnin suite's length (default 30 minutes)
 # Exit status (docs/exit-status.md), the same words as gpuaccept run's:
 #   0 accepted   1 rejected (the table says why)   3 cannot judge (no usable GPU or driver, the tool environment or
 #   the playbook failed before a verdict, the suite did not run to the end)   4 bad input (suite, inventory, node type)
 # The last line says which, for `make accept`, whose own exit status can only be 0 or 2.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SUITES=(commission nightly evaluation)
+SUITES=(commission nightly evaluation burnin)
 suite=${1:-commission}
 inventory=${2:-inventories/local}
 shift 2 2>/dev/null || shift $#
@@ -62,6 +63,7 @@ fi
 extra=()
 case ${host_only,,} in 1 | true | yes) extra+=(-e gpuaccept_host_only=true) ;; esac
 [ -n "${WHEELHOUSE:-}" ] && extra+=(-e "gpuaccept_toolenv_wheelhouse=$(realpath "$WHEELHOUSE")")
+[ -n "${GPUACCEPT_BURNIN_MINUTES:-}" ] && extra+=(-e "gpuaccept_burnin_minutes=$GPUACCEPT_BURNIN_MINUTES")
 
 scripts/venv.sh || finish 3 "the tool environment could not be made (scripts/venv.sh, above)"
 marker=$(mktemp)

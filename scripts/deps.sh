@@ -32,6 +32,7 @@ PACKAGES=(
   # Reports
   chromium                  # the HTML report rendered headless, and --pdf (tests/test_report_browser.py)
   fonts-dejavu-core         # a font for Chromium to lay the report out with
+  poppler-utils             # pdftotext: the printed report's first page read back (tests/test_report_browser.py)
   # Slurm
   slurmctld                 # a real Slurm on localhost for reframe --distribute (tests/test_slurm.py, as root)
   slurmd                    # its compute daemon (tests/test_slurm.py)

@@ -4,7 +4,9 @@
 #      listing what is missing);
 #   1. the tool environment with the test tools and Intel MKL (GPUACCEPT_MKL=0: OpenBLAS only);  2. ruff;
 #   3. pytest (unit tests on outputs recorded on the GPU machine, every CUDA source compiled, the host GEMM
-#   check run for real through ReFrame);
+#   check run for real through ReFrame); tests that read a third-party input (tests/inputs.toml: HPL's source,
+#   the APOA1 inputs, NAMD 3.0's logs) find it under $GPUACCEPT_INPUTS (default: shared/ beside the clone), and
+#   where one is absent the summary says what it skipped and where to get it;
 #   4. Ansible: syntax, yamllint, ansible-lint, check mode and a real run on localhost, idempotency.
 # Every stage runs even when one before it fails (ruff's findings do not hide pytest's, nor pytest's the Ansible
 # stage's); a summary line per stage closes the output, and the exit status is 1 when any stage failed. Only
@@ -61,6 +63,10 @@ if stage "tool environment" scripts/venv.sh test; then
   stage pytest pytest -q --junitxml=build/pytest.xml tests
   counts=$(pytest_counts)
   [ -z "$counts" ] || summary[${#summary[@]}-1]+=": $counts"
+  # One line per third-party input that was absent: what it skipped and where to get it (tests/inputs.toml).
+  while IFS= read -r line; do
+    [ -z "$line" ] || summary+=("  $line")
+  done < <([ -s build/pytest.xml ] && python3 tests/inputs.py summary build/pytest.xml)
   stage ansible tests/ansible/run_checks.sh "$PWD/$VENV"
 else
   for name in ruff pytest ansible; do skip "$name" "no tool environment: see scripts/venv.sh's message above"; done

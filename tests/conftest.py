@@ -2,9 +2,9 @@
 tests/fixtures (each folder's README names the original under docs/evidence, the machine, the date and every
 file's sha256): the evidence is history, not input (issue 26 item 5; tests/test_fixtures_local.py keeps it so)."""
 
-import subprocess
 from pathlib import Path
 
+import inputs as third_party
 import pytest
 import yaml
 
@@ -29,31 +29,23 @@ NODE_TYPE_EXISTS = {
 
 
 
-def _shared_dir() -> Path:
-    """shared/ beside the repository's clone (CI: ``$(git rev-parse --show-toplevel)/../shared``), or beside the
-    main checkout when this tree is a git worktree. Third-party data the tests read and the project does not
-    carry (the APOA1 input set, NAMD 3.0's logs: shared/data/README.md)."""
-    here = ROOT.parent / "shared"
-    if here.is_dir():
-        return here
-    proc = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    common = Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
-    return common.parent.parent / "shared" if common else here
+# Third-party inputs (tests/inputs.toml): never in the repository; an operator puts them under $GPUACCEPT_INPUTS
+# (default: shared/ beside the clone). A test that needs one calls needs_input(), which checks every file's sha256.
+INPUTS = third_party.root(ROOT)
+NAMD3_LOGS = third_party.where(third_party.load()["namd3-apoa1-logs"], INPUTS)
 
 
-SHARED = _shared_dir()
-APOA1_TARBALL = SHARED / "data" / "apoa1" / "apoa1.tar.gz"
-NAMD3_LOGS = SHARED / "data" / "namd3-apoa1-logs"
-
-
-def shared(path: Path) -> Path:
-    """``path`` under shared/, or the test is skipped saying what is missing (CI has shared/ beside its clone)."""
-    if not path.exists():
-        pytest.skip(f"{path} not found: the tests read it from shared/ beside the repository (shared/data/README.md)")
-    return path
+def needs_input(name: str, file: str | None = None) -> Path:
+    """The third-party input ``name`` of tests/inputs.toml (``file``: one file of it), every file of it checked
+    against its sha256. Absent: the test is skipped with a reason naming the input, where it was looked for and
+    where to get it (scripts/test.sh's summary counts these). Another file: the test fails saying so."""
+    try:
+        path, absent = third_party.check(name, INPUTS)
+    except third_party.InputError as err:
+        pytest.fail(str(err), pytrace=False)
+    if absent:
+        pytest.skip(absent)
+    return path / file if file else path
 
 
 FIXTURES = ROOT / "tests" / "fixtures"

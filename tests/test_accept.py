@@ -118,3 +118,11 @@ def test_a_known_sku_times_a_count_reaches_the_playbook(tree):
     res = accept(tree, "0 0", "commission", "inventories/local", "-e", "gpuaccept_node_type=h100_sxm5_80gb_x3")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "-e gpuaccept_node_type=h100_sxm5_80gb_x3" in (tree / "calls").read_text()
+
+
+def test_the_burnin_suite_and_its_length_reach_the_playbook(tree):
+    (tree / "playbooks" / "burnin.yml").write_text("---\n")
+    res = accept(tree, "0 0", "burnin", GPUACCEPT_BURNIN_MINUTES="2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    call = (tree / "calls").read_text()
+    assert "playbooks/burnin.yml" in call and "-e gpuaccept_burnin_minutes=2" in call

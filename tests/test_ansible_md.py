@@ -1,5 +1,5 @@
-"""The gpuaccept_md role, run for real with ansible-playbook on this host: the APOA1 input set
-(shared/data/apoa1/apoa1.tar.gz) installed from a file on the controller with its pinned sha256, a wrong file
+"""The gpuaccept_md role, run for real with ansible-playbook on this host: the APOA1 input set (the third-party
+input apoa1, tests/inputs.toml) installed from a file on the controller with its pinned sha256, a wrong file
 refused, nothing done without a source, check mode and idempotency."""
 
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import APOA1_TARBALL, ROOT, shared
+from conftest import ROOT, needs_input
 
 from gpuaccept.probe import md_apoa1
 
@@ -40,7 +40,7 @@ def recap_changed(proc: subprocess.CompletedProcess) -> int:
 
 
 def test_the_pinned_checksum_is_that_of_the_shared_input_set():
-    assert md_apoa1.sha256(shared(APOA1_TARBALL)) == md_apoa1.APOA1_TARBALL_SHA256
+    assert md_apoa1.sha256(needs_input("apoa1")) == md_apoa1.APOA1_TARBALL_SHA256
     defaults = yaml.safe_load((ROOT / "roles" / "gpuaccept_md" / "defaults" / "main.yml").read_text())
     assert defaults["gpuaccept_md_apoa1_archive"]["sha256"] == md_apoa1.APOA1_TARBALL_SHA256
 
@@ -65,7 +65,7 @@ def test_no_source_installs_nothing_unless_required(tmp_path):
 
 def test_check_mode_then_install_is_idempotent(tmp_path):
     home = tmp_path / "md"
-    variables = {"gpuaccept_md_home": str(home), "gpuaccept_md_apoa1_archive": {"src": str(shared(APOA1_TARBALL))}}
+    variables = {"gpuaccept_md_home": str(home), "gpuaccept_md_apoa1_archive": {"src": str(needs_input("apoa1"))}}
     dry = play(tmp_path, variables, "--check")
     assert dry.returncode == 0, dry.stdout[-3000:]
     assert not home.exists()
@@ -81,6 +81,6 @@ def test_check_mode_then_install_is_idempotent(tmp_path):
 @pytest.mark.parametrize("sha", ["", "ABC"])
 def test_checksum_must_be_pinned(tmp_path, sha):
     variables = {"gpuaccept_md_home": str(tmp_path / "md"),
-                 "gpuaccept_md_apoa1_archive": {"src": str(shared(APOA1_TARBALL)), "sha256": sha}}  # fmt: skip
+                 "gpuaccept_md_apoa1_archive": {"src": str(needs_input("apoa1")), "sha256": sha}}  # fmt: skip
     proc = play(tmp_path, variables)
     assert proc.returncode != 0 and "must be 64 lower-case hex digits" in proc.text

@@ -39,12 +39,12 @@ def test_cuda_sources_compile(gpu_build):
     # The Makefile's default CUDA_ARCH: sm_80, sm_89, sm_90, sm_100 and PTX for newer GPUs; NCCL from the CUDA
     # installation (its include/nccl.h and libnccl.so.2).
     for name in ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl", "gpuaccept-overlap",
-                 "gpuaccept-xgemm"):
+                 "gpuaccept-xgemm", "gpuaccept-memtest"):
         assert (gpu_build / name).stat().st_size > 0
 
 
 @pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl",
-                                  "gpuaccept-overlap", "gpuaccept-xgemm"])
+                                  "gpuaccept-overlap", "gpuaccept-xgemm", "gpuaccept-memtest"])
 def test_no_gpu_is_reported_not_passed(gpu_build, tmp_path, tool):
     out = tmp_path / "doc.json"
     res = subprocess.run([str(gpu_build / tool), "--output", str(out)], capture_output=True, text=True, check=False)
@@ -55,7 +55,7 @@ def test_no_gpu_is_reported_not_passed(gpu_build, tmp_path, tool):
 
 
 @pytest.mark.parametrize("tool", ["gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-hplstyle", "gpuaccept-nccl",
-                                  "gpuaccept-overlap", "gpuaccept-xgemm"])
+                                  "gpuaccept-overlap", "gpuaccept-xgemm", "gpuaccept-memtest"])
 def test_bad_option_names_it(gpu_build, tool):
     res = subprocess.run([str(gpu_build / tool), "--no-such-option"], capture_output=True, text=True, check=False)
     assert res.returncode == 3 and "--no-such-option" in res.stderr
@@ -83,6 +83,30 @@ def test_xgemm_without_output_prints_its_one_document(gpu_build):
     assert doc["results"]["cases"] == [] and doc["verification"]["passed"] is False
 
 
+def test_memtest_without_a_gpu_records_its_plan_and_passes_nothing(gpu_build, tmp_path):
+    # Exit 1 with the runtime's message; the document names the patterns, the budget and the margin, and carries
+    # no metric, no per-GPU figure and no passed verification.
+    out = tmp_path / "doc.json"
+    args = ["--passes", "3", "--patterns", "random,address_in_address", "--inject-error", "--output", str(out)]
+    res = subprocess.run([str(gpu_build / "gpuaccept-memtest"), *args], capture_output=True, text=True, check=False)
+    assert res.returncode == 1 and "no CUDA device found" in res.stderr
+    doc = json.loads(out.read_text())
+    p = doc["parameters"]
+    assert p["patterns"] == ["address_in_address", "random"] and p["passes"] == 3 and p["seconds"] is None
+    assert p["margin_mib"] == 256 and p["margin_percent"] == 2 and p["inject_error"] is True
+    assert [d["traffic_per_byte"] for d in p["pattern_definitions"]] == [4, 4]
+    assert doc["results"]["per_gpu"] == [] and doc["gpu_metrics"] == [] and doc["metrics"] == {}
+    assert doc["verification"]["passed"] is False and doc["nvml"]["available"] is False
+
+
+def test_memtest_unit_tests(tmp_path):
+    binary = tmp_path / "test_memtest"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{SRC / 'common'}", f"-I{SRC / 'memtest'}",
+                    str(ROOT / "tests" / "native" / "test_memtest.cpp"), "-o", str(binary)], check=True)
+    res = subprocess.run([str(binary)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+
+
 def test_nccl_build_names_a_missing_nccl(tmp_path):
     res = subprocess.run(["make", "-C", str(SRC), f"BUILD_DIR={tmp_path}", f"NCCL_HOME={tmp_path / 'none'}",
                           f"{tmp_path}/gpuaccept-nccl"], capture_output=True, text=True, check=False, timeout=60)
@@ -99,6 +123,8 @@ def test_nccl_refuses_nvls_without_asking(gpu_build):
 @pytest.mark.parametrize(("tool", "args", "message"), [
     ("gpuaccept-gemm", ["--algos", "0"], "--algos"),
     ("gpuaccept-gemm", ["--workspace-mib", "-1"], "--workspace-mib"),
+    ("gpuaccept-bw", ["--size-step", "0"], "--size-step"),
+    ("gpuaccept-bw", ["--min-bytes", "4K", "--host-max-bytes", "1K"], "--host-max-bytes"),
     ("gpuaccept-nccl", ["--max-bytes", "10", "--min-bytes", "64"], "--max-bytes"),
     ("gpuaccept-nccl", ["--factor", "1"], "--factor"),
     ("gpuaccept-nccl", ["--timeout-s", "0"], "--timeout-s"),
@@ -110,10 +136,33 @@ def test_nccl_refuses_nvls_without_asking(gpu_build):
     ("gpuaccept-xgemm", ["--precisions", "fp8"], "--precisions"),
     ("gpuaccept-xgemm", ["--reps", "0"], "--reps"),
     ("gpuaccept-xgemm", ["--time-limit-s", "0"], "--time-limit-s"),
+    ("gpuaccept-memtest", ["--seconds", "0"], "--seconds"),
+    ("gpuaccept-memtest", ["--seconds", "5", "--passes", "2"], "give --seconds or --passes, not both"),
+    ("gpuaccept-memtest", ["--passes", "-1"], "--passes"),
+    ("gpuaccept-memtest", ["--fraction", "0"], "--fraction"),
+    ("gpuaccept-memtest", ["--fraction", "1.01"], "--fraction"),
+    ("gpuaccept-memtest", ["--margin-mib", "64"], "leaves too little"),
+    ("gpuaccept-memtest", ["--chunk-mib", "63"], "--chunk-mib"),
+    ("gpuaccept-memtest", ["--patterns", "walking"], "unknown pattern 'walking'"),
+    ("gpuaccept-memtest", ["--seed", "-1"], "--seed"),
 ])
 def test_new_options_are_checked(gpu_build, tool, args, message):
     res = subprocess.run([str(gpu_build / tool), *args], capture_output=True, text=True, check=False)
     assert res.returncode == 3 and message in res.stderr
+
+
+def test_bandwidth_quick_sweep_is_recorded_without_a_gpu(gpu_build, tmp_path):
+    """Nightly's sweep (--quick with the suite's sizes): the device-local copy to 1 GiB on every GPU at once, the
+    pinned host copies one GPU at a time at 4^k bytes up to 64 MiB; the document says so even where no GPU ran."""
+    out = tmp_path / "bw.json"
+    res = subprocess.run([str(gpu_build / "gpuaccept-bw"), "--quick", "--max-bytes", "1GiB", "--output", str(out)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 1
+    params = json.loads(out.read_text())["parameters"]
+    assert params["cases"] == ["h2d_pinned_oneway", "d2h_pinned_oneway", "d2d_oneway"]
+    assert params["sweep_sizes"] == [4**k for k in range(16)]
+    assert params["host_sweep_sizes"] == [4**k for k in range(14)]
+    assert params["host_max_bytes"] == 64 << 20 and params["size_step"] == 2
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ host xhpl runs on two MPI ranks (Debian's Open MPI) at a small N and its output 
 parser and HPL's residual rule: a run passes, and a run whose threshold no residual can meet fails with the
 reason. A second run of the role changes nothing; a tarball with another sha256 is refused.
 
-The tarball comes from the shared artifacts beside the repository's clone (../shared/artifacts, or
-$GPUACCEPT_SHARED/artifacts), checked against its sha256 as the role checks it.
+The tarball is the third-party input hpl-2.3 (tests/inputs.toml: under $GPUACCEPT_INPUTS, its sha256 checked before the
+role checks it again); without it these tests are skipped, naming it.
 """
 
 import hashlib
@@ -20,18 +20,18 @@ import sys
 import tarfile
 from pathlib import Path
 
+import inputs as third_party
 import pytest
-from conftest import ROOT, hpl_judged
+from conftest import INPUTS, ROOT, hpl_judged, needs_input
 from rfm_support import render_config, run_reframe
 from test_provision_roles import failed_with, play, recap
 
 from gpuaccept.probe import facts as node_facts
 from gpuaccept.probe import hpl, hpl_dat, nccl_home
 
-SHARED = Path(os.environ.get("GPUACCEPT_SHARED", ROOT.parent / "shared"))
-TARBALL = SHARED / "artifacts" / "hpl-2.3-icl-utk-edu.tar.gz"
-# ../shared/artifacts/README.md: a git archive of icl-utk-edu/hpl at 9edeab5e (HPL 2.3).
-TARBALL_SHA256 = "d09c2c708becc4eaa9bd652115243f603fc4f715483bf26dd6b1bd07259ef459"
+HPL_SOURCE = third_party.load()["hpl-2.3"]  # a git archive of icl-utk-edu/hpl at 9edeab5e (HPL 2.3)
+TARBALL = third_party.where(HPL_SOURCE, INPUTS)
+TARBALL_SHA256 = HPL_SOURCE.files[""]
 NVCC = Path("/usr/local/cuda/bin/nvcc")
 VENV = Path(sys.prefix)
 OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread")
@@ -65,13 +65,10 @@ def role_vars(prefix: Path, sha: str = TARBALL_SHA256) -> dict:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    if not TARBALL.is_file():
-        pytest.skip(f"HPL's source tarball {TARBALL} is absent (the shared artifacts beside the clone)")
+    needs_input("hpl-2.3")
     for tool in ("mpicc", "mpirun", "make"):
         if not shutil.which(tool):
             pytest.fail(f"{tool} not found: CI installs openmpi-bin and libopenmpi-dev")
-    digest = hashlib.sha256(TARBALL.read_bytes()).hexdigest()
-    assert digest == TARBALL_SHA256, f"{TARBALL}: sha256 {digest}, expected {TARBALL_SHA256}"
     base = tmp_path_factory.mktemp("hpl-role")
     prefix = base / "hpl"
     rc, out = play(base, "gpuaccept_hpl", role_vars(prefix))
@@ -339,8 +336,7 @@ def test_role_a_second_time_changes_nothing(built, tmp_path):
 
 
 def test_role_refuses_a_tarball_with_another_sha256(tmp_path):
-    if not TARBALL.is_file():
-        pytest.skip(f"HPL's source tarball {TARBALL} is absent (the shared artifacts beside the clone)")
+    needs_input("hpl-2.3")
     rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(tmp_path / "hpl", "0" * 64))
     assert rc != 0
     failed_with(out, f"has sha256 {TARBALL_SHA256}, not {'0' * 64}")

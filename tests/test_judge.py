@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
-from judge_support import RETIRED_CHECKS, recorded_runs, references_of_verdict
+from judge_support import RETIRED_CHECKS, recorded_runs, references_before_later_checks, references_of_verdict
 
 from gpuaccept.atomic import OutputError
 from gpuaccept.judge import rules, summarize, verdict
@@ -376,8 +376,9 @@ def rejudged_today(run: Path) -> verdict.Verdict:
 
 def test_the_commission_run_through_gpuaccept_run_is_accepted_with_every_check(tmp_path):
     """Accepted with every check against the references of the day (its verdict); against today's, which expect
-    the host GEMM's BLAS-core rule and the NCCL check (issue 16), the same documents fail on exactly those two: the
-    run's host GEMM tool predates the BLAS-core metric (not measured), and NCCL came later. Its OpenBLAS rate
+    the host GEMM's BLAS-core rule, the NCCL check (issue 16) and the memory test, the same documents fail on exactly
+    those three: the run's host GEMM tool predates the BLAS-core metric (not measured), and NCCL and the memory test
+    came later. Its OpenBLAS rate
     (514 GFLOP/s) is a host figure since issue 24: reported, not judged against the MKL machine's 790."""
     (run,) = RUNS_2311.glob("*-commission")
     recorded = json.loads((run / "verdict.json").read_text())
@@ -389,7 +390,7 @@ def test_the_commission_run_through_gpuaccept_run_is_accepted_with_every_check(t
     today = rejudged_today(run)
     assert not today.accepted, verdict.table(today)
     # The host HPL and HPL over NVBLAS only report on this node type (host figures, issue 24): not run, shown.
-    assert today.failed_checks() == ["cpu_gemm", "nccl"], verdict.table(today)
+    assert today.failed_checks() == ["cpu_gemm", "memtest", "nccl"], verdict.table(today)
     rows = {r.metric: r for r in today.rows if r.check == "cpu_gemm" and r.metric}
     core = rows["blas_optimized_core"]
     assert core.status == "fail" and core.reason.startswith("not measured")
@@ -443,7 +444,8 @@ def test_the_evaluation_run_rejected_then_is_accepted_against_todays_references(
     """Judged against the references of its day (eacdb85): REJECTED on md_apoa1's CPU speedup, on the replica's
     power, and for NAMD, not installed and then expected. Today the replica's references come from 5 runs (this
     one among them), the speedup is informational and NAMD optional: ACCEPTED, with MKL's host GEMM, the host HPL,
-    HPL-CUDA and both MD checks judged and passed, and NAMD not run and not expected."""
+    HPL-CUDA and both MD checks judged and passed, and NAMD not run and not expected; the memory test, which came
+    after the run, is its only check not run."""
     recorded = json.loads((EVALUATION_RUN / "verdict.json").read_text())
     day = {r["check"]: (r["status"], r["expected"]) for r in recorded["rows"] if r["metric"] is None}
     assert recorded["verdict"] == "fail" and day["namd_apoa1"] == day["namd_stmv"] == ("not_run", True)
@@ -454,7 +456,8 @@ def test_the_evaluation_run_rejected_then_is_accepted_against_todays_references(
     failed = {(r.check, r.metric) for r in then.rows if r.status == "fail" and r.metric}
     assert failed == {("md_apoa1", "speedup_vs_cpu"), ("md_apoa1_x12", "gpu_power_avg_w"),
                       ("md_apoa1_x12", "ns_per_day_per_kw")}  # fmt: skip
-    today = rejudged_today(EVALUATION_RUN)
+    assert rejudged_today(EVALUATION_RUN).failed_checks() == ["memtest"]
+    today = rejudge(EVALUATION_RUN, references_before_later_checks())[1]
     assert today.accepted, verdict.table(today)
     checks = {r.check: r for r in today.rows if r.metric is None}
     for check in ("cpu_gemm", "hpl_host", "hpl_cuda", "md_apoa1", "md_apoa1_x12", "gemm", "hplstyle"):

@@ -1,7 +1,8 @@
 """An ACCEPTED verdict that cannot be fooled (issue 24, item 7): every rule that can fail a node has a test here
 that goes red when the rule is taken out. The input is a run recorded on the H100 that today's references accept
-(docs/evidence/2026-11-23-h100-evaluation: every check of the evaluation suite), copied, with one thing changed:
-a crafted figure, a document, ReFrame's record, or a reference."""
+(docs/evidence/2026-11-23-h100-evaluation: every check of the evaluation suite of its day; judged against today's
+references less the checks that came after it, judge_support.LATER_CHECKS), copied, with one thing changed: a
+crafted figure, a document, ReFrame's record, or a reference."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
+from judge_support import references_before_later_checks
 
 from gpuaccept.judge import bounds, metric_table, references, verdict
 
@@ -47,7 +49,8 @@ def set_metric(run: Path, doc: str, metric: str, value: float) -> None:
     edit(run / DOC[doc], lambda d: d["metrics"][metric].update(value=value))
 
 
-def judge(run: Path, reference_dir: Path = REFERENCE_DIR, node_type: str = NODE_TYPE) -> verdict.Verdict:
+def judge(run: Path, reference_dir: Path | None = None, node_type: str = NODE_TYPE) -> verdict.Verdict:
+    reference_dir = reference_dir or references_before_later_checks()
     facts = json.loads((run / "node-facts.json").read_text())
     report = verdict.load_report(run / "reframe-report.json")
     return verdict.build(report, facts, reference_dir, node_type, SUITE, run_dir=run)
@@ -160,7 +163,7 @@ def test_without_a_known_datasheet_the_signs_are_still_bounded(run):
 def _references_with(tmp_path: Path, file: str, check: str, metric: str, **entry) -> Path:
     """A copy of the shipped references with one entry of ``file`` changed."""
     refs = tmp_path / "refs"
-    shutil.copytree(REFERENCE_DIR, refs)
+    shutil.copytree(references_before_later_checks(), refs)
     path = refs / file
     doc = yaml.safe_load(path.read_text())
     doc["checks"][check][metric].update(entry)
@@ -314,24 +317,37 @@ def test_an_hpl_document_with_no_run_fails(run):
     assert_rejected_by(judge(run), "hplstyle", "no HPL run recorded")
 
 
-def test_a_failed_check_the_node_type_only_reports_still_rejects(run):
-    """Host HPL is reported only on the H100 (no judged reference): its absence rejects nothing, but a run of it
-    that failed (HPL's residual check) rejects the node."""
+def test_a_failed_optional_check_still_rejects(run):
+    """Host HPL is an optional backend on the H100: its absence rejects nothing, but a run of it that failed (HPL's
+    residual check) rejects the node."""
     assert verdict.expectation(verdict.CHECKS["hpl_host"], references.load_node_type(REFERENCE_DIR, NODE_TYPE)) == (
-        verdict.REPORTED
+        verdict.WHERE_INSTALLED
     )
     edit(run / DOC["hpl_host"], lambda d: d["results"]["runs"][0].update(residual_verdict="FAILED"))
     assert_rejected_by(judge(run), "hpl_host", "HPL's own residual check FAILED")
 
 
-def test_a_metric_without_a_reference_fails(run):
-    """A figure of a check the node type expects, with no reference of its own (the power sampler's energy, here
-    written into the power check's document): not a pass."""
+def test_a_gated_metric_without_a_reference_fails(run):
+    """A gated figure of a check the node type expects, with no reference of its own (a GEMM precision the
+    references never heard of, written into the GEMM document): not a pass."""
+    assert "fp4_tflops_min" not in references.load_node_type(REFERENCE_DIR, NODE_TYPE).checks["gemm"]
+    assert metric_table.gated("gemm", "fp4_tflops_min")
+    edit(run / DOC["gemm"], lambda d: d["metrics"].update(fp4_tflops_min={"value": 900.0, "unit": "TFLOP/s"}))
+    v = judge(run)
+    assert_rejected_by(v, "gemm", "a metric failed its reference: fp4_tflops_min")
+    assert metric_row(v, "gemm", "fp4_tflops_min").reason == "no reference value for this metric"
+
+
+def test_a_reported_metric_without_a_reference_is_shown_not_failed(run):
+    """A reported figure (the power sampler's energy, here written into the power check's document) with no
+    reference: shown with its value, and the node is judged on the rest."""
     assert "energy_j" not in references.load_node_type(REFERENCE_DIR, NODE_TYPE).checks["power"]
+    assert not metric_table.gated("power", "energy_j")
     edit(run / DOC["power"], lambda d: d["metrics"].update(energy_j={"value": 8000.0, "unit": "J"}))
     v = judge(run)
-    assert_rejected_by(v, "power", "a metric failed its reference: energy_j")
-    assert metric_row(v, "power", "energy_j").reason == "no reference value for this metric"
+    row = metric_row(v, "power", "energy_j")
+    assert v.accepted, verdict.table(v)
+    assert row.status == verdict.INFO and row.value == 8000.0 and row.reason.startswith("reported: node type")
 
 
 def test_a_referenced_metric_not_measured_fails(run):

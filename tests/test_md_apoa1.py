@@ -1,7 +1,7 @@
-"""gpuaccept-md-apoa1 on OpenMM's CPU platform: NAMD's APOA1 system (shared/data/apoa1/apoa1.tar.gz) built from
-its X-PLOR parameters gives NAMD 3.0's step-0 energies (the check's validation), a term that differs fails the run
-naming the term, and the pieces that the GPU run uses (NAMD's Ewald coefficient, NAMD's dihedral rule, the
-replication, the timed segments and the conservation check) on small systems."""
+"""gpuaccept-md-apoa1 on OpenMM's CPU platform: NAMD's APOA1 system (the third-party input apoa1,
+tests/inputs.toml) built from its X-PLOR parameters gives NAMD 3.0's step-0 energies (the check's validation), a
+term that differs fails the run naming the term, and the pieces that the GPU run uses (NAMD's Ewald coefficient,
+NAMD's dihedral rule, the replication, the timed segments and the conservation check) on small systems."""
 
 import argparse
 import json
@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import APOA1_TARBALL, NAMD3_LOGS, shared
+from conftest import needs_input
 
 from gpuaccept.probe import md_apoa1
 
@@ -26,7 +26,7 @@ def tool(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def validated(tmp_path_factory):
     out = tmp_path_factory.mktemp("md_apoa1") / "md_apoa1.json"
-    proc = tool("--inputs", str(shared(APOA1_TARBALL)), "--platform", "CPU", "--validate-only", "--output", str(out))
+    proc = tool("--inputs", str(needs_input("apoa1")), "--platform", "CPU", "--validate-only", "--output", str(out))
     return proc, json.loads(out.read_text())
 
 
@@ -66,7 +66,7 @@ def test_a_term_that_differs_fails_and_is_named():
 
 
 def test_reference_energies_from_a_namd_log():
-    ref = md_apoa1.reference_energies(str(shared(NAMD3_LOGS / "apoa1-GPU-Res-1.log")))
+    ref = md_apoa1.reference_energies(str(needs_input("namd3-apoa1-logs", "apoa1-GPU-Res-1.log")))
     assert ref["bond"] == 12352.4479 and ref["dihedral"] == 4549.0720 and ref["elect"] == -362073.8127
     assert "apoa1-GPU-Res-1.log, ENERGY line of step 0 (3.0)" in ref["source"]
 

@@ -1,4 +1,4 @@
-"""NAMD: the log parser and the judging on the fifteen real NAMD 3.0 APOA1 logs (shared/data/namd3-apoa1-logs:
+"""NAMD: the log parser and the judging on the fifteen real NAMD 3.0 APOA1 logs (tests/inputs.toml: namd3-apoa1-logs,
 multicore CPU on 1-16 cores, multicore-CUDA GPU-offload and GPU-resident on an A100 80GB PCIe), the runner with
 NAMD absent, and the configuration it writes. NAMD itself is operator-supplied and never runs here."""
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import NAMD3_LOGS, shared
+from conftest import NAMD3_LOGS, needs_input
 
 from gpuaccept.probe import md_apoa1, namd
 
@@ -18,12 +18,12 @@ LOGS += [f"apoa1-GPU-Res-{n}.log" for n in CORES]
 
 
 def log(name: str) -> namd.NamdLog:
-    path = shared(NAMD3_LOGS / name)
+    path = needs_input("namd3-apoa1-logs", name)
     return namd.parse_log(path.read_text(), str(path))
 
 
 def log_text(name: str) -> str:
-    return shared(NAMD3_LOGS / name).read_text()
+    return needs_input("namd3-apoa1-logs", name).read_text()
 
 
 @pytest.mark.parametrize("name", LOGS)
@@ -267,7 +267,7 @@ def test_runner_without_namd_writes_a_document_that_says_so(tmp_path):
 def test_parse_command_prints_each_log_and_names_a_bad_one(tmp_path):
     bad = tmp_path / "bad.log"
     bad.write_text("TIMING: 1 broken\n")
-    good = shared(NAMD3_LOGS / "apoa1-GPU-Res-16.log")
+    good = needs_input("namd3-apoa1-logs", "apoa1-GPU-Res-16.log")
     proc = subprocess.run(
         [sys.executable, "-m", "gpuaccept.probe.namd", "parse", str(good), str(bad)],
         capture_output=True,

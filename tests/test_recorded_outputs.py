@@ -137,15 +137,17 @@ def test_recorded_h100_run_passes_its_checks_and_is_detected():
     node = json.loads((H100_COMMISSION / "node-facts.json").read_text())
     assert references.detect(REFERENCE_DIR, node).name == "h100_sxm5_80gb"
     v = judge(H100_COMMISSION, "h100_sxm5_80gb")
-    # Recorded before the HPL, health, power and NCCL checks existed: those are "not run" (never passed). The optional
-    # HPL backends did not run either; the node type expects the host HPL (HPL 2.3, issue 15), not xhpl.
+    # Recorded before the HPL, health, power, NCCL and memory test checks existed: those are "not run" (never
+    # passed). The optional HPL backends and DCGM's diagnostic did not run either; the node type expects the host HPL
+    # (HPL 2.3, issue 15), not xhpl.
     not_run = {r.check for r in v.rows if r.status == "not_run"}
-    assert not_run == {"health", "power", "hplstyle", "nccl", "hpl_nvidia", "hpl_host", "hpl_cuda"}, verdict.table(v)
+    assert not_run == {"health", "power", "hplstyle", "nccl", "memtest", "hpl_nvidia", "hpl_host", "hpl_cuda",
+                       "dcgm_diag"}, verdict.table(v)  # fmt: skip
     assert not v.accepted
     # Its host GEMM ran OpenBLAS's generic Prescott kernels (109 GFLOP/s): recorded before the tool reported its
     # BLAS core, it fails that rule; the rate itself is the host's (issue 24), reported. The host HPL and HPL over
     # NVBLAS only report on this node type: their absence rejects nothing.
-    expected = {"health", "power", "hplstyle", "nccl", "cpu_gemm"}
+    expected = {"health", "power", "hplstyle", "nccl", "memtest", "cpu_gemm"}
     assert set(v.failed_checks()) == expected, verdict.table(v)
     rows = {(r.check, r.metric): r for r in v.rows}
     assert rows[("cpu_gemm", "dgemm_gflops")].status == "info" and rows[("cpu_gemm", "dgemm_gflops")].owner == "host"
@@ -215,13 +217,15 @@ def test_shipped_references_are_reproducible_from_the_evidence(node_type, runs):
 def test_the_merged_harness_commission_run_passes_all_but_its_misconfigured_host_blas():
     """Every check of the commission suite ran on the H100 (health, bandwidth, GEMM, host GEMM, HPL-style,
     power). All pass but the host GEMM, recorded before its tool reported the BLAS core (the rule fails on a
-    missing value), and the NCCL check, which came later. The host HPL and HPL over NVBLAS did not run: they only
-    report on this node type (host figures, issue 24), so their absence is shown and rejects nothing."""
+    missing value), and the NCCL check and the memory test, which came later. The host HPL and the HPLs on the GPU did
+    not run: they are optional backends, judged where installed, so their absence is shown and rejects nothing."""
     v = judge(H100_ACCEPTED_ALL, "h100_sxm5_80gb")
     assert not v.accepted
     checks = {r.check: r for r in v.rows if r.metric is None}
     assert {k for k, r in checks.items() if r.status == "pass"} >= {"health", "bandwidth", "gemm", "hplstyle", "power"}
-    assert set(v.failed_checks()) == {"cpu_gemm", "nccl"}, verdict.table(v)
-    assert {k for k, r in checks.items() if r.status == "not_run"} == {"nccl", "hpl_nvidia", "hpl_host", "hpl_cuda"}
-    assert not checks["hpl_nvidia"].expected and not checks["hpl_host"].expected
-    assert "reported only for node type h100_sxm5_80gb" in checks["hpl_host"].reason
+    assert set(v.failed_checks()) == {"cpu_gemm", "nccl", "memtest"}, verdict.table(v)
+    assert {k for k, r in checks.items() if r.status == "not_run"} == {"nccl", "memtest", "hpl_nvidia", "hpl_host",
+                                                                        "hpl_cuda", "dcgm_diag"}  # fmt: skip
+    assert not checks["hpl_nvidia"].expected and not checks["hpl_host"].expected and not checks["hpl_cuda"].expected
+    assert not checks["dcgm_diag"].expected  # DCGM is not installed there: reported only, it rejects nothing
+    assert verdict.OPTIONAL_NOT_RUN in checks["hpl_host"].reason

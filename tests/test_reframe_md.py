@@ -1,7 +1,7 @@
 """The NAMD checks run for real through ReFrame on this GPU-less machine: NOT RUN with the reason where NAMD is not
 installed, and the whole runner path (configuration, NAMD's log, metrics, judging) with a stand-in namd3 that
-prints a real NAMD 3.0 log (apoa1-16.log of shared/data/namd3-apoa1-logs: NAMD 3.0 multicore, 16 cores): what the
-check does with NAMD's output, not NAMD itself."""
+prints a real NAMD 3.0 log (apoa1-16.log of the third-party input namd3-apoa1-logs, tests/inputs.toml: NAMD 3.0
+multicore, 16 cores): what the check does with NAMD's output, not NAMD itself."""
 
 import json
 import os
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import NAMD3_LOGS, shared
+from conftest import needs_input
 from rfm_support import render_config, run_reframe
 
 from gpuaccept.probe import facts as node_facts
@@ -42,7 +42,7 @@ def fake_namd_home(base: Path) -> Path:
     home = base / "namd"
     (home / "cpu").mkdir(parents=True)
     exe = home / "cpu" / "namd3"
-    exe.write_text(FAKE_NAMD.format(log=shared(NAMD3_LOGS / "apoa1-16.log")))
+    exe.write_text(FAKE_NAMD.format(log=needs_input("namd3-apoa1-logs", "apoa1-16.log")))
     exe.chmod(0o755)
     (home / "inputs" / "apoa1").mkdir(parents=True)
     (home / "inputs" / "apoa1" / "apoa1.namd").write_text("structure apoa1.psf\nnumsteps 500\ntimestep 1\n")

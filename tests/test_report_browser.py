@@ -1,16 +1,20 @@
 """The report as a person sees it: rendered by headless Chromium (Debian's chromium package), the plots are in
-the laid-out DOM with their lines, and the screenshot shows them drawn in their colours. `make test` (and so CI)
-installs chromium (scripts/deps.sh) and sets GPUACCEPT_REQUIRE_CHROMIUM=1, so there a missing browser fails
-instead of skipping; a bare `pytest` without Chromium skips."""
+the laid-out DOM with their lines, the screenshot shows them drawn in their colours, and the printed PDF's first page
+holds the decision with the runs' own figures (read back with pdftotext, Debian's poppler-utils). `make test` (and so
+CI) installs both (scripts/deps.sh) and sets GPUACCEPT_REQUIRE_CHROMIUM=1, so there a missing browser or pdftotext
+fails instead of skipping; a bare `pytest` without them skips."""
 
 import os
 import re
+import shutil
+import statistics
+import subprocess
 
 import pytest
 from conftest import H100_RUNS, H200_RUNS, H200X2
 from PIL import Image  # requirements/report.txt, which scripts/venv.sh test installs
 
-from gpuaccept.results import report
+from gpuaccept.results import report, report_headline
 
 if not report.chromium():
     if os.environ.get("GPUACCEPT_REQUIRE_CHROMIUM") == "1":
@@ -21,12 +25,16 @@ WIDTH = 1400
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
+def groups():
+    return [report.load_group(s) for s in (f"h100_sxm5_80gb={H100_RUNS}", f"h200={H200_RUNS}", f"2xH200={H200X2}")]
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory, groups):
     out = tmp_path_factory.mktemp("report")
-    groups = [report.load_group(s) for s in (f"h100_sxm5_80gb={H100_RUNS}", f"h200={H200_RUNS}", f"2xH200={H200X2}")]
     html_path = out / "report.html"
     html_path.write_text(report.build(groups, "H100 vs H200", generated="2026-11-22"))
-    return html_path, report.dump_dom(html_path), report.screenshot(html_path, out / "report.png", WIDTH, 12000)
+    return html_path, report.dump_dom(html_path), report.screenshot(html_path, out / "report.png", WIDTH, 16000)
 
 
 def test_the_browser_lays_out_every_plot_with_its_lines(rendered):
@@ -71,3 +79,52 @@ def test_the_report_prints_to_pdf(rendered, tmp_path):
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF") and len(data) > 100_000
     assert not list(tmp_path.glob(".report.pdf.*"))  # no temporary file left behind
+
+
+def own_median(group, fig):
+    """The figure's metric over the column's benchmark documents, as the runs wrote it: the median."""
+    values = [d["metrics"][fig.metric]["value"] for d in group.docs
+              if d.get("tool") == fig.tool and fig.metric in (d.get("metrics") or {})]  # fmt: skip
+    return statistics.median(values) if values else None
+
+
+def test_the_browser_lays_out_the_first_page_with_the_runs_own_figures(rendered, groups):
+    _, dom, _ = rendered
+    assert re.search(r"<h2[^>]*>([^<]*)</h2>", dom).group(1) == "The decision"  # before any detail
+    checked = 0
+    for g in groups:
+        for fig in report_headline.FIGURES:
+            row = re.search(rf"<tr data-group=\"{re.escape(g.label)}\" data-figure=\"{fig.key}\">(.*?)</tr>", dom, re.S)
+            want = own_median(g, fig)
+            if row is None or want is None:
+                continue
+            shown = re.search(r'<b class="value" data-value="([^"]+)">([^<]+)</b>', row.group(1))
+            assert shown and float(shown.group(1)) == want and shown.group(2) == f"{want:.4g}", (g.label, fig.key)
+            checked += 1
+    assert checked >= 9 + 9 + 11
+
+
+def test_the_printed_first_page_holds_the_decision_and_the_runs_own_figures(rendered, groups, tmp_path):
+    if not shutil.which("pdftotext"):
+        if os.environ.get("GPUACCEPT_REQUIRE_CHROMIUM") == "1":
+            pytest.fail("pdftotext not found: apt-get install poppler-utils (scripts/deps.sh)", pytrace=False)
+        pytest.skip("pdftotext not found (apt-get install poppler-utils)")
+    html_path, _, _ = rendered
+    pdf = report.print_pdf(html_path, tmp_path / "report.pdf")
+    page1 = subprocess.run(["pdftotext", "-layout", "-f", "1", "-l", "1", str(pdf), "-"], capture_output=True,
+                           text=True, check=True).stdout  # fmt: skip
+    assert "The decision" in page1 and "Nodes and software" not in page1
+    for g, gpus in zip(groups, ("1 x NVIDIA H100 80GB HBM3", "1 x NVIDIA H200", "2 x NVIDIA H200"), strict=True):
+        assert f"{g.label}: {gpus}" in page1
+    lines = page1.splitlines()
+    compared = 0
+    for fig in report_headline.FIGURES:
+        want = [own_median(g, fig) for g in groups]
+        if sum(w is not None for w in want) < 2:
+            continue
+        line = next(line for line in lines if line.startswith(fig.label + " "))
+        # the line: label, unit, then each column's median (and each other column's ratio to the first)
+        tokens = line[len(fig.label) :].split()
+        assert [tokens[1], *tokens[2::2]] == [f"{w:.4g}" if w is not None else "-" for w in want], line
+        compared += 1
+    assert compared == 9  # GEMM in six precisions, HBM, H2D, D2H: measured in all three

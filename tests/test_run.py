@@ -61,6 +61,8 @@ def test_a_node_without_gpus_gets_a_verdict_with_the_gpu_checks_not_run(tmp_path
     run_dir, doc, rows = the_run(tmp_path)
     assert run.RUN_ID_RE.match(run_dir.name) and run_dir.name.endswith("-commission")
     assert json.loads((run_dir / "node-facts.json").read_text())["gpus"] == []
+    # The facts again after the suite (the NVLink counters' growth, docs/checks/health.md), gathered on the node.
+    assert json.loads((run_dir / "node-facts-end.json").read_text())["gathered_unix"] > 0
     # ReFrame ran as the suite role runs it: one test at a time, into the run directory.
     argv = (run_dir / "reframe.out").read_text().splitlines()[0]
     assert "--exec-policy serial" in argv and "--tag commission" in argv and str(run_dir / "reframe") in argv

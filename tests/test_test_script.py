@@ -30,6 +30,8 @@ def tree(tmp_path):
     junit = ('<testsuites><testsuite tests="10" failures="1" errors="0" skipped="2"/></testsuites>')
     stand_in(tmp_path / ".venv" / "bin" / "pytest", "pytest", f"echo '{junit}' > build/pytest.xml")
     stand_in(tmp_path / "tests" / "ansible" / "run_checks.sh", "ansible")
+    for name in ("inputs.py", "inputs.toml"):
+        shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
     (tmp_path / "rc").mkdir()
     return tmp_path
 
@@ -65,3 +67,26 @@ def test_without_a_tool_environment_the_stages_that_need_it_are_listed_not_run(t
     assert (tree / "ran").read_text().split() == ["deps", "venv"]
     for stage in ("ruff", "pytest", "ansible"):
         assert f"{stage:<18} not run (no tool environment" in res.stdout
+
+
+def test_the_summary_says_what_each_absent_third_party_input_skipped(tree, tmp_path):
+    """pytest's JUnit file, made here as the stand-in's output: two tests skipped for want of the NAMD logs, one
+    for another reason."""
+    reason = "third-party input namd3-apoa1-logs absent: x not found"
+    cases = "".join(f'<testcase classname="tests.test_namd" name="t{n}"><skipped message="{reason}"/></testcase>'
+                    for n in range(2))  # fmt: skip
+    cases += '<testcase classname="tests.test_slurm" name="t"><skipped message="not root"/></testcase>'
+    junit = f'<testsuites><testsuite tests="5" failures="0" errors="0" skipped="3">{cases}</testsuite></testsuites>'
+    pytest_bin = tree / ".venv" / "bin" / "pytest"
+    pytest_bin.write_text(f"#!/bin/sh\necho pytest >> {tree}/ran\necho '{junit}' > build/pytest.xml\n")
+    inputs = tmp_path / "inputs"
+    res = subprocess.run([str(tree / "scripts" / "test.sh")], capture_output=True, text=True, check=False,
+                         env={**os.environ, "GPUACCEPT_INPUTS": str(inputs)})  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    summary = res.stdout.split("== make test: summary")[1].splitlines()
+    pytest_line = next(i for i, line in enumerate(summary) if line.startswith("  pytest "))
+    assert summary[pytest_line].endswith(": 2 passed, 0 failed, 3 skipped")
+    line = summary[pytest_line + 1]
+    assert line.startswith("    input namd3-apoa1-logs absent: 2 tests skipped (test_namd.py 2); put it at ")
+    assert str(inputs / "data" / "namd3-apoa1-logs") in line and "github.com/kguerns/namd_hw" in line
+    assert summary[pytest_line + 2].startswith("  ansible ")

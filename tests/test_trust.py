@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
+from judge_support import references_before_later_checks
 
 from gpuaccept import layout
 from gpuaccept.cli import main
@@ -156,8 +157,9 @@ def test_only_figures_out_of_band_are_retried(nightly):
 
 @pytest.mark.parametrize("node_type", sorted(p.stem for p in REFERENCE_DIR.glob("*.yaml")))
 def test_each_shipped_node_type_expects_exactly_the_checks_it_has_references_for(node_type):
-    """Offline, for every suite: the judge expects the checks with references (the optional backends a type only
-    reports are shown, not expected), and the ReFrame checks skip themselves where there are none (rfm.py)."""
+    """Offline, for every suite: the judge expects the checks with references (the optional backends are judged
+    where installed, and their absence is shown, not expected), and the ReFrame checks skip themselves where there
+    are none (rfm.py)."""
     t = references.load_node_type(REFERENCE_DIR, node_type)
     gpus = [{"index": i, "pcie_gen_max": 5, "pcie_width_max": 16} for i in range(t.gpu_count)]
     facts = {"hostname": "n", "gpus": gpus}
@@ -165,11 +167,11 @@ def test_each_shipped_node_type_expects_exactly_the_checks_it_has_references_for
         v = verdict.build(None, facts, REFERENCE_DIR, node_type, suite, report_error="not run here")
         expected = {r.check for r in v.rows if r.metric is None and r.expected and r.check in CHECKS}
         assert expected == set(kinds[verdict.EXPECTED]), (suite, verdict.table(v))
-        assert set(kinds[verdict.EXPECTED]) | set(kinds[verdict.REPORTED]) == {
+        assert set(kinds[verdict.EXPECTED]) | set(kinds[verdict.WHERE_INSTALLED]) == {
             c.key for c in verdict.in_suite(suite) if c.key in t.checks
         }
         for key in kinds[verdict.EXPECTED]:
-            assert not CHECKS[key].optional or any(ref.judged for ref in t.checks[key].values()), key
+            assert not CHECKS[key].optional, key
 
 
 def test_a_check_that_ran_without_references_is_reported_not_judged(nightly):
@@ -271,13 +273,14 @@ TRUST = RECORDED / "2026-11-25-trust" / "results"
 
 def test_the_recorded_healthy_runs_are_accepted_and_the_loaded_one_rejected_naming_gpu_and_process():
     """docs/evidence/2026-11-25-trust: 13 H100 and 5 H200 healthy runs, judged again with their retries as
-    gpuaccept run judged them, all ACCEPTED (two after a retry of bandwidth, with the warning); the H200 with a
-    foreign CUDA process REJECTED, naming the GPU and the process."""
+    gpuaccept run judged them (against today's references less the checks that came after them), all ACCEPTED (two
+    after a retry of bandwidth, with the warning); the H200 with a foreign CUDA process REJECTED, naming the GPU and
+    the process."""
     runs = sorted(TRUST.glob("*/vm/*"))
     assert len(runs) == 19
     verdicts = {}
     for run in runs:
-        recorded, v = summarize.rejudge(run, REFERENCE_DIR)  # judged in place: rejudge writes nothing
+        recorded, v = summarize.rejudge(run, references_before_later_checks())  # in place: rejudge writes nothing
         assert v.accepted == (recorded["verdict"] == "pass"), (run, verdict.table(v))
         verdicts[run.name] = v
     foreign = verdicts.pop("20261125T120651Z-nightly")

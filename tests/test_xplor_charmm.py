@@ -1,10 +1,11 @@
 """The X-PLOR to CHARMM parameter converter (gpuaccept.probe.xplor_charmm) on the two parameter files of NAMD's
-APOA1 input set (shared/data/apoa1/apoa1.tar.gz) and on small files that must be refused with file and line."""
+APOA1 input set (the third-party input apoa1, tests/inputs.toml) and on small files that must be refused with file
+and line."""
 
 import tarfile
 
 import pytest
-from conftest import APOA1_TARBALL, shared
+from conftest import needs_input
 
 from gpuaccept.probe import xplor_charmm as xc
 
@@ -14,7 +15,7 @@ FILES = ("apoa1/par_all22_prot_lipid.xplor", "apoa1/par_all22_popc.xplor")
 @pytest.fixture(scope="module")
 def apoa1_params(tmp_path_factory):
     out = tmp_path_factory.mktemp("xplor")
-    with tarfile.open(shared(APOA1_TARBALL)) as tf:
+    with tarfile.open(needs_input("apoa1")) as tf:
         tf.extractall(out, members=[tf.getmember(f) for f in FILES], filter="data")
     params = xc.XplorParameters()
     for f in FILES:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from gpuaccept import __version__, cli_fleet, helptext, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
-from gpuaccept.judge import health_rules, metric_table, references, summarize, verdict
+from gpuaccept.judge import coverage, health_rules, metric_table, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
 from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, REFERENCE_DIR, REPORT_FILE, VERDICT_FILE
-from gpuaccept.probe import crosscheck, facts, health, overlap, peaks, power, powercheck
-from gpuaccept.results import baseline, compare, sensitivity
+from gpuaccept.probe import burnin, crosscheck, dcgm, facts, health, overlap, peaks, power, powercheck
+from gpuaccept.results import baseline, compare, health_expect, sensitivity
 
 EXIT_REJECTED = 1
 EXIT_INPUT = 4
@@ -88,7 +88,9 @@ def cmd_references(args: argparse.Namespace) -> int:
         loaded = [references.load_node_type(args.reference_dir, t) for t in args.node_type]
     else:
         loaded = references.load_all(args.reference_dir)
+    gaps = []
     for t in loaded:
+        gaps += coverage.gaps(t)
         if "health" in t.extra:
             health_rules.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
         layers = [r.layer for m in t.checks.values() for r in m.values()]
@@ -103,12 +105,17 @@ def cmd_references(args: argparse.Namespace) -> int:
               "GPU model; link: the PCIe link NVML reports; host: this node's own baseline; node: the node type)")
         for suite, kinds in verdict.coverage(t).items():
             line = f"  {suite}: expects {', '.join(kinds[verdict.EXPECTED]) or 'nothing'}"
-            if kinds[verdict.REPORTED]:
-                line += f"; reports {', '.join(kinds[verdict.REPORTED])} where installed"
+            if kinds[verdict.WHERE_INSTALLED]:
+                line += f"; judges {', '.join(kinds[verdict.WHERE_INSTALLED])} where installed"
             if kinds[verdict.UNREFERENCED]:
                 line += f"; no references (not run): {', '.join(kinds[verdict.UNREFERENCED])}"
             print(line)
-    return 0
+    for gap in gaps:
+        print(f"gpuaccept references: {gap}", file=sys.stderr)
+    if gaps:
+        print(f"gpuaccept references: {len(gaps)} gated metric(s) or check(s) without a reference: a healthy node of "
+              "such a type would be rejected for it (docs/reference-values.md)", file=sys.stderr)  # fmt: skip
+    return 1 if gaps else 0
 
 
 def cmd_summarize(args: argparse.Namespace) -> int:
@@ -375,8 +382,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         report._pyplot()
     except ImportError as err:
         raise InputError(f"the report needs matplotlib ({err}): pip install -r requirements/report.txt") from None
+    if args.pdf and not report.chromium():
+        raise InputError("--pdf prints with headless Chromium, and none is on PATH: apt-get install chromium (Debian's "
+                         "package; or name a Chromium with GPUACCEPT_CHROMIUM)")  # fmt: skip
     groups = [report.load_group(spec) for spec in args.inputs]
-    text = report.build(groups, args.title, args.baseline, args.generated)
+    text = report.build(groups, args.title, args.baseline, args.generated, Path(args.reference_dir))
     write_text_atomic(args.output, text)
     if args.pdf:
         report.print_pdf(Path(args.output), Path(args.pdf))
@@ -636,11 +646,14 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--baseline", help="the label ratios are taken against (default: the first input)")
     sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")
     sp.add_argument("--pdf", help="also print the report to this PDF with headless Chromium (Debian: chromium)")
+    refdir(sp)
     sp.set_defaults(func=cmd_report)
 
     cli_fleet.register(sub, default_reference_dir())
     run.add_subparser(sub, default_reference_dir())
     crosscheck.add_subparser(sub)
+    dcgm.add_subparser(sub)
+    health_expect.add_subparser(sub)
 
     sp = sub.add_parser(
         "health",
@@ -676,6 +689,8 @@ def parser() -> argparse.ArgumentParser:
     sample_interval(sp)
     sp.add_argument("--quick", action="store_true", help="nightly: shorter idle and load phases")
     sp.set_defaults(func=cmd_powercheck)
+
+    burnin.add_subparser(sub)
 
     sp = sub.add_parser(
         "overlap-model",

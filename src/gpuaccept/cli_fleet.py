@@ -29,11 +29,14 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     entries = fleet.collect(args.results, args.suite, nodes)
     if not entries:
         raise fleet.FleetError(f"{args.results}: no {VERDICT_FILE} under <node>/<run>/ and no nodes expected")
+    drifted, notes = fleet.drift(args.results, entries, args.reference_dir)
     print(fleet.table(entries))
+    print()
+    print(fleet.drift_table(drifted, notes))
     if args.output:
-        write_text_atomic(args.output, json.dumps(fleet.to_json(entries), indent=2) + "\n")
+        write_text_atomic(args.output, json.dumps(fleet.to_json(entries, drifted, notes), indent=2) + "\n")
         print(f"\nsummary: {args.output}")
-    return 0 if fleet.all_accepted(entries) else EXIT_REJECTED
+    return 0 if fleet.all_accepted(entries, drifted) else EXIT_REJECTED
 
 
 def _partitions(args: argparse.Namespace) -> list[slurm.Partition]:
@@ -94,6 +97,8 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
         "--inventory", help="expect every host of this inventory (a path, or ansible-inventory --list JSON)"
     )
     sp.add_argument("--output", help="also write the summary as JSON here (atomically)")
+    sp.add_argument("--reference-dir", default=reference_dir_default,
+                    help="the node types' pins (health: sections) come from here (default: %(default)s)")  # fmt: skip
     sp.set_defaults(func=cmd_fleet)
 
     def common(sp: argparse.ArgumentParser) -> None:

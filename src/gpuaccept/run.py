@@ -35,6 +35,7 @@ from gpuaccept.judge import references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import (
     CONFIG_FILE,
+    FACTS_END_FILE,
     FACTS_FILE,
     PROJECT_ROOT,
     REFRAME_OUT,
@@ -43,8 +44,8 @@ from gpuaccept.layout import (
     RETRY_PREFIX,
     VERDICT_FILE,
 )
+from gpuaccept.probe import burnin, dcgm, gpu_preflight
 from gpuaccept.probe import facts as node_facts
-from gpuaccept.probe import gpu_preflight
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_RUN, EXIT_INPUT = 0, 1, 3, 4
 #: The run's exit status, beside its verdict (scripts/accept.sh reads it: "3 cannot judge" is not in verdict.json).
@@ -59,8 +60,10 @@ RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 #: ReFrame options each suite runs with unless told otherwise (``--no-suite-options``). The nightly suite runs
 #: the checks' quick mode, with the gating figures measured as commissioning measures them, so that one band
-#: judges both (docs/verdicts.md): the bandwidth sweep to 1 GiB and the host<->GPU matrix at 256 MiB, 7 trials of
-#: 5 ms; GEMM over a 3 s sustained window (the quick mode's 1 s read 3-5 % higher than the power cap holds).
+#: judges both (docs/verdicts.md): the device-local copy's sweep to 1 GiB and the host<->GPU matrix at 256 MiB,
+#: 7 trials of 5 ms (the quick mode's sweep of the host copies, which judges nothing, stops at 64 MiB: 4^k bytes,
+#: the pinned one-way cases; docs/checks/bandwidth.md); GEMM over a 3 s sustained window (the quick mode's 1 s
+#: read 3-5 % higher than the power cap holds), every GPU at once.
 SUITE_OPTIONS: dict[str, list[str]] = {
     "nightly": [
         "-S", "mode=quick",
@@ -68,14 +71,45 @@ SUITE_OPTIONS: dict[str, list[str]] = {
         "-S", "GpuGemm.bench_opts=--window-s,3",
     ],
 }  # fmt: skip
+# DCGM's diagnostic level per suite (docs/checks/dcgm.md), from the one table that holds it.
+for _suite, _level in dcgm.SUITE_LEVELS.items():
+    SUITE_OPTIONS.setdefault(_suite, []).extend(["-S", f"DcgmDiag.level={_level}"])
 #: How often a check that failed on figures outside their bands alone is measured again before the node is
 #: rejected (docs/verdicts.md): a moment's dip is not a fault, and a pass that needed a retry stays visible.
 RETRIES = 2
 #: The time limit of the whole ReFrame run per suite, in seconds (the suite role's and timer's defaults).
 TIMEOUT_S = {"nightly": 900}
 DEFAULT_TIMEOUT_S = 3600
+#: The burnin suite's time limit: the burn-in's length plus this (the health probe, ReFrame, the last turn).
+BURNIN_MARGIN_S = 1800
 #: After the time limit ReFrame gets SIGTERM (it cancels its jobs and exits), then SIGKILL this much later.
 KILL_AFTER_S = 120
+
+
+def burnin_minutes(args: argparse.Namespace) -> float | None:
+    """The burn-in's length for the burnin suite: --burnin-minutes, else $GPUACCEPT_BURNIN_MINUTES, else 30; None
+    for the other suites."""
+    given = getattr(args, "burnin_minutes", None)
+    if args.suite != "burnin":
+        if given is not None:
+            raise RunError(f"--burnin-minutes {given:g}: only the burnin suite has a length (--suite burnin)")
+        return None
+    try:
+        if given is not None:
+            return burnin.check_minutes(given, "--burnin-minutes")
+        return burnin.check_minutes(burnin.default_minutes(), burnin.MINUTES_ENV)
+    except ValueError as err:
+        raise RunError(str(err)) from None
+
+
+def suite_timeout_s(args: argparse.Namespace) -> float:
+    """The ReFrame run's time limit: --timeout-s, else the suite's (the burnin suite's grows with its length)."""
+    if args.timeout_s:
+        return args.timeout_s
+    minutes = burnin_minutes(args)
+    if minutes is not None:
+        return max(DEFAULT_TIMEOUT_S, minutes * 60 + BURNIN_MARGIN_S)
+    return TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
 
 
 def default_reframe() -> str:
@@ -292,7 +326,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RunError(f"--node-type: {err}") from None
     if args.reframe_config and not Path(args.reframe_config).is_file():
         raise RunError(f"--reframe-config {args.reframe_config}: no such file")
-    extra = list(args.reframe_options)
+    minutes = burnin_minutes(args)
+    extra = [*(["-S", f"GpuBurnin.minutes={minutes:g}"] if minutes is not None else []), *args.reframe_options]
 
     if args.slurm_inventory:
         return run_slurm(args, extra)
@@ -304,6 +339,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_dir = run_dir_for(args, node)
     run_dir.mkdir(parents=True, exist_ok=True)
     facts_file = run_dir / FACTS_FILE
+    # Facts gathered here, on the node, now: gathered again after the suite (NVLink counters' growth). Facts given
+    # with --facts, or gathered through srun before, may be another machine's view: none after the suite then.
+    gathered_here = not args.facts and not facts_file.exists()
     if facts_file.exists() and not args.facts:
         facts = _load_facts(str(facts_file))  # gathered on the node before the run (e.g. through srun)
     else:
@@ -326,9 +364,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                             source="gpuaccept run")  # fmt: skip
         argv = reframe_argv(reframe, config, args.suite, run_dir, args.checks_dir, args.repeat,
                             not args.no_suite_options, args.quick, extra)  # fmt: skip
-        timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
+        timeout_s = suite_timeout_s(args)
         print(f"   reframe (time limit {timeout_s:g} s), output in {run_dir / 'reframe.out'}")
         outcome = run_reframe(argv, run_dir, timeout_s, run_dir / REFRAME_OUT)
+        if gathered_here:
+            record_end_facts(run_dir)
     except rfmconfig.ConfigError as err:
         outcome = ReframeOutcome(None, report_error=f"no ReFrame configuration: {err}")
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
@@ -350,7 +390,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     result, written = retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
                                         lambda d, more: reframe_argv(reframe, config, args.suite, d, args.checks_dir, 1,
                                                                      not args.no_suite_options, args.quick,
-                                                                     [*extra, *more]))  # fmt: skip
+                                                                     [*extra, *more]),
+                                        end_facts=gathered_here)  # fmt: skip
     print(verdict.table(result))
     print(f"\nreport:  {run_dir / VERDICT_FILE}")
     report = run_dir / REPORT_FILE
@@ -363,6 +404,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance or node)
         print(f"pushed:  {redact.url(args.pushgateway)} (job {pushgateway.JOB}, {grouping})")
     return record_exit(run_dir, exit_status(result, outcome))
+
+
+def record_end_facts(run_dir: Path) -> None:
+    """The node's facts again, after the suite (``node-facts-end.json``): the judge compares each NVLink link's
+    state and error counters with those before it (gpuaccept.judge.nvlink_rules)."""
+    write_text_atomic(run_dir / FACTS_END_FILE, json.dumps(node_facts.gather(), indent=2, sort_keys=True) + "\n")
 
 
 def record_exit(run_dir: Path, status: int) -> int:
@@ -400,12 +447,13 @@ def _test_names(run_dir: Path, checks: list[str]) -> list[str]:
     return sorted(n for n in names if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n))
 
 
-def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome, argv_for):
+def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome, argv_for, end_facts=False):
     """A figure outside its band is measured again before the node is rejected: each check that failed on
     figures alone (verdict.out_of_band_checks) runs again, alone, up to ``--retries`` times, each attempt in
     ``<run>/retry-<k>/``; the judge takes the last attempt and marks a pass that needed one (a warning in the
-    table, ``gpuaccept_check_attempts`` in Prometheus). A check that failed for any other reason is not retried."""
-    timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
+    table, ``gpuaccept_check_attempts`` in Prometheus). A check that failed for any other reason is not retried.
+    ``end_facts``: gather the node's facts after each attempt (the NVLink counters' growth covers the retries)."""
+    timeout_s = suite_timeout_s(args)
     for k in range(1, args.retries + 1):
         checks = verdict.out_of_band_checks(result)
         if not checks or outcome.timed_out or outcome.returncode is None:
@@ -420,6 +468,8 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
               f"{args.retries + 1}, {retry_dir})")  # fmt: skip
         pattern = f"^({'|'.join(names)})( |$)"
         run_reframe(argv_for(retry_dir, ["-n", pattern]), retry_dir, timeout_s, retry_dir / REFRAME_OUT)
+        if end_facts:
+            record_end_facts(run_dir)
         result, written = summarize.judge_run_dir(
             run_dir, facts, args.reference_dir, node_type.name, args.suite, expected_gpus=args.expected_gpus,
             textfile_dir=args.textfile_dir, node_type_error=node_type.error, report_error=outcome.report_error,
@@ -450,7 +500,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
     reframe = args.reframe or default_reframe()
     argv = reframe_argv(reframe, args.reframe_config, args.suite, work, args.checks_dir, args.repeat,
                         not args.no_suite_options, args.quick, extra, distribute=args.distribute)  # fmt: skip
-    timeout_s = args.timeout_s or TIMEOUT_S.get(args.suite, DEFAULT_TIMEOUT_S)
+    timeout_s = suite_timeout_s(args)
     print(f"== {args.suite} suite through Slurm{', one job per node' if args.distribute else ''}, run {run_id}")
     outcome = run_reframe(argv, work, timeout_s, work / REFRAME_OUT)
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
@@ -535,7 +585,10 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     sp.add_argument("--checks-dir", default=CHECKS_DIR, help="the ReFrame checks (%(default)s)")
     sp.add_argument("--reframe", help="the reframe command (default: the one beside this Python, else on PATH)")
     sp.add_argument("--timeout-s", type=float, help=f"time limit of ReFrame's run (nightly {TIMEOUT_S['nightly']}, "
-                    f"else {DEFAULT_TIMEOUT_S})")  # fmt: skip
+                    f"burnin its length + {BURNIN_MARGIN_S}, else {DEFAULT_TIMEOUT_S})")  # fmt: skip
+    sp.add_argument("--burnin-minutes", type=float, help=f"the burnin suite's length in minutes "
+                    f"({burnin.MIN_MINUTES:g}-{burnin.MAX_MINUTES:g}; default ${burnin.MINUTES_ENV}, else "
+                    f"{burnin.DEFAULT_MINUTES:g}): -S GpuBurnin.minutes")  # fmt: skip
     sp.add_argument("--repeat", type=int, default=1, help="run the suite this many times (ReFrame --repeat)")
     sp.add_argument("--retries", type=int, default=RETRIES, help="measure a check whose figures fell outside their "
                     "bands again, alone, up to this many times before rejecting the node (default %(default)s; "

@@ -70,6 +70,18 @@ int main() {
   const std::string text = gpuaccept::end_results(doc, {}, {}, st.passed(), st);
   assert(text == "{\"results\":{\"notes\":[\"n\"]},\"metrics\":{},\"waived\":{},\"verification\":{\"passed\":false,"
                  "\"checked\":2,\"failures\":[\"gpu 0: wrong\"]},\"errors\":[\"a call failed\",\"unexpected: x\"]}\n");
+  // Per-GPU figures: one entry per GPU in the order the GPUs first appear, after "metrics".
+  gpuaccept::Json per;
+  per.begin_object();
+  gpuaccept::write_outcome(per, {{"d2d_min", "GB/s", "higher", "min", 1500.5}}, {}, true, 1, {}, {},
+                           {{1, "d2d_min", "GB/s", "higher", 1500.5}, {0, "d2d_min", "GB/s", "higher", 1502.0},
+                            {1, "latency_h2d_max", "us", "lower", 2.5}});
+  per.end_object();
+  assert(per.str().find("\"metrics\":{\"d2d_min\":{\"value\":1500.5,\"unit\":\"GB/s\",\"better\":\"higher\","
+                        "\"description\":\"min\"}},\"gpu_metrics\":[{\"gpu\":1,\"metrics\":{\"d2d_min\":{\"value\":1500.5,"
+                        "\"unit\":\"GB/s\",\"better\":\"higher\"},\"latency_h2d_max\":{\"value\":2.5,\"unit\":\"us\","
+                        "\"better\":\"lower\"}}},{\"gpu\":0,\"metrics\":{\"d2d_min\":{\"value\":1502,\"unit\":\"GB/s\","
+                        "\"better\":\"higher\"}}}],\"waived\"") != std::string::npos);
   // A failed call names itself as written, the file and the line, and the library's words for its status.
   auto status_of = [](int s) { return s; };
   std::string what;

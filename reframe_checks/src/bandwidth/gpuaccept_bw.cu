@@ -2,9 +2,12 @@
 //
 // Phases (each can be switched off):
 //   sweep   per GPU, thread and host buffers bound to the GPU's NUMA node: a NetPIPE-style size sweep
-//           (2^k bytes and 2^k +- --perturbation) of the test cases in kCases; repetitions per trial
-//           calibrated to --target-ms from the previous size, minimum over --trials trials; every
-//           (case, size) verified once after its trials. Then the LogGP-style PCIe model per GPU and
+//           (2^k bytes, every --size-step-th k, and 2^k +- --perturbation) of the test cases in kCases;
+//           repetitions per trial calibrated to --target-ms from the previous size, minimum over --trials
+//           trials; every (case, size) verified once after its trials. The cases that copy to or from the host
+//           run one GPU at a time (GPUs under one PCIe switch or root port share its bandwidth), up to
+//           --host-max-bytes; the device-local copy (d2d_oneway) on every GPU at once, one thread each, up to
+//           --max-bytes (each GPU's memory is its own). Then the LogGP-style PCIe model per GPU and
 //           direction (fit of the pinned one-way sweep, plus n back-to-back 1-byte copies for g).
 //   matrix  every NUMA node (or every core) x every GPU at --matrix-bytes: pinned/pageable H2D/D2H and
 //           bidirectional pinned, thread bound to the node's CPUs, host buffers bound to its memory.
@@ -12,7 +15,7 @@
 // Pinned and device copies are timed with a cudaEvent pair around nrepeat cudaMemcpyAsync calls on one
 // non-blocking stream; pageable copies (host-synchronous in cudaMemcpyAsync) with the host steady clock
 // around the loop and a cudaStreamSynchronize. The JSON document is described in docs/benchmark-json.md;
-// the method in docs/checks/bandwidth.md.
+// the method in docs/checks/bandwidth.md. Each GPU's own figure of the per-GPU metrics goes to "gpu_metrics".
 
 #include <cuda_runtime.h>
 #include <pthread.h>
@@ -418,6 +421,8 @@ constexpr int kCaseH2dPinned = 0, kCaseD2hPinned = 1, kCaseH2dPageable = 2, kCas
 struct Options {
   std::string gpus = "all";
   unsigned long long max_bytes = 1ull << 30, min_bytes = 1, matrix_bytes = 256ull << 20;
+  unsigned long long host_max_bytes = 1ull << 30;  // the largest sweep size of the cases that copy to/from the host
+  int size_step = 1;                               // sweep 2^k for every size_step-th k
   long perturbation = 3;
   int trials = 7;
   double target_ms = 5.0;
@@ -425,7 +430,8 @@ struct Options {
   bool quick = false, sweep = true, matrix = true, peer = true;
   std::vector<int> cases;  // indices into kCases, in kCases order
   std::string output;
-  std::vector<size_t> sizes;  // the sweep sizes, ascending
+  std::vector<size_t> sizes;       // the sweep sizes, ascending (the device-local case)
+  std::vector<size_t> host_sizes;  // the sweep sizes of the cases that copy to or from the host
 };
 
 const char* kUsage =
@@ -433,17 +439,21 @@ const char* kUsage =
     "Host<->GPU, device and GPU<->GPU copy bandwidth; every copy verified.\n"
     "  --gpus all|LIST      CUDA device indices (default all visible)\n"
     "  --max-bytes N        largest sweep size, bytes (K/M/G or KiB/MiB/GiB suffixes; default 1GiB, --quick 64MiB)\n"
+    "  --host-max-bytes N   largest sweep size of the cases that copy to or from the host (default --max-bytes,\n"
+    "                       --quick the smaller of 64MiB and --max-bytes)\n"
     "  --min-bytes N        smallest sweep size (default 1)\n"
+    "  --size-step S        sweep 2^k for every S-th k: 1, 2^S, 2^2S... (default 1, --quick 2)\n"
     "  --perturbation P     also sweep 2^k-P and 2^k+P (default 3, --quick 0; 0 = none)\n"
     "  --trials N           trials per point, the minimum time is kept (default 7, --quick 3)\n"
     "  --target-ms T        calibrated length of one trial (default 5, --quick 2)\n"
     "  --matrix-bytes N     size of the matrix and peer copies (default 256MiB, --quick 64MiB)\n"
     "  --affinity numa|cores  matrix rows per NUMA node (default) or per core\n"
-    "  --cases LIST         sweep cases, comma list or 'all' (default all): h2d_pinned_oneway,\n"
-    "                       d2h_pinned_oneway, h2d_pageable_oneway, d2h_pageable_oneway, d2d_oneway,\n"
-    "                       pinned_roundtrip, pageable_roundtrip\n"
-    "  --quick              nightly: sizes to 64 MiB without perturbations, 3 trials of 2 ms, matrix and\n"
-    "                       peers at 64 MiB (explicit options still win)\n"
+    "  --cases LIST         sweep cases, comma list or 'all' (default all; --quick the pinned one-way cases and\n"
+    "                       d2d_oneway): h2d_pinned_oneway, d2h_pinned_oneway, h2d_pageable_oneway,\n"
+    "                       d2h_pageable_oneway, d2d_oneway, pinned_roundtrip, pageable_roundtrip\n"
+    "  --quick              nightly: sizes 4^k to 64 MiB without perturbations, the pinned one-way and\n"
+    "                       device-local cases only, 3 trials of 2 ms, matrix and peers at 64 MiB (explicit\n"
+    "                       options still win)\n"
     "  --no-sweep, --no-matrix, --no-peer   skip a phase\n";
 const UsageTail kUsageTail{23, false, nullptr, "CUDA call failed or no GPU"};
 
@@ -469,14 +479,14 @@ unsigned long long parse_bytes(const std::string& opt, const std::string& text) 
   return v * mult;
 }
 
-// 2^k for k = 0.., each also at 2^k - p and 2^k + p, within [min, max], ascending and distinct.
-std::vector<size_t> sweep_sizes(unsigned long long min_b, unsigned long long max_b, long p) {
+// 2^k for k = 0, step, 2 step.., each also at 2^k - p and 2^k + p, within [min, max], ascending and distinct.
+std::vector<size_t> sweep_sizes(unsigned long long min_b, unsigned long long max_b, long p, int step = 1) {
   std::vector<size_t> out;
   auto add = [&](long long v) {
     if (v >= 1 && static_cast<unsigned long long>(v) >= min_b && static_cast<unsigned long long>(v) <= max_b)
       out.push_back(static_cast<size_t>(v));
   };
-  for (int k = 0; k < 63 && (1ull << k) <= max_b; ++k) {
+  for (int k = 0; k < 63 && (1ull << k) <= max_b; k += step) {
     long long c = 1ll << k;
     add(c);
     if (p > 0) {
@@ -498,13 +508,22 @@ Options parse_options(Args& a) {
   o.gpus = a.get_gpus();
   std::string v = a.get("max-bytes", "");
   o.max_bytes = v.empty() ? (o.quick ? 64ull << 20 : 1ull << 30) : parse_bytes("max-bytes", v);
+  v = a.get("host-max-bytes", "");
+  o.host_max_bytes = !v.empty() ? parse_bytes("host-max-bytes", v)
+                     : o.quick  ? std::min<unsigned long long>(o.max_bytes, 64ull << 20)
+                                : o.max_bytes;
   v = a.get("min-bytes", "");
   o.min_bytes = v.empty() ? 1 : parse_bytes("min-bytes", v);
+  const long step = a.get_long("size-step", o.quick ? 2 : 1);
+  if (step < 1 || step > 8) throw std::invalid_argument("option --size-step: must be in 1..8");
+  o.size_step = static_cast<int>(step);
   v = a.get("matrix-bytes", "");
   o.matrix_bytes = v.empty() ? (o.quick ? 64ull << 20 : 256ull << 20) : parse_bytes("matrix-bytes", v);
   if (o.max_bytes < 1) throw std::invalid_argument("option --max-bytes: must be at least 1");
   if (o.min_bytes < 1) throw std::invalid_argument("option --min-bytes: must be at least 1");
   if (o.min_bytes > o.max_bytes) throw std::invalid_argument("option --min-bytes: larger than --max-bytes");
+  if (o.host_max_bytes < o.min_bytes)
+    throw std::invalid_argument("option --host-max-bytes: smaller than --min-bytes");
   if (o.matrix_bytes < 1) throw std::invalid_argument("option --matrix-bytes: must be at least 1");
   o.perturbation = a.get_long("perturbation", o.quick ? 0 : 3);
   if (o.perturbation < 0 || o.perturbation > (1l << 20))
@@ -518,7 +537,9 @@ Options parse_options(Args& a) {
   o.affinity = a.get("affinity", "numa");
   if (o.affinity != "numa" && o.affinity != "cores")
     throw std::invalid_argument("option --affinity: '" + o.affinity + "' is not numa or cores");
-  std::string cases = a.get("cases", "all");
+  // Nightly (--quick): the pinned one-way cases (the PCIe model and the latencies) and the device-local copy; the
+  // pageable and round-trip sweeps give no metric (the matrix measures pageable copies).
+  std::string cases = a.get("cases", o.quick ? "h2d_pinned_oneway,d2h_pinned_oneway,d2d_oneway" : "all");
   std::vector<bool> chosen(kNumCases, cases == "all");
   if (cases != "all") {
     auto parts = split_csv(cases);
@@ -535,8 +556,9 @@ Options parse_options(Args& a) {
     if (chosen[i]) o.cases.push_back(i);
   o.output = a.get("output", "");
   a.reject_unknown();
-  o.sizes = sweep_sizes(o.min_bytes, o.max_bytes, o.perturbation);
-  if (o.sweep && o.sizes.empty())
+  o.sizes = sweep_sizes(o.min_bytes, o.max_bytes, o.perturbation, o.size_step);
+  o.host_sizes = sweep_sizes(o.min_bytes, std::min(o.host_max_bytes, o.max_bytes), o.perturbation, o.size_step);
+  if (o.sweep && (o.sizes.empty() || o.host_sizes.empty()))
     throw std::invalid_argument("option --min-bytes: no sweep size between --min-bytes and --max-bytes");
   return o;
 }
@@ -737,9 +759,10 @@ GapFit measure_gap(const Options& o, int dev, int direction, const Bufs& b, cuda
   return g;
 }
 
-// One GPU's sweep with the host buffers in b (bound to the GPU's node by the caller's thread).
+// One GPU's sweep with the host buffers in b (bound to the GPU's node by the caller's thread); with `start`, the
+// sizes begin once every GPU sharing it has warmed up (false from its wait: another GPU failed, nothing more here).
 void sweep_gpu(State& st, const Options& o, const DeviceInfo& d, Bufs b, unsigned char* check, const HostOps& ops,
-               const std::string& binding) {
+               const std::string& binding, ThreadBarrier* start = nullptr) {
   const int dev = d.index;
   const size_t maxb = o.sizes.back();
   const double target = o.target_ms * 1e-3;
@@ -773,6 +796,7 @@ void sweep_gpu(State& st, const Options& o, const DeviceInfo& d, Bufs b, unsigne
     trial(c, first, kWarmCalib);
     cal[ci] = {first, trial(c, first, kWarmCalib) / kWarmCalib};
   }
+  if (start && !start->wait()) return;
 
   // The rows (and gap fits) go into the state however this function ends, so that a CUDA error part-way
   // still leaves the points measured so far in the document.
@@ -878,6 +902,66 @@ void sweep_node(State& st, const Options& o, const NumaNode& node, const std::ve
       sweep_gpu(st, o, *d, b, check.get(), ops, binding);
     }
   });
+}
+
+// The sweep's two parts: the cases that copy to or from the host, one GPU at a time up to --host-max-bytes (GPUs
+// under one PCIe switch or root port share its bandwidth: measured together, they would measure the switch), and
+// the device-local copy, every GPU at once up to --max-bytes (each GPU's memory and power cap are its own).
+Options host_part(const Options& o) {
+  Options h = o;
+  h.cases.clear();
+  for (int ci : o.cases)
+    if (ci != kCaseD2d) h.cases.push_back(ci);
+  h.sizes = o.host_sizes;
+  return h;
+}
+
+Options device_part(const Options& o) {
+  Options d = o;
+  d.cases.clear();
+  if (has_case(o, kCaseD2d)) d.cases.push_back(kCaseD2d);
+  return d;
+}
+
+// The device-local sweep of every GPU at once: one thread per GPU, bound to the GPU's NUMA node (its CPUs, and its
+// memory while the host buffers that hold the pattern and the read-back are allocated), the sizes started together
+// once every GPU has warmed up. A failed call is recorded and stops the run once every thread has ended.
+void sweep_devices(State& st, const Options& o, const std::vector<NumaNode>& nodes, const std::vector<int>& allowed,
+                   const std::vector<DeviceInfo>& devs) {
+  ThreadBarrier start(static_cast<int>(devs.size()));
+  std::vector<std::thread> threads;
+  for (const DeviceInfo& dev : devs) {
+    threads.emplace_back([&st, &o, &nodes, &allowed, &start, d = &dev] {
+      try {
+        const NumaNode* node = &nodes.front();
+        for (const auto& n : nodes)
+          if (n.id == d->node) node = &n;
+        const std::vector<int> cpus = intersect(node->cpus, allowed);
+        const std::string cpu_err = bind_cpus(cpus);
+        const HostOps ops(cpus.empty() ? allowed : cpus);
+        const std::string mem_err = bind_memory(node->id);
+        PinnedBuffer hsrc, check;
+        hsrc.alloc(o.sizes.back());
+        check.alloc(o.sizes.back());
+        const std::string unbind_err = unbind_memory();
+        if (!unbind_err.empty()) st.note("set_mempolicy(MPOL_DEFAULT) failed: " + unbind_err);
+        const std::string binding = binding_text(cpu_err, mem_err);
+        Bufs b;
+        b.p[kHostSrc] = hsrc.get();
+        std::cerr << "[gpu " << d->index << "] device-local sweep: " << o.sizes.size() << " sizes, every GPU at "
+                  << "once, NUMA node " << node->id << ", binding " << binding << "\n";
+        sweep_gpu(st, o, *d, b, check.get(), ops, binding, &start);
+      } catch (const CallError& e) {
+        st.error(e.what());
+        start.abort();
+      } catch (const std::exception& e) {
+        st.error(std::string("unexpected: gpu ") + std::to_string(d->index) + ": " + e.what());
+        start.abort();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (!st.errors.empty()) throw AlreadyRecorded();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1200,7 +1284,8 @@ double matrix_cell(const State& st, int gpu, int node, int which, bool bound_onl
 }
 
 void compute_metrics(const State& st, const Options& o, const std::vector<DeviceInfo>& devs,
-                     const std::vector<NumaNode>& nodes, std::vector<Metric>& metrics, Waived& waived) {
+                     const std::vector<NumaNode>& nodes, std::vector<Metric>& metrics, Waived& waived,
+                     GpuMetrics& per_gpu) {
   const std::string mb = human_bytes(o.matrix_bytes);
   // A metric without data after an error is waived for that reason, not for the option-based one.
   const bool stopped = !st.errors.empty();
@@ -1220,7 +1305,9 @@ void compute_metrics(const State& st, const Options& o, const std::vector<Device
     std::vector<double> v;
     for (const auto& d : devs) {
       double x = matrix_cell(st, d.index, d.node, w);
-      if (std::isfinite(x)) v.push_back(x);
+      if (!std::isfinite(x)) continue;
+      v.push_back(x);
+      per_gpu.push_back({d.index, mnames[w], "GB/s", "higher", x});
     }
     if (v.empty()) {
       waived.emplace_back(mnames[w], stopped ? stop_why : "no matrix row on a GPU's local NUMA node");
@@ -1245,6 +1332,7 @@ void compute_metrics(const State& st, const Options& o, const std::vector<Device
     for (const SweepRow* r : sweep_rows(kCaseD2d)) {
       if (r->points.back().bytes != o.sizes.back()) continue;  // cut short by an error
       v.push_back(gbps(static_cast<double>(r->points.back().bytes), r->points.back().seconds));
+      per_gpu.push_back({r->gpu, "d2d_min", "GB/s", "higher", v.back()});
       bytes = r->points.back().bytes;
     }
     if (v.empty())
@@ -1288,17 +1376,24 @@ void compute_metrics(const State& st, const Options& o, const std::vector<Device
     const char* dname = dir == 0 ? "h2d" : "d2h";
     std::vector<double> lat, fit;
     size_t lo_bytes = 0;
+    const std::string lname = std::string("latency_") + dname + "_max";
+    const std::string fname = std::string(dname) + "_fit_lo_max";
     for (const auto& m : model)
       if (std::strcmp(m.direction, dname) == 0) {
-        if (std::isfinite(m.lo_us)) lat.push_back(m.lo_us);
-        if (std::isfinite(m.lo_fit_us)) fit.push_back(m.lo_fit_us);
+        if (std::isfinite(m.lo_us)) {
+          lat.push_back(m.lo_us);
+          per_gpu.push_back({m.gpu, lname, "us", "lower", m.lo_us});
+        }
+        if (std::isfinite(m.lo_fit_us)) {
+          fit.push_back(m.lo_fit_us);
+          per_gpu.push_back({m.gpu, fname, "us", "lower", m.lo_fit_us});
+        }
         lo_bytes = m.lo_bytes;
       }
     const std::string why_none = !o.sweep ? std::string("sweep not run (--no-sweep)")
                                  : has_case(o, dir == 0 ? kCaseH2dPinned : kCaseD2hPinned)
                                      ? stop_why
                                      : std::string(dname) + "_pinned_oneway not in --cases";
-    const std::string lname = std::string("latency_") + dname + "_max";
     if (lat.empty())
       waived.emplace_back(lname, why_none);
     else
@@ -1307,7 +1402,6 @@ void compute_metrics(const State& st, const Options& o, const std::vector<Device
                              " time per transfer of the smallest sweep size (" + std::to_string(lo_bytes) +
                              " B), back-to-back copies",
                          max_of(lat)});
-    const std::string fname = std::string(dname) + "_fit_lo_max";
     if (fit.empty())
       waived.emplace_back(fname, lat.empty()  ? why_none
                                  : stopped    ? stop_why
@@ -1363,19 +1457,23 @@ const char* kTiming =
     "for round trips, by 2; GB/s = bytes/s/1e9; bidirectional: bytes of both directions over the elapsed time "
     "of both (second stream waits on the start event, stop after both); model g: n = 1..16 back-to-back 1-byte "
     "copies between one event pair, min over max(--trials, 10) trials, least-squares T1 + g (n-1); L+o fit: "
-    "least squares on relative residuals over sizes >= 64 KiB";
+    "least squares on relative residuals over sizes >= 64 KiB; schedule: copies to or from the host (sweep, "
+    "matrix) one GPU at a time, the device-local sweep on every GPU at once (started together after each GPU's "
+    "warm-up), peer copies one pair at a time";
 
 std::string document(const State& st, const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, const std::vector<NumaNode>& nodes) {
   std::vector<Metric> metrics;
   Waived waived;
-  if (!devices.empty()) compute_metrics(st, o, devices, nodes, metrics, waived);
+  GpuMetrics per_gpu;
+  if (!devices.empty()) compute_metrics(st, o, devices, nodes, metrics, waived, per_gpu);
 
   Json j;
   begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) { c.kv_null("cublas_version"); });
 
   begin_parameters(j, devices);
-  j.kv("max_bytes", o.max_bytes).kv("min_bytes", o.min_bytes).kv("perturbation", o.perturbation);
+  j.kv("max_bytes", o.max_bytes).kv("host_max_bytes", std::min(o.host_max_bytes, o.max_bytes));
+  j.kv("min_bytes", o.min_bytes).kv("size_step", o.size_step).kv("perturbation", o.perturbation);
   j.kv("trials", o.trials).kv("target_ms", o.target_ms).kv("matrix_bytes", o.matrix_bytes);
   j.kv("affinity", o.affinity).kv("quick", o.quick);
   j.key("cases").begin_array();
@@ -1386,6 +1484,12 @@ std::string document(const State& st, const Options& o, const Invocation& run,
   if (o.sweep)
     for (size_t n : o.sizes) j.value(static_cast<unsigned long long>(n));
   j.end_array();
+  j.key("host_sweep_sizes").begin_array();
+  if (o.sweep)
+    for (size_t n : o.host_sizes) j.value(static_cast<unsigned long long>(n));
+  j.end_array();
+  j.kv("sweep_schedule", "cases to or from the host: one GPU at a time, up to host_max_bytes; d2d_oneway: every GPU "
+                         "at once, one thread each, up to max_bytes");
   j.kv("max_repetitions", kMaxRepeat).kv("large_size_min_trials", kLargeMinTrials);
   j.kv("fit_min_bytes", static_cast<unsigned long long>(kFitMinBytes)).kv("gap_max_n", kGapMaxN);
   j.kv("gap_trials", std::max(o.trials, 10));
@@ -1432,14 +1536,15 @@ std::string document(const State& st, const Options& o, const Invocation& run,
       j.kv("waived", "cudaDeviceCanAccessPeer = 0");
     }
   });
-  return end_results(j, metrics, waived, st.passed(false), st);
+  return end_results(j, metrics, waived, st.passed(false), st, per_gpu);
 }
 
 void print_summary(const State& st, const Options& o, const std::vector<DeviceInfo>& devices,
                    const std::vector<NumaNode>& nodes, double elapsed) {
   std::vector<Metric> metrics;
   Waived waived;
-  if (!devices.empty()) compute_metrics(st, o, devices, nodes, metrics, waived);
+  GpuMetrics per_gpu;
+  if (!devices.empty()) compute_metrics(st, o, devices, nodes, metrics, waived, per_gpu);
   std::printf("%-24s %12s %-6s %s\n", "metric", "value", "unit", "better");
   for (const auto& m : metrics)
     std::printf("%-24s %12.4g %-6s %s\n", m.name.c_str(), m.value, m.unit.c_str(), m.better.c_str());
@@ -1480,15 +1585,18 @@ int run_tool(const Options& o, const Invocation& run) {
                 << "\n";
     }
     if (o.sweep) {
+      const Options host = host_part(o), device = device_part(o);
       for (const auto& node : nodes) {
         std::vector<const DeviceInfo*> local;
         for (const auto& d : devices)
           if (d.node == node.id) local.push_back(&d);
-        if (!local.empty()) sweep_node(st, o, node, allowed, local);
+        if (!local.empty() && !host.cases.empty()) sweep_node(st, host, node, allowed, local);
       }
+      if (!device.cases.empty()) sweep_devices(st, device, nodes, allowed, devices);
       // Document order: by GPU, then case.
-      std::stable_sort(st.sweep.begin(), st.sweep.end(),
-                       [](const SweepRow& a, const SweepRow& b) { return a.gpu < b.gpu; });
+      std::stable_sort(st.sweep.begin(), st.sweep.end(), [](const SweepRow& a, const SweepRow& b) {
+        return a.gpu != b.gpu ? a.gpu < b.gpu : a.case_idx < b.case_idx;
+      });
       std::cerr << kTool << ": sweep done (" << static_cast<int>(now_s() - run.t0) << " s)\n";
     }
     if (o.matrix) {

@@ -175,9 +175,34 @@ struct Metric {
 };
 using Waived = std::vector<std::pair<std::string, std::string>>;
 
+// One GPU's own figure of a per-GPU metric: `name` is the metric of the document's "metrics" that it enters (the
+// min or max over the GPUs), so that the judge gives each GPU a row of its own (docs/benchmark-json.md,
+// "gpu_metrics").
+struct GpuMetric {
+  int gpu;  // the document's device index
+  std::string name, unit, better;
+  double value;
+};
+using GpuMetrics = std::vector<GpuMetric>;
+
+// The document's "gpu_metrics": one entry per GPU, in the order the GPUs first appear in `figures`, each with its
+// figures by name ({"gpu": 0, "metrics": {"fp64_tflops_min": {"value": 53.1, "unit": "TFLOP/s", ...}}}).
+inline void write_gpu_metrics(Json& j, const GpuMetrics& figures) {
+  std::vector<int> gpus;
+  for (const auto& f : figures)
+    if (std::find(gpus.begin(), gpus.end(), f.gpu) == gpus.end()) gpus.push_back(f.gpu);
+  j.kv_objects("gpu_metrics", gpus, [&](int gpu) {
+    j.kv("gpu", gpu).key("metrics").begin_object();
+    for (const auto& f : figures)
+      if (f.gpu == gpu) j.key(f.name).begin_object().kv("value", f.value).kv("unit", f.unit).kv("better", f.better).end_object();
+    j.end_object();
+  });
+}
+
+// The closing sections; "gpu_metrics" follows "metrics" where a tool has per-GPU figures (none: no key).
 inline void write_outcome(Json& j, const std::vector<Metric>& metrics, const Waived& waived, bool passed,
                           long checked, const std::vector<std::string>& failures,
-                          const std::vector<std::string>& errors) {
+                          const std::vector<std::string>& errors, const GpuMetrics& gpu_metrics = {}) {
   j.key("metrics").begin_object();
   for (const auto& m : metrics) {
     j.key(m.name).begin_object();
@@ -185,6 +210,7 @@ inline void write_outcome(Json& j, const std::vector<Metric>& metrics, const Wai
     j.end_object();
   }
   j.end_object();
+  if (!gpu_metrics.empty()) write_gpu_metrics(j, gpu_metrics);
   j.key("waived").begin_object();
   for (const auto& w : waived) j.kv(w.first, w.second);
   j.end_object();

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <algorithm>
+#include <condition_variable>
 #include <iostream>
 #include <mutex>
 #include <stdexcept>
@@ -138,11 +139,54 @@ struct Outcome {
   int exit_code(bool written) const { return gpuaccept::exit_code(errors, failures, written); }
 };
 
+// A barrier for the threads that measure every GPU at once (gpuaccept-gemm's windows, gpuaccept-bw's device-local
+// sweep), which a failing thread can break (so no thread waits forever) and a thread with nothing to run can leave.
+class ThreadBarrier {
+ public:
+  explicit ThreadBarrier(int n) : expected_(n) {}
+  // false when the barrier was broken.
+  bool wait() {
+    std::unique_lock<std::mutex> l(m_);
+    if (broken_) return false;
+    unsigned long gen = gen_;
+    if (++arrived_ >= expected_) {
+      arrived_ = 0;
+      ++gen_;
+      cv_.notify_all();
+      return true;
+    }
+    cv_.wait(l, [&] { return gen_ != gen || broken_; });
+    return gen_ != gen;
+  }
+  void drop() {
+    std::lock_guard<std::mutex> l(m_);
+    --expected_;
+    if (expected_ > 0 && arrived_ >= expected_) {
+      arrived_ = 0;
+      ++gen_;
+      cv_.notify_all();
+    }
+  }
+  void abort() {
+    std::lock_guard<std::mutex> l(m_);
+    broken_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int expected_;
+  int arrived_ = 0;
+  unsigned long gen_ = 0;
+  bool broken_ = false;
+};
+
 // Closes a document: its closing sections (write_outcome), the closing brace; the text, ending in a newline.
 inline std::string close_document(Json& j, const std::vector<Metric>& metrics, const Waived& waived, bool passed,
                                   long checked, const std::vector<std::string>& failures,
-                                  const std::vector<std::string>& errors) {
-  write_outcome(j, metrics, waived, passed, checked, failures, errors);
+                                  const std::vector<std::string>& errors, const GpuMetrics& gpu_metrics = {}) {
+  write_outcome(j, metrics, waived, passed, checked, failures, errors, gpu_metrics);
   j.end_object();
   return j.str() + "\n";
 }
@@ -159,14 +203,15 @@ inline void end_parameters(Json& j, std::initializer_list<const char*> names) {
   end_parameters<std::initializer_list<const char*>>(j, names);
 }
 
-// Closes a document whose "results" object is open: the run's notes as results.notes, then close_document.
+// Closes a document whose "results" object is open: the run's notes as results.notes, then close_document (with
+// the tool's per-GPU figures, where it has them).
 inline std::string end_results(Json& j, const std::vector<Metric>& metrics, const Waived& waived, bool passed,
-                               const Outcome& st) {
+                               const Outcome& st, const GpuMetrics& gpu_metrics = {}) {
   j.key("notes").begin_array();
   for (const auto& n : st.notes) j.value(n);
   j.end_array();
   j.end_object();
-  return close_document(j, metrics, waived, passed, st.checked, st.failures, st.errors);
+  return close_document(j, metrics, waived, passed, st.checked, st.failures, st.errors, gpu_metrics);
 }
 
 // The document to `path` (write_document), or to stdout where the tool was given no --output (the tools whose

@@ -3,15 +3,19 @@
 // offers and cublasGemmEx's own choice (timed briefly on the problem itself), each result checked with
 // Freivalds' test in double precision on the GPU. The SM clock, power and clocks event reasons during every measured phase are read through NVML.
 //
-// Per GPU, one after another (mode "solo"), and per precision:
+// Per precision, on every GPU:
 //   series  the step-8 size series of the NetPIPE/cuBLAS paper's table III (default 8128..8192), briefly:
 //           median of 10 timed calls after 2 warm-ups;
 //   large   the large sizes (default 16384; skipped with a note where it does not fit in free memory), briefly;
 //   window  at --metric-size: back-to-back calls for --window-s seconds after ~0.5 s of warm-up; this is
 //           what the metrics judge (median TFLOP/s over the window);
 //   xfer    at --metric-size: H2D of A and B from pinned memory + GEMM + D2H of C, median of 5.
-// Then, with more than one GPU, the window again on every GPU at once (mode "concurrent"), one host thread
-// per GPU started together behind a barrier.
+// With one GPU, or with --one-at-a-time, each GPU in turn (mode "solo"), then, with more than one GPU, the
+// window again on every GPU at once (mode "concurrent"). Otherwise (the default with several GPUs) every GPU at
+// once, one host thread per GPU (mode "concurrent", windows started together behind a barrier): each GPU has its
+// own power cap and memory, so its rate with the others busy is its own, and a rate below the GPU's reference
+// then is a fault of the node worth failing; the with-transfer copies alone stay one GPU at a time (host copies
+// share PCIe switches and root ports). Each GPU's window and with-transfer rates go to "gpu_metrics".
 // Every timed call has its own cudaEvent pair on the GPU's stream; the elapsed times are read after one
 // synchronisation at the end. The JSON document is described in docs/benchmark-json.md; the method in
 // docs/checks/gemm.md.
@@ -26,7 +30,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -628,50 +631,6 @@ std::vector<double> timed_calls(Gpu& g, Gemm& gm, int count) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A barrier for the concurrent phase that a failing thread can break (so no thread waits forever) and that
-// a thread with nothing to run can leave.
-class Barrier {
- public:
-  explicit Barrier(int n) : expected_(n) {}
-  // false when the barrier was broken.
-  bool wait() {
-    std::unique_lock<std::mutex> l(m_);
-    if (broken_) return false;
-    unsigned long gen = gen_;
-    if (++arrived_ >= expected_) {
-      arrived_ = 0;
-      ++gen_;
-      cv_.notify_all();
-      return true;
-    }
-    cv_.wait(l, [&] { return gen_ != gen || broken_; });
-    return gen_ != gen;
-  }
-  void drop() {
-    std::lock_guard<std::mutex> l(m_);
-    --expected_;
-    if (expected_ > 0 && arrived_ >= expected_) {
-      arrived_ = 0;
-      ++gen_;
-      cv_.notify_all();
-    }
-  }
-  void abort() {
-    std::lock_guard<std::mutex> l(m_);
-    broken_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  int expected_;
-  int arrived_ = 0;
-  unsigned long gen_ = 0;
-  bool broken_ = false;
-};
-
-// ---------------------------------------------------------------------------------------------
 // Options and results.
 struct Options {
   std::vector<Prec> precisions;
@@ -685,6 +644,7 @@ struct Options {
   long workspace_mib = 64;       // cuBLASLt workspace per GPU
   double sample_interval_s = 0.05;  // NVML readings of clocks and power
   double cooldown_s = 0.25;      // idle before each brief (burst) measurement
+  bool one_at_a_time = false;    // each GPU in turn, then the window on all at once (else all at once throughout)
   std::string output;
 };
 
@@ -784,11 +744,13 @@ void timed_and_verified(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r, i
 
 // Series / large sizes: the algorithm chosen ahead (choose_brief), idle --cooldown-s, 2 untimed calls, poison C,
 // 10 timed calls, verify.
-void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std::string& phase) {
+void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std::string& phase,
+                   const std::string& mode = "solo") {
   Row r;
   r.gpu = g.dev;
   r.p = p;
   r.n = n;
+  r.mode = mode;
   r.phase = phase;
   r.skipped = memory_shortfall(g, p, n);
   if (r.skipped.empty()) {
@@ -814,7 +776,7 @@ void measure_brief(State& st, const Options& o, Gpu& g, Prec p, int n, const std
 // Window: one untimed call, warm-up (>= 0.5 s and >= 5 calls, timed to size the window), [barrier], poison C,
 // back-to-back timed calls for window_s, verify. Returns false when the problem cannot run here (r.skipped)
 // or the barrier was broken.
-bool measure_window(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r, Barrier* bar) {
+bool measure_window(State& st, const Options& o, Gpu& g, Gemm& gm, Row& r, ThreadBarrier* bar) {
   if (!gm.supported() || !gm.first_run()) {
     r.skipped = gm.skip_reason();
     return false;
@@ -928,7 +890,7 @@ void run_solo(State& st, const Options& o, Gpu& g, PinnedHost& host) {
 
 // Every GPU at once: one thread each; setup, barrier, warm-up, barrier, window.
 void run_concurrent(State& st, const Options& o, std::vector<std::unique_ptr<Gpu>>& gpus, Prec p) {
-  Barrier bar(static_cast<int>(gpus.size()));
+  ThreadBarrier bar(static_cast<int>(gpus.size()));
   std::vector<std::thread> threads;
   for (auto& gp : gpus) {
     Gpu* g = gp.get();
@@ -967,6 +929,74 @@ void run_concurrent(State& st, const Options& o, std::vector<std::unique_ptr<Gpu
   for (auto& t : threads) t.join();
 }
 
+// Every GPU at once throughout (the default with several GPUs): per precision, one thread per GPU chooses the
+// algorithms and measures the series and large sizes, then the windows start together (a barrier after setup and
+// another after the warm-up, as run_concurrent's); then the with-transfer measurement on each GPU in turn, the
+// others idle, since host copies of GPUs under one PCIe switch or root port would measure the switch. Rows are
+// mode "concurrent".
+void run_together(State& st, const Options& o, std::vector<std::unique_ptr<Gpu>>& gpus, PinnedHost& host) {
+  for (Prec p : o.precisions) {
+    const size_t count = gpus.size();
+    ThreadBarrier bar(static_cast<int>(count));
+    std::vector<Row> windows(count);
+    std::vector<std::unique_ptr<Gemm>> problems(count);  // each window's problem, kept for its transfers
+    std::vector<std::thread> threads;
+    for (size_t k = 0; k < count; ++k) {
+      Gpu* g = gpus[k].get();
+      threads.emplace_back([&st, &o, &bar, &windows, &problems, g, k, p] {
+        Row& r = windows[k];
+        r.gpu = g->dev;
+        r.p = p;
+        r.n = o.metric_size;
+        r.mode = "concurrent";
+        r.phase = "window";
+        try {
+          CUDA_CHECK(cudaSetDevice(g->dev));
+          if (p == Prec::fp8 && g->info.cc_major * 10 + g->info.cc_minor < 89) {
+            r.skipped = kFp8CcReason;
+            bar.drop();
+            return;
+          }
+          for (int n : o.series) choose_brief(*g, p, n, o.algos);
+          for (int n : o.large) choose_brief(*g, p, n, o.algos);
+          for (int n : o.series) measure_brief(st, o, *g, p, n, "series", "concurrent");
+          for (int n : o.large) measure_brief(st, o, *g, p, n, "large", "concurrent");
+          r.skipped = memory_shortfall(*g, p, o.metric_size);
+          if (!r.skipped.empty()) {
+            bar.drop();
+            return;
+          }
+          problems[k] = std::make_unique<Gemm>(*g, p, o.metric_size, seed_for(g->dev, p, o.metric_size, 2), o.algos);
+          if (!bar.wait()) return;
+          if (!measure_window(st, o, *g, *problems[k], r, &bar) && !r.skipped.empty()) bar.drop();
+        } catch (const CallError& e) {
+          st.error(e.what());
+          bar.abort();
+        } catch (const std::exception& e) {
+          st.error(std::string("GPU ") + std::to_string(g->dev) + ": " + e.what());
+          bar.abort();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t k = 0; k < count; ++k) {
+      Row& r = windows[k];
+      if (r.skipped.empty() && r.samples == 0) continue;  // stopped by an error (recorded) before its window
+      if (r.skipped.empty() && st.errors.empty()) {
+        CUDA_CHECK(cudaSetDevice(gpus[k]->dev));
+        measure_transfer(*gpus[k], *problems[k], r, host);
+      }
+      progress(*gpus[k], r);
+      if (r.skipped.empty() && std::isfinite(r.tf_xfer))
+        std::fprintf(stderr, "[gpu %d %s xfer n=%d, the other GPUs idle] %.2f TFLOP/s with H2D A,B + D2H C, median of %d\n",
+                     gpus[k]->dev, info(p).key, r.n, r.tf_xfer, kTransferTrials);
+      st.add_row(r);
+    }
+    problems.clear();
+    if (!st.errors.empty()) throw AlreadyRecorded();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Command line.
 const char* kUsage =
@@ -985,6 +1015,8 @@ const char* kUsage =
     "  --workspace-mib N  cuBLASLt workspace per GPU in MiB (default 64)\n"
     "  --sample-interval S  seconds between NVML clock/power readings (default 0.05)\n"
     "  --cooldown-s S     idle seconds before each series/large (burst) measurement (default 0.25)\n"
+    "  --one-at-a-time    each GPU alone in turn, then the window on every GPU at once (default with several\n"
+    "                     GPUs: every GPU at once throughout, the with-transfer copies one GPU at a time)\n"
     "  --quick            nightly: window 1.0 s, no series, no large sizes\n";
 const UsageTail kUsageTail{21, false, "self-test: corrupt one element of C before every verification (expect exit 2)",
     "CUDA/cuBLAS call failed or no GPU"};
@@ -1007,6 +1039,7 @@ Options parse_options(Args& a) {
   Options o;
   o.quick = a.flag("quick");
   o.inject_error = a.flag("inject-error");
+  o.one_at_a_time = a.flag("one-at-a-time");
   std::string precs = a.get("precisions", "all");
   if (precs == "all") {
     for (const auto& pi : kPrecs) o.precisions.push_back(pi.p);
@@ -1063,16 +1096,25 @@ Options parse_options(Args& a) {
 // ---------------------------------------------------------------------------------------------
 // Metrics and the document.
 
+// Whether every GPU ran at once throughout (run_together): several GPUs and not --one-at-a-time.
+bool together(const Options& o, const std::vector<int>& gpu_ids) { return gpu_ids.size() > 1 && !o.one_at_a_time; }
+
 void compute_metrics(State& st, const Options& o, const std::vector<int>& gpu_ids, std::vector<Metric>& metrics,
-                     Waived& waived) {
+                     Waived& waived, GpuMetrics& per_gpu) {
   char size_txt[64];
   std::snprintf(size_txt, sizeof size_txt, "%d^3", o.metric_size);
+  const bool all_at_once = together(o, gpu_ids);
+  const std::string own_mode = all_at_once ? "concurrent" : "solo";
   for (Prec p : o.precisions) {
     const std::string key = info(p).key;
-    auto one = [&](const std::string& name, const std::string& mode, bool xfer, const std::string& desc) {
+    // The min over GPUs of one figure of the metric-size window rows of `mode`; with `gpu_figures`, each GPU's
+    // figure too (gpu_metrics).
+    auto one = [&](const std::string& name, const std::string& mode, bool xfer, const std::string& desc,
+                   bool gpu_figures) {
       double v = INFINITY;
       std::string reason;
       bool complete = true;
+      GpuMetrics mine;
       for (int gid : gpu_ids) {
         const Row* found = nullptr;
         for (const auto& r : st.rows)
@@ -1091,23 +1133,29 @@ void compute_metrics(State& st, const Options& o, const std::vector<int>& gpu_id
           continue;
         }
         v = std::min(v, x);
+        mine.push_back({gid, name, "TFLOP/s", "higher", x});
       }
       if (!reason.empty()) {
         waived.push_back({name, reason});
       } else if (complete && std::isfinite(v)) {
         metrics.push_back({name, "TFLOP/s", "higher", desc, v});
+        if (gpu_figures) per_gpu.insert(per_gpu.end(), mine.begin(), mine.end());
       }
     };
-    one(key + "_tflops_min", "solo", false,
-        "min over GPUs of the median " + key + " GEMM rate at " + size_txt + ", sustained window, one GPU busy");
-    one(key + "_xfer_tflops_min", "solo", true,
+    one(key + "_tflops_min", own_mode, false,
+        "min over GPUs of the median " + key + " GEMM rate at " + size_txt + ", sustained window, " +
+            (all_at_once ? "every GPU busy at once" : "one GPU busy"),
+        true);
+    one(key + "_xfer_tflops_min", own_mode, true,
         "min over GPUs of the " + key + " GEMM rate at " + size_txt +
-            " including H2D of A,B (pinned) and D2H of C, median of 5");
+            " including H2D of A,B (pinned) and D2H of C, median of 5, one GPU at a time",
+        true);
     if (gpu_ids.size() < 2) {
       waived.push_back({key + "_concurrent_tflops_min", "one GPU: concurrent equals solo"});
     } else {
       one(key + "_concurrent_tflops_min", "concurrent", false,
-          "min over GPUs of the median " + key + " GEMM rate at " + size_txt + ", sustained window, every GPU busy");
+          "min over GPUs of the median " + key + " GEMM rate at " + size_txt + ", sustained window, every GPU busy",
+          false);
     }
   }
 }
@@ -1118,7 +1166,9 @@ const char* kTiming =
     "sync; metrics: "
     "median over a sustained window of back-to-back calls (--window-s) at --metric-size after >= 0.5 s and >= 5 "
     "warm-up calls; series/large sizes (burst): --cooldown-s idle, then the median of 10 calls after 2 warm-ups; with transfer: median of 5 "
-    "(H2D A,B pinned + GEMM + D2H C between one event pair); TFLOP/s = 2*m*n*k/s/1e12";
+    "(H2D A,B pinned + GEMM + D2H C between one event pair), one GPU at a time; TFLOP/s = 2*m*n*k/s/1e12; "
+    "schedule (parameters.schedule): with several GPUs every GPU at once (mode concurrent, one host thread each, "
+    "windows started together), or with --one-at-a-time each GPU alone (mode solo) then the window on all at once";
 
 std::string document(State& st, const Options& o, const Invocation& run,
                      const std::vector<DeviceInfo>& devices, const std::vector<int>& gpu_ids) {
@@ -1129,7 +1179,8 @@ std::string document(State& st, const Options& o, const Invocation& run,
   };
   std::vector<Metric> metrics;
   Waived waived;
-  if (st.errors.empty() || !st.rows.empty()) compute_metrics(st, o, gpu_ids, metrics, waived);
+  GpuMetrics per_gpu;
+  if (st.errors.empty() || !st.rows.empty()) compute_metrics(st, o, gpu_ids, metrics, waived, per_gpu);
 
   Json j;
   begin_gpu_document(j, kTool, run, kTiming, devices, [](Json& c) {
@@ -1148,6 +1199,7 @@ std::string document(State& st, const Options& o, const Invocation& run,
   j.kv("metric_size", o.metric_size).kv("window_s", o.window_s);
   j.kv_array("gpus", gpu_ids);
   j.kv("quick", o.quick).kv("inject_error", o.inject_error);
+  j.kv("schedule", gpu_ids.size() < 2 ? "one_gpu" : together(o, gpu_ids) ? "together" : "one_at_a_time");
   j.kv("brief_warmup_calls", kBriefWarmups).kv("brief_timed_calls", kBriefCalls);
   j.kv("window_warmup_s", kWarmupSeconds).kv("window_warmup_min_calls", kWarmupMinCalls);
   j.kv("window_min_calls", kWindowMinCalls).kv("window_max_calls", kWindowMaxCalls);
@@ -1191,7 +1243,7 @@ std::string document(State& st, const Options& o, const Invocation& run,
         j.null();
     }
   });
-  return end_results(j, metrics, waived, st.passed(), st);
+  return end_results(j, metrics, waived, st.passed(), st, per_gpu);
 }
 
 void print_table(State& st, const std::vector<int>& gpu_ids) {
@@ -1242,6 +1294,10 @@ int run_tool(const Options& o, const Invocation& run) {
     sampler = std::make_unique<nvml::Sampler>(bus_ids, o.sample_interval_s);
     st.sampler = sampler.get();
     if (!sampler->ok()) st.note("no clock/power readings: " + sampler->why_not());
+    if (together(o, gpu_ids)) {
+      run_together(st, o, gpus, host);
+      return;
+    }
     for (auto& g : gpus) run_solo(st, o, *g, host);
     if (gpus.size() > 1) {
       for (Prec p : o.precisions) {

@@ -16,7 +16,8 @@
 //      --threshold (16.0).
 // It prints HPL's result-table row and residual line for every run, so one parser (gpuaccept.hpl) reads this
 // tool, NVIDIA's xhpl and hpcc. The JSON document (--output) is described in docs/benchmark-json.md and the
-// method in docs/checks/hpl.md.
+// method in docs/checks/hpl.md. Each GPU's rate and residual also go to the document's "gpu_metrics", so that
+// the judge names a slow GPU.
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -550,11 +551,12 @@ std::string document(const Options& o, const Invocation& run,
                      const std::vector<std::string>& errors) {
   std::vector<std::string> failures;
   long checked = 0;
-  std::vector<double> per_gpu;
+  std::vector<double> per_gpu, residual_per_gpu;
   double residual_max = 0;
   bool complete = !results.empty();
   for (const auto& g : results) {
     std::vector<double> rates;
+    double residual_gpu = 0;
     for (size_t i = 0; i < g.out.runs.size(); ++i) {
       const auto& r = g.out.runs[i];
       ++checked;
@@ -567,13 +569,20 @@ std::string document(const Options& o, const Invocation& run,
       }
       rates.push_back(r.gflops / 1e3);
       residual_max = std::isnan(r.residual) ? NAN : std::max(residual_max, r.residual);
+      residual_gpu = std::isnan(r.residual) ? NAN : std::max(residual_gpu, r.residual);
     }
     if (rates.empty()) complete = false;
     per_gpu.push_back(median(rates));
+    residual_per_gpu.push_back(residual_gpu);
   }
   std::vector<Metric> metrics;
   Waived waived;
+  GpuMetrics gpu_metrics;  // each GPU's median rate and largest residual
   if (complete && errors.empty()) {
+    for (size_t k = 0; k < results.size(); ++k) {
+      gpu_metrics.push_back({results[k].gpu, "tflops_min", "TFLOP/s", "higher", per_gpu[k]});
+      gpu_metrics.push_back({results[k].gpu, "residual_max", "ratio", "lower", residual_per_gpu[k]});
+    }
     double sum = 0;
     for (double v : per_gpu) sum += v;
     metrics.push_back({"tflops_min", "TFLOP/s", "higher",
@@ -624,7 +633,7 @@ std::string document(const Options& o, const Invocation& run,
   j.end_array();
   j.end_object();
   return close_document(j, metrics, waived, failures.empty() && errors.empty() && checked > 0, checked, failures,
-                        errors);
+                        errors, gpu_metrics);
 }
 
 int parent_main(const Options& o, const Invocation& run) {

@@ -5,9 +5,9 @@ metric, the value and the bound (docs/judge.md, "Physical bounds"):
 
 - **above what the hardware can do**: a GEMM or HPL rate above the GPU model's datasheet peak for its precision
   (``reference_values/datasheets/gpu_peaks.yaml``, times the node's GPUs for a node sum), a datasheet fraction
-  above 1, a device-to-device copy above the GPU memory bandwidth, a host<->GPU copy above the rate of the PCIe
-  link NVML reports (twice it for a bidirectional copy: gpuaccept.judge.link), an average power above the
-  maximum board power (plus NVML's reading accuracy);
+  above 1, a device-to-device copy or the memory test's rate above the GPU memory bandwidth, a share of the GPU's
+  memory above 1, a host<->GPU copy above the rate of the PCIe link NVML reports (twice it for a bidirectional
+  copy: gpuaccept.judge.link), an average power above the maximum board power (plus NVML's reading accuracy);
 - **zero or negative where that is impossible**: every rate, time, latency, power, energy and memory figure is
   above zero; a count or a ratio is not negative.
 
@@ -165,6 +165,10 @@ def _high(check: str, metric: str, limits: Limits, gpus: int) -> tuple[float | N
             return limits.link_gbps, f"the rate of the PCIe link NVML reports ({limits.link})"
         if limits.link_gbps and metric.startswith("bidir_"):
             return 2 * limits.link_gbps, f"twice the rate of the PCIe link NVML reports ({limits.link})"
+    if check == "memtest" and metric == "tested_fraction_min":
+        return 1.0, "the GPU's whole memory (a fraction of it is at most 1)"
+    if check == "memtest" and metric == "throughput_gbps_min" and sheet is not None and sheet.memory_gbps:
+        return sheet.memory_gbps, f"the {sheet.names[0]} memory bandwidth, reads and writes together ({sheet.source})"
     if sheet is not None and sheet.max_power_w and any(fnmatch.fnmatchcase(metric, p) for p in _AVERAGE_POWER):
         each = sheet.max_power_w * (1 + POWER_READING_ACCURACY)
         times = f"{gpus} x " if gpus > 1 else ""

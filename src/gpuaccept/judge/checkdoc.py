@@ -61,9 +61,10 @@ def metrics_table() -> list[str]:
                     f"`gpuaccept_result_{suffix}`",
                     metric.layer,
                     check.owner_of(metric),
+                    "gated" if metric.gated else "reported",
                 )
             )
-    return _table(("check", "metric", "unit", "series", "layer", "owner"), rows)
+    return _table(("check", "metric", "unit", "series", "layer", "owner", "gate"), rows)
 
 
 #: block name -> (the file it stands in, relative to the project root; what writes it)

@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # multinode: checks between nodes (MPI), run through a scheduler across several nodes at once (docs/fleet.md).
-SUITES = ("nightly", "commission", "evaluation", "multinode")
+# burnin: every GPU under sustained load for a duration, after the health probe (docs/checks/burnin.md).
+SUITES = ("nightly", "commission", "evaluation", "multinode", "burnin")
+# The suites of the short checks that run everywhere (bandwidth, GEMM, power); health runs in every suite.
+_EVERY = ("nightly", "commission", "evaluation", "multinode")
 
 # Layers and owners (gpuaccept.judge.metric_table's docstring).
 GPU, NODE = "gpu", "node"
@@ -33,6 +36,12 @@ class Metric:
     # its reason), and a node type without one fails the metric. Reported (False): shown with its value; judged where
     # a reference or the node's own baseline has one, never failed for want of one.
     gated: bool = True
+    # A gated pattern's metric names (what the tool writes), so that the references can be walked name by name.
+    names: tuple[str, ...] = ()
+
+    def metric_names(self) -> tuple[str, ...]:
+        """The names this declaration stands for: the pattern itself, or a wildcard pattern's ``names``."""
+        return self.names if self.names else (self.pattern,)
 
 
 @dataclass(frozen=True)
@@ -46,7 +55,9 @@ class Check:
     # its reference file, and then it is not expected of the node (measured node types cover the others).
     optional: bool = False
     # The judge's rules beyond the generic ones (gpuaccept.judge.rules): "hpl" (HPL's residual rule), "throttle"
-    # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules).
+    # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules), "memtest" (every word of
+    # every GPU's memory held what was written), "burnin" (gpuaccept.judge.burnin_rules), "dcgm" (every failed DCGM
+    # diagnostic result: gpuaccept.judge.dcgm_rules).
     rules: tuple[str, ...] = ()
     # Run under the power sampler: its document (layout.POWER_FILE) joins the check's, with GFLOP/s per watt of this
     # metric ("" none).
@@ -64,13 +75,20 @@ class Check:
 
 
 # The power sampler's metrics (gpuaccept sample, docs/checks/power.md), added to any check run under it: all GPUs of
-# the node over the benchmark's run. A check's own metrics come first.
+# the node over the benchmark's run. A check's own metrics come first. Reported: a check run under the sampler is
+# never failed for want of a reference for them (hplstyle gates its own GFLOP/s per watt).
 SAMPLER = (
-    Metric("energy_j", "J", NODE),
-    Metric("power_avg_w", "W", NODE),
-    Metric("power_peak_w", "W", NODE),
-    Metric("gflops_per_watt", "GFLOP/s/W", NODE),
+    Metric("energy_j", "J", NODE, gated=False),
+    Metric("power_avg_w", "W", NODE, gated=False),
+    Metric("power_peak_w", "W", NODE, gated=False),
+    Metric("gflops_per_watt", "GFLOP/s/W", NODE, gated=False),
 )
+
+# The GEMM tool's precisions (gpuaccept-gemm), the NCCL tool's collectives (gpuaccept-nccl) and the bandwidth tool's
+# peer figures (gpuaccept-bw): the names their wildcard metrics stand for.
+GEMM_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
+NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast")
+P2P_METRICS = ("p2p_write_min", "p2p_read_min", "p2p_bidir_min")
 
 # HPL's document (gpuaccept.probe.hpl) from NVIDIA's xhpl and from HPL-CUDA (HPL 2.3's driver with gpuaccept's
 # GPU-resident solver: the matrix generated, factored and solved in GPU memory, so its rate per GPU is the GPU
@@ -79,6 +97,9 @@ _HPL_PER_GPU = (
     Metric("tflops_per_gpu", "TFLOP/s", GPU),
     Metric("tflops", "TFLOP/s", NODE),
     Metric("residual_max", "ratio", NODE),
+    Metric("energy_j", "J", NODE, gated=False),
+    Metric("power_avg_w", "W", NODE, gated=False),
+    Metric("power_peak_w", "W", NODE, gated=False),
 )
 
 # APOA1 through OpenMM (docs/checks/md.md): one GPU's figures are the GPU's; all GPUs at once and the host's CPU
@@ -86,25 +107,27 @@ _HPL_PER_GPU = (
 # (md_apoa1_x12) reports the same metrics.
 _MD_APOA1 = (
     Metric("all_gpus_ns_per_day", "ns/day", NODE),
-    Metric("cpu_ns_per_day", "ns/day", NODE, owner=HOST),
-    Metric("speedup_vs_cpu", "ratio", NODE, owner=HOST),
+    Metric("cpu_ns_per_day", "ns/day", NODE, owner=HOST, gated=False),
+    Metric("speedup_vs_cpu", "ratio", NODE, owner=HOST, gated=False),
     Metric("ns_per_day", "ns/day", GPU),
     Metric("ns_per_day_per_kw", "ns/day/kW", GPU),
     Metric("s_per_step", "s/step", GPU),
     Metric("wall_s", "s", GPU),
     Metric("gpu_power_avg_w", "W", GPU),
     Metric("gpu_energy_kj", "kJ", GPU),
-    Metric("gpu_memory_used_gib", "GiB", GPU),
-    Metric("energy_bonded_max_rel_diff", "ratio", GPU),
-    Metric("energy_nonbonded_rel_diff", "ratio", GPU),
-    Metric("energy_drift_ratio", "ratio", GPU),
+    Metric("gpu_memory_used_gib", "GiB", GPU, gated=False),
+    # How far the energies stray from NAMD 3.0's (the tool verifies them itself): reported.
+    Metric("energy_bonded_max_rel_diff", "ratio", GPU, gated=False),
+    Metric("energy_nonbonded_rel_diff", "ratio", GPU, gated=False),
+    Metric("energy_drift_ratio", "ratio", GPU, gated=False),
 )
 
 
 def _namd_figures(prefix: str, layer: str, owner: str = "") -> tuple[Metric, ...]:
-    """NAMD's figures of one run: '<mode>_<gpus>_<figure>' (gpuaccept.probe.namd), ns/day per kW first."""
+    """NAMD's figures of one run: '<mode>_<gpus>_<figure>' (gpuaccept.probe.namd), ns/day per kW first. Reported:
+    the modes and GPU counts that run depend on the site's NAMD build, so a node type references those it measured."""
     return tuple(
-        Metric(f"{prefix}_{figure}", unit, layer, owner)
+        Metric(f"{prefix}_{figure}", unit, layer, owner, gated=False)
         for figure, unit in (
             ("ns_per_day_per_kw", "ns/day/kW"),
             ("ns_per_day", "ns/day"),
@@ -121,10 +144,13 @@ _NAMD = (
     *_namd_figures("gpu_*_1", GPU),
     *_namd_figures("cpu", NODE, HOST),
     *_namd_figures("*", NODE),
-    Metric("speedup_vs_cpu", "ratio", NODE, owner=HOST),
+    Metric("speedup_vs_cpu", "ratio", NODE, owner=HOST, gated=False),
 )
 
 _COMMISSION = ("commission", "evaluation")
+# DCGM's diagnostic runs in commissioning, evaluation and, where the suite exists, the burn-in
+# (gpuaccept.probe.dcgm.SUITE_LEVELS gives each its level).
+_DCGM_SUITES = tuple(s for s in ("commission", "evaluation", "burnin") if s in SUITES)
 
 CHECKS: dict[str, Check] = {
     c.key: c
@@ -132,7 +158,7 @@ CHECKS: dict[str, Check] = {
         Check(
             "bandwidth",
             "host<->GPU and GPU<->GPU bandwidth (gpuaccept-bw)",
-            SUITES,
+            _EVERY,
             True,
             "bandwidth.json",
             doc="bandwidth.md",
@@ -141,32 +167,35 @@ CHECKS: dict[str, Check] = {
                 Metric("h2d_pinned_min", "GB/s", GPU, owner=LINK),
                 Metric("d2h_pinned_min", "GB/s", GPU, owner=LINK),
                 Metric("bidir_pinned_min", "GB/s", GPU, owner=LINK),
-                Metric("h2d_pageable_min", "GB/s", GPU, owner=HOST),
-                Metric("d2h_pageable_min", "GB/s", GPU, owner=HOST),
+                Metric("h2d_pageable_min", "GB/s", GPU, owner=HOST, gated=False),
+                Metric("d2h_pageable_min", "GB/s", GPU, owner=HOST, gated=False),
                 Metric("d2d_min", "GB/s", GPU),
                 # The driver's and the VM's per-call cost, and the PCIe model's fixed cost (L + o): the host's.
-                Metric("latency_h2d_max", "us", GPU, owner=HOST),
-                Metric("latency_d2h_max", "us", GPU, owner=HOST),
-                Metric("h2d_fit_lo_max", "us", GPU, owner=HOST),
-                Metric("d2h_fit_lo_max", "us", GPU, owner=HOST),
-                Metric("p2p_*", "GB/s", NODE),
-                Metric("affinity_far_near_min", "ratio", NODE, owner=HOST),  # the host's NUMA topology
+                Metric("latency_h2d_max", "us", GPU, owner=HOST, gated=False),
+                Metric("latency_d2h_max", "us", GPU, owner=HOST, gated=False),
+                Metric("h2d_fit_lo_max", "us", GPU, owner=HOST, gated=False),
+                Metric("d2h_fit_lo_max", "us", GPU, owner=HOST, gated=False),
+                Metric("p2p_*", "GB/s", NODE, names=P2P_METRICS),
+                Metric("affinity_far_near_min", "ratio", NODE, owner=HOST, gated=False),  # the host's NUMA topology
             ),
         ),
         Check(
             "gemm",
             "cuBLAS/cuBLASLt GEMM throughput (gpuaccept-gemm)",
-            SUITES,
+            _EVERY,
             True,
             "gemm.json",
             doc="gemm.md",
             metrics=(
                 # The rate over the datasheet peak of its precision (gpuaccept peaks, reference_values/datasheets).
-                Metric("*_concurrent_tflops_min_peak_fraction", "ratio", NODE),
-                Metric("*_tflops_min_peak_fraction", "ratio", GPU),
-                Metric("*_concurrent_tflops_min", "TFLOP/s", NODE),  # every GPU at once: the node's power, cooling
-                Metric("*_xfer_tflops_min", "TFLOP/s", GPU, owner=HOST),  # the copies from host memory inside
-                Metric("*_tflops_min", "TFLOP/s", GPU),
+                Metric("*_concurrent_tflops_min_peak_fraction", "ratio", NODE, gated=False),
+                Metric("*_tflops_min_peak_fraction", "ratio", GPU, gated=False),
+                # every GPU at once: the node's power, cooling
+                Metric("*_concurrent_tflops_min", "TFLOP/s", NODE,
+                       names=tuple(f"{p}_concurrent_tflops_min" for p in GEMM_PRECISIONS)),
+                # the copies from host memory inside
+                Metric("*_xfer_tflops_min", "TFLOP/s", GPU, owner=HOST, gated=False),
+                Metric("*_tflops_min", "TFLOP/s", GPU, names=tuple(f"{p}_tflops_min" for p in GEMM_PRECISIONS)),
             ),
         ),
         Check(
@@ -180,11 +209,12 @@ CHECKS: dict[str, Check] = {
             # node's configuration, judged by a rule (value 1), not against another machine's figure.
             owner=HOST,
             metrics=(
-                Metric("dgemm_gflops", "GFLOP/s", NODE),
-                Metric("sgemm_gflops", "GFLOP/s", NODE),
-                Metric("dgemm_scaling_efficiency", "ratio", NODE),
-                Metric("dgemm_peak_fraction", "ratio", NODE),  # of the CPU's nominal peak (cores x clock x FLOPs)
-                Metric("sgemm_peak_fraction", "ratio", NODE),
+                Metric("dgemm_gflops", "GFLOP/s", NODE, gated=False),
+                Metric("sgemm_gflops", "GFLOP/s", NODE, gated=False),
+                Metric("dgemm_scaling_efficiency", "ratio", NODE, gated=False),
+                # of the CPU's nominal peak (cores x clock x FLOPs)
+                Metric("dgemm_peak_fraction", "ratio", NODE, gated=False),
+                Metric("sgemm_peak_fraction", "ratio", NODE, gated=False),
                 Metric("blas_optimized_core", "count", NODE, owner=NODE),  # 0: generic kernels (misconfigured)
             ),
         ),
@@ -211,9 +241,10 @@ CHECKS: dict[str, Check] = {
             doc="nccl.md",
             # nccl-tests' bus bandwidth over every GPU of the node, the best message size.
             metrics=(
-                Metric("*_busbw_gbps_*", "GB/s", NODE),
-                Metric("*_algbw_gbps_*", "GB/s", NODE),
-                Metric("allreduce_latency_us", "us", NODE),  # the median all-reduce time at the smallest size
+                Metric("*_busbw_gbps_*", "GB/s", NODE, names=tuple(f"{c}_busbw_gbps_max" for c in NCCL_COLLECTIVES)),
+                Metric("*_algbw_gbps_*", "GB/s", NODE, gated=False),
+                # the median all-reduce time at the smallest size
+                Metric("allreduce_latency_us", "us", NODE, gated=False),
             ),
         ),
         Check(
@@ -227,15 +258,15 @@ CHECKS: dict[str, Check] = {
             efficiency_metric="tflops_sum",
             doc="hpl.md",
             metrics=(
-                Metric("tflops_min_peak_fraction", "ratio", GPU),
-                Metric("tflops_sum_peak_fraction", "ratio", NODE),
+                Metric("tflops_min_peak_fraction", "ratio", GPU, gated=False),
+                Metric("tflops_sum_peak_fraction", "ratio", NODE, gated=False),
                 Metric("tflops_min", "TFLOP/s", GPU),
                 Metric("residual_max", "ratio", GPU),
                 Metric("tflops_sum", "TFLOP/s", NODE),
                 Metric("gflops_per_watt", "GFLOP/s/W", NODE),  # tflops_sum per watt of every GPU
-                Metric("energy_j", "J", NODE),
-                Metric("power_avg_w", "W", NODE),
-                Metric("power_peak_w", "W", NODE),
+                Metric("energy_j", "J", NODE, gated=False),
+                Metric("power_avg_w", "W", NODE, gated=False),
+                Metric("power_peak_w", "W", NODE, gated=False),
             ),
         ),
         Check(
@@ -274,13 +305,14 @@ CHECKS: dict[str, Check] = {
             doc="hpl.md",
             owner=HOST,
             metrics=(
-                Metric("gflops", "GFLOP/s", NODE),
+                Metric("gflops", "GFLOP/s", NODE, gated=False),  # the host's: judged against its own baseline
                 Metric("residual_max", "ratio", NODE),
             ),
         ),
         Check(
             "health",
-            "GPU health: count, driver, PCIe under load, ECC, XID, processes",
+            "GPU health: count, driver, PCIe under load, ECC, XID, processes, NVLink links and error counters, "
+            "configuration against the node type's pins",
             SUITES,
             True,
             "health.json",
@@ -291,24 +323,93 @@ CHECKS: dict[str, Check] = {
                 Metric("pcie_width_min", "count", GPU),
                 Metric("health_findings", "count", GPU),
                 Metric("xid_events", "count", GPU),
+                # The rules judge these (the node type's health: section); the figures are reported.
+                Metric("nvlink_links_up_min", "count", GPU, gated=False),
+                Metric("nvlink_error_growth", "count", GPU, gated=False),  # the judge's, from the facts
+                Metric("config_drift", "count", GPU, gated=False),  # the judge's: fields off the pins
+            ),
+        ),
+        # NVIDIA's own diagnostic (docs/checks/dcgm.md): optional, as a site may not install DCGM; every result it
+        # reports as failed fails the check (gpuaccept.judge.dcgm_rules).
+        Check(
+            "dcgm_diag",
+            "DCGM diagnostic: dcgmi diag at the suite's level, every test per GPU (gpuaccept dcgm-diag)",
+            _DCGM_SUITES,
+            True,
+            "dcgm_diag.json",
+            optional=True,
+            rules=("dcgm",),
+            doc="dcgm.md",
+            metrics=(
+                Metric("dcgm_passed", "count", GPU, gated=False),
+                Metric("dcgm_failed", "count", GPU, gated=False),
+                Metric("dcgm_warned", "count", GPU, gated=False),
+                Metric("dcgm_skipped", "count", GPU, gated=False),
+                Metric("dcgm_*", "count", GPU, gated=False),  # a skipped test, waived: dcgm_<test>_gpu<N>
             ),
         ),
         Check(
             "power",
             "idle power, power under a sustained GEMM, GFLOP/s per watt, throttling",
-            SUITES,
+            _EVERY,
             True,
             "power_check.json",
             rules=("throttle",),
             doc="power.md",
             metrics=(
-                Metric("host_power_load_w", "W", NODE, owner=HOST),
+                Metric("host_power_load_w", "W", NODE, owner=HOST, gated=False),
                 Metric("idle_power_max_w", "W", GPU),
                 Metric("load_power_min_w", "W", GPU),
                 Metric("load_power_max_w", "W", GPU),
                 Metric("gflops_per_watt", "GFLOP/s/W", GPU),
-                Metric("gemm_energy_j", "J", GPU),
-                Metric("load_energy_j", "J", GPU),
+                Metric("gemm_energy_j", "J", GPU, gated=False),
+                Metric("load_energy_j", "J", GPU, gated=False),
+            ),
+        ),
+        # The GPU memory test (docs/checks/memtest.md): every GPU at once, nearly all of its free memory. A bad word
+        # fails the check by its rule (a count has no band); the share of the memory tested is gated by a floor; the
+        # memory tested and the rate it was swept at are reported.
+        Check(
+            "memtest",
+            "GPU memory test: moving inversions, address in address and random patterns over nearly all free memory "
+            "of every GPU at once (gpuaccept-memtest)",
+            _COMMISSION,
+            True,
+            "memtest.json",
+            rules=("memtest",),
+            doc="memtest.md",
+            metrics=(
+                Metric("errors_total", "count", GPU),  # 64-bit words that did not hold what was written
+                Metric("tested_fraction_min", "ratio", GPU),  # the memory tested over the GPU's total
+                Metric("bytes_tested_min", "GiB", GPU, gated=False),
+                Metric("throughput_gbps_min", "GB/s", GPU, gated=False),  # bytes written + read per second
+            ),
+        ),
+        # The burn-in (docs/checks/burnin.md): sustained GEMM windows alternating with the memory test on every GPU at
+        # once, every GPU read through NVML each second. The rules decide (gpuaccept.judge.burnin_rules): its figures
+        # are reported (min, max or sum over the GPUs in the document, and each GPU's own in gpu_metrics).
+        Check(
+            "burnin",
+            "burn-in: sustained GEMM and the memory test on every GPU at once for a duration (default 30 minutes), "
+            "clocks, temperatures, power, throttling, XID, ECC, row remapping and NVLink errors read every second",
+            ("burnin",),
+            True,
+            "burnin.json",
+            rules=("burnin",),
+            doc="burnin.md",
+            metrics=(
+                Metric("tflops_first_window_min", "TFLOP/s", GPU, gated=False),
+                Metric("tflops_last_window_min", "TFLOP/s", GPU, gated=False),
+                Metric("tflops_last_over_first_min", "ratio", GPU, gated=False),  # judged by the rule (at least 0.9)
+                Metric("gpu_temp_max_c", "C", GPU, gated=False),
+                Metric("memory_temp_max_c", "C", GPU, gated=False),
+                Metric("power_median_max_w", "W", GPU, gated=False),
+                Metric("throttle_other_samples", "count", GPU, gated=False),  # reasons other than the power cap or idle
+                Metric("xid_events", "count", GPU, gated=False),
+                Metric("ecc_uncorrectable_new", "count", GPU, gated=False),
+                Metric("remapped_rows_pending", "count", GPU, gated=False),
+                Metric("nvlink_errors_new", "count", GPU, gated=False),
+                Metric("gemm_windows_min", "count", GPU, gated=False),
             ),
         ),
         # Seed 002's compute/transfer overlap (docs/checks/overlap.md): evaluation only, and optional until a node type
@@ -326,10 +427,13 @@ CHECKS: dict[str, Check] = {
             doc="overlap.md",
             owner=HOST,
             metrics=(
-                Metric("duplex_overlap_min", "ratio", GPU),  # H2D and D2H at once: 1 full duplex, 0 serialised
-                Metric("stream_speedup_min", "ratio", GPU),  # sync over the best streamed time
-                Metric("model_rel_error_max", "ratio", GPU),  # seed 002's predictions against the measured times
-                Metric("model_rank_tau_min", "ratio", GPU),  # Kendall's tau of the predicted against measured order
+                # H2D and D2H at once: 1 full duplex, 0 serialised
+                Metric("duplex_overlap_min", "ratio", GPU, gated=False),
+                Metric("stream_speedup_min", "ratio", GPU, gated=False),  # sync over the best streamed time
+                # seed 002's predictions against the measured times
+                Metric("model_rel_error_max", "ratio", GPU, gated=False),
+                # Kendall's tau of the predicted against measured order
+                Metric("model_rank_tau_min", "ratio", GPU, gated=False),
             ),
         ),
         # Seed 000's transfer-inclusive GEMM and its crossover against the host's BLAS (issue 27 item 1,
@@ -349,10 +453,10 @@ CHECKS: dict[str, Check] = {
             # the n from which it beats the host's BLAS (gpuaccept.probe.offload).
             owner=HOST,
             metrics=(
-                Metric("*_pinned_over_kernel_ratio", "ratio", GPU),
-                Metric("*_pageable_over_kernel_ratio", "ratio", GPU),
-                Metric("*_crossover_n_pinned", "n", GPU),
-                Metric("*_crossover_n_pageable", "n", GPU),
+                Metric("*_pinned_over_kernel_ratio", "ratio", GPU, gated=False),
+                Metric("*_pageable_over_kernel_ratio", "ratio", GPU, gated=False),
+                Metric("*_crossover_n_pinned", "n", GPU, gated=False),
+                Metric("*_crossover_n_pageable", "n", GPU, gated=False),
             ),
         ),
         # Seed 001's FFT offload (docs/checks/fft-offload.md): cuFFT against the host's FFT, with and without the
@@ -371,8 +475,10 @@ CHECKS: dict[str, Check] = {
             # Per shape and precision (fft1d_fp32 ... fft3d_fp64) at the largest size, and the crossover size in points.
             owner=HOST,
             metrics=(
-                Metric("fft*_speedup_*", "ratio", GPU),  # host FFT time over cuFFT time (kernel, pinned, pageable)
-                Metric("fft*_crossover_points_*", "points", GPU),  # from the sweep (python -m gpuaccept.probe.fft)
+                # host FFT time over cuFFT time (kernel, pinned, pageable)
+                Metric("fft*_speedup_*", "ratio", GPU, gated=False),
+                # from the sweep (python -m gpuaccept.probe.fft)
+                Metric("fft*_crossover_points_*", "points", GPU, gated=False),
             ),
         ),
         # Application checks (docs/checks/md.md): vendor evaluation only, so that commissioning does not need

@@ -2,7 +2,9 @@
 
 A dedicated registry; base units in the names (values converted from the benchmarks' GB/s, us, TFLOP/s);
 no timestamps inside the file (node_exporter rejects them); labels bounded to suite, node type, check and
-metric. Written atomically so node_exporter never reads half a file.
+metric, and, in a verdict with per-GPU rows, the GPU's index (``gpu``: the node facts' index; empty, which
+Prometheus stores as no label, on the node's own series). Written atomically so node_exporter never reads half a
+file.
 """
 
 from __future__ import annotations
@@ -102,10 +104,13 @@ def render(verdict: Verdict) -> str:
         if row.metric is None and row.expected:
             attempts.labels(**base, check=row.check).set(row.attempts)
 
+    # Per-GPU rows (a document with gpu_metrics): one series per GPU, told apart by a bounded gpu label.
+    per_gpu = any(row.gpu is not None for row in verdict.rows)
+    labelnames = [*LABELS, "gpu"] if per_gpu else list(LABELS)
     passed = Gauge(
         "gpuaccept_metric_passed",
         "1 when the metric is within its reference's tolerance, else 0 (judged metrics only)",
-        list(LABELS),
+        labelnames,
         registry=reg,
     )
     families: dict[str, dict[str, Gauge]] = {}
@@ -113,20 +118,20 @@ def render(verdict: Verdict) -> str:
     def family(suffix: str) -> dict[str, Gauge]:
         if suffix not in families:
             families[suffix] = {
-                "value": Gauge(f"gpuaccept_result_{suffix}", f"Measured value ({suffix})", list(LABELS), registry=reg),
+                "value": Gauge(f"gpuaccept_result_{suffix}", f"Measured value ({suffix})", labelnames, registry=reg),
                 "reference": Gauge(
-                    f"gpuaccept_reference_{suffix}", f"Reference value ({suffix})", list(LABELS), registry=reg
+                    f"gpuaccept_reference_{suffix}", f"Reference value ({suffix})", labelnames, registry=reg
                 ),
                 "lower": Gauge(
                     f"gpuaccept_reference_lower_bound_{suffix}",
                     f"Lowest value that passes ({suffix})",
-                    list(LABELS),
+                    labelnames,
                     registry=reg,
                 ),
                 "upper": Gauge(
                     f"gpuaccept_reference_upper_bound_{suffix}",
                     f"Highest value that passes ({suffix})",
-                    list(LABELS),
+                    labelnames,
                     registry=reg,
                 ),
             }
@@ -137,6 +142,8 @@ def render(verdict: Verdict) -> str:
             continue
         suffix, factor = UNITS.get(row.unit, ("number", 1.0))
         labels = {**base, "check": row.check, "metric": row.metric}
+        if per_gpu:
+            labels["gpu"] = "" if row.gpu is None else str(row.gpu)
         fam = family(suffix)
         for key, value in (
             ("value", row.value),
@@ -148,7 +155,41 @@ def render(verdict: Verdict) -> str:
                 fam[key].labels(**labels).set(value * factor)
         if row.status != INFO:
             passed.labels(**labels).set(1 if row.status == PASS else 0)
+    burnin_series(reg, base, verdict.rows)
     return generate_latest(reg).decode("utf-8")
+
+
+# The burn-in's summary series (docs/checks/burnin.md): metric -> series name. Label gpu: the GPU's index for a
+# GPU's own figure, "all" for the node's (min, max or sum over the GPUs, as the metric's name says).
+BURNIN_SERIES = {
+    "tflops_last_over_first_min": "gpuaccept_burnin_last_over_first_window_ratio",
+    "gpu_temp_max_c": "gpuaccept_burnin_gpu_temperature_max_celsius",
+    "memory_temp_max_c": "gpuaccept_burnin_memory_temperature_max_celsius",
+    "throttle_other_samples": "gpuaccept_burnin_throttle_other_samples",
+    "xid_events": "gpuaccept_burnin_xid_events",
+    "ecc_uncorrectable_new": "gpuaccept_burnin_ecc_uncorrectable_new",
+}
+_BURNIN_HELP = {
+    "tflops_last_over_first_min": "Burn-in: the last GEMM window's median rate over the first's",
+    "gpu_temp_max_c": "Burn-in: the hottest GPU temperature sampled",
+    "memory_temp_max_c": "Burn-in: the hottest memory (HBM) temperature sampled",
+    "throttle_other_samples": "Burn-in: samples with a clock-event reason other than the power cap or idle",
+    "xid_events": "Burn-in: XID events",
+    "ecc_uncorrectable_new": "Burn-in: uncorrectable ECC errors counted during the burn-in",
+}
+
+
+def burnin_series(reg: CollectorRegistry, base: dict[str, str], rows: list) -> None:
+    """The burnin check's summary series, one per GPU (rows with a ``gpu``) and one for the node (gpu="all")."""
+    gauges: dict[str, Gauge] = {}
+    for row in rows:
+        name = BURNIN_SERIES.get(row.metric or "") if row.check == "burnin" else None
+        if name is None or row.value is None:
+            continue
+        if name not in gauges:
+            gauges[name] = Gauge(name, _BURNIN_HELP[row.metric], ["suite", "node_type", "gpu"], registry=reg)
+        gpu = getattr(row, "gpu", None)
+        gauges[name].labels(**base, gpu="all" if gpu is None else str(gpu)).set(row.value)
 
 
 def write(verdict: Verdict, run_dir: str | Path, textfile_dir: str | Path | None = None) -> list[Path]:

@@ -1,6 +1,9 @@
 """The health rules (docs/checks/health.md): a health probe's observations (``gpuaccept.probe.health``) judged
-against the node type's ``health:`` expectations and the GPU counts the inventory and node type promise. Every
-finding names the GPU (index, bus id, serial) and the fix an operator would try.
+against the node type's ``health:`` expectations and the GPU counts the inventory and node type promise, with
+the NVLink rules (gpuaccept.judge.nvlink_rules: links up, links that went down and error counters that grew
+between the node facts before and after the suite) and the configuration the node type pins
+(gpuaccept.judge.config_drift). Every finding names the GPU (index, bus id, serial) and the fix an operator
+would try.
 
 The probe records; these rules decide, here and nowhere else: re-judging a recorded health document against
 today's references gives today's answer.
@@ -11,6 +14,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from gpuaccept.judge import config_drift, nvlink_rules
+from gpuaccept.judge.config_drift import version_allowed
+from gpuaccept.judge.findings import finding, gpu_label
 from gpuaccept.judge.references import NodeType, ReferenceError, _fail
 
 # ------------------------------------------------------------------------------------------------
@@ -22,6 +28,14 @@ HEALTH_KEYS = {
     "ecc",
     "persistence_mode",
     "nvlink_links_up",
+    "nvlink_speed_mbps",
+    "nvlink_crc_growth_max",
+    "nvlink_informational",
+    "vbios_versions",
+    "inforom_image_versions",
+    "power_limit_w",
+    "mig_mode",
+    "pins_source",
     "pcie_gen",
     "pcie_width",
     "retired_pages_max",
@@ -53,10 +67,15 @@ def expectations(node_type: NodeType) -> dict[str, Any]:
         raise _fail(path, doc, "ecc" if "ecc" in doc else None, "health.ecc must be true or false")
     if doc.get("persistence_mode", "any") not in ("enabled", "disabled", "any"):
         raise _fail(path, doc, "persistence_mode", "health.persistence_mode must be enabled, disabled or any")
-    for key in ("nvlink_links_up", "pcie_gen", "pcie_width", "retired_pages_max"):
+    for key in ("nvlink_links_up", "nvlink_speed_mbps", "nvlink_crc_growth_max", "pcie_gen", "pcie_width",
+                "retired_pages_max"):  # fmt: skip
         value = doc.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise _fail(path, doc, key, f"health.{key} must be an integer >= 0")
+    if "nvlink_informational" in doc and not (isinstance(doc["nvlink_informational"], str)
+                                              and doc["nvlink_informational"].strip()):  # fmt: skip
+        raise _fail(path, doc, "nvlink_informational", "health.nvlink_informational must be the reason, a text")
+    _check_pins(node_type, doc)
     source = doc.get("source")
     if source not in node_type.sources:
         raise _fail(path, doc, "source" if "source" in doc else None, "health.source must name an entry of 'sources'")
@@ -69,11 +88,24 @@ def expectations(node_type: NodeType) -> dict[str, Any]:
     return out
 
 
-def version_allowed(version: str | None, allowed: list[str]) -> bool:
-    """``580.159.04`` is allowed by ``580.159.04``, ``580.159`` or ``580`` (whole dotted components)."""
-    if not version:
-        return False
-    return any(version == a or version.startswith(a.rstrip(".") + ".") for a in allowed)
+def _check_pins(node_type: NodeType, doc: dict[str, Any]) -> None:
+    """The configuration pins (gpuaccept.judge.config_drift): their types, and ``pins_source`` naming an entry of
+    ``sources`` wherever one is set (a pinned VBIOS comes from a qualification, not from the GPU's datasheet)."""
+    path = node_type.path
+    for key in config_drift.VERSION_PINS:
+        value = doc.get(key)
+        if value is not None and (not isinstance(value, list) or not value
+                                  or not all(isinstance(v, str) and v for v in value)):  # fmt: skip
+            raise _fail(path, doc, key, f"health.{key} must be a non-empty list of strings")
+    power = doc.get("power_limit_w")
+    if power is not None and (isinstance(power, bool) or not isinstance(power, (int, float)) or power <= 0):
+        raise _fail(path, doc, "power_limit_w", "health.power_limit_w must be a number of watts above 0")
+    if doc.get("mig_mode", "any") not in ("enabled", "disabled", "any"):
+        raise _fail(path, doc, "mig_mode", "health.mig_mode must be enabled, disabled or any")
+    pinned = [k for k in config_drift.PIN_KEYS if doc.get(k) not in (None, "any")]
+    if pinned and doc.get("pins_source") not in node_type.sources:
+        raise _fail(path, doc, "pins_source" if "pins_source" in doc else pinned[0],
+                    f"health.pins_source must name an entry of 'sources' (the source of {', '.join(pinned)})")
 
 
 
@@ -102,21 +134,6 @@ XID_DEFAULT_FIX = "look the XID up in NVIDIA's XID catalogue; reset the GPU (nvi
 # Judging.
 
 
-def _gpu_label(g: dict[str, Any]) -> str:
-    return f"GPU {g.get('index')} (bus {g.get('pci_bus_id')}, serial {g.get('serial') or 'unknown'})"
-
-
-def _finding(rule: str, g: dict[str, Any] | None, message: str, fix: str) -> dict[str, Any]:
-    return {
-        "rule": rule,
-        "gpu": None if g is None else g.get("index"),
-        "pci_bus_id": None if g is None else g.get("pci_bus_id"),
-        "serial": None if g is None else g.get("serial"),
-        "message": (f"{_gpu_label(g)}: " if g is not None else "") + message,
-        "fix": fix,
-    }
-
-
 def _pci_prefix(bus_id: str | None) -> str:
     """NVML's "00000000:2A:00.0" and the XID's "0000:2a:00" to one key: "0000:2a:00"."""
     if not bus_id:
@@ -130,15 +147,19 @@ def judge(
     expect: dict[str, Any],
     expected_gpus: list[tuple[int, str]],
     xids: list[dict[str, Any]] | None,
+    facts: dict[str, Any] | None = None,
+    facts_end: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Findings (failures) and notes. ``expected_gpus``: (count, who says so); ``xids``: None = unreadable."""
+    """Findings (failures) and notes. ``expected_gpus``: (count, who says so); ``xids``: None = unreadable;
+    ``facts``, ``facts_end``: the node facts before and after the suite (the NVLink counters' growth; None: not
+    compared)."""
     findings: list[dict[str, Any]] = []
     notes: list[str] = []
     gpus = obs.get("gpus") or []
     for count, who in expected_gpus:
         if len(gpus) != count:
             findings.append(
-                _finding(
+                finding(
                     "gpu_count",
                     None,
                     f"{len(gpus)} GPUs found ({', '.join(str(g.get('pci_bus_id')) for g in gpus) or 'none'}), "
@@ -150,7 +171,7 @@ def judge(
     driver, cuda = obs.get("driver_version"), obs.get("cuda_version")
     if not version_allowed(driver, expect["driver_versions"]):
         findings.append(
-            _finding(
+            finding(
                 "driver_version",
                 None,
                 f"driver {driver} is not one the node type allows ({', '.join(expect['driver_versions'])})",
@@ -160,7 +181,7 @@ def judge(
         )
     if not version_allowed(cuda, expect["cuda_versions"]):
         findings.append(
-            _finding(
+            finding(
                 "cuda_version",
                 None,
                 f"CUDA {cuda} (driver API) is not one the node type allows ({', '.join(expect['cuda_versions'])})",
@@ -170,6 +191,10 @@ def judge(
     load = obs.get("pcie_load") or {}
     for g in gpus:
         _judge_gpu(g, expect, load, findings, notes)
+    nvlink_rules.links_up(gpus, expect, findings, notes)
+    if facts is not None:
+        nvlink_rules.growth(facts, facts_end, expect, findings, notes)
+    findings += pin_findings(gpus, expect)[0]
     by_pci = {_pci_prefix(g.get("pci_bus_id")): g for g in gpus}
     if xids is None:
         notes.append("kernel log unreadable: XID events not checked")
@@ -183,7 +208,7 @@ def judge(
                 else "time unknown"
             )
             findings.append(
-                _finding(
+                finding(
                     "xid",
                     g,
                     f"{label}XID {e['xid']} at {when}: {e['text']}",
@@ -213,7 +238,7 @@ def _judge_gpu(
     gen, width = g.get("pcie_gen_loaded"), g.get("pcie_width_loaded")
     if gen is None or width is None:
         findings.append(
-            _finding(
+            finding(
                 "pcie_link",
                 g,
                 f"PCIe link not measured under load ({load.get('error') or 'no reading'})",
@@ -223,7 +248,7 @@ def _judge_gpu(
     else:
         if gen_want and gen < gen_want:
             findings.append(
-                _finding(
+                finding(
                     "pcie_link",
                     g,
                     f"PCIe link at Gen{gen} under load, expected Gen{gen_want} (link max Gen{g.get('pcie_gen_max')})",
@@ -233,7 +258,7 @@ def _judge_gpu(
             )
         if width_want and width < width_want:
             findings.append(
-                _finding(
+                finding(
                     "pcie_link",
                     g,
                     f"PCIe link at x{width} under load, expected x{width_want} (link max x{g.get('pcie_width_max')})",
@@ -244,18 +269,27 @@ def _judge_gpu(
     if expect["ecc"] and g.get("ecc_enabled") is not True:
         state = {None: "unknown", False: "disabled"}[g.get("ecc_enabled")]
         findings.append(
-            _finding(
+            finding(
                 "ecc_mode",
                 g,
                 f"ECC is {state}, the node type expects it enabled",
                 f"enable it (nvidia-smi -i {g.get('index')} -e 1) and reset the GPU or reboot",
             )
         )
+    elif expect["ecc"] and g.get("ecc_pending_enabled") is False:
+        findings.append(
+            finding(
+                "ecc_mode",
+                g,
+                "ECC is enabled now and disabled at the next reset (a pending change)",
+                f"enable it again before the reset (nvidia-smi -i {g.get('index')} -e 1)",
+            )
+        )
     for key, what in (("ecc_uncorrectable_volatile", "since the driver loaded"),):
         count = g.get(key)
         if count:
             findings.append(
-                _finding(
+                finding(
                     "ecc_uncorrectable",
                     g,
                     f"{count} uncorrectable ECC errors {what}",
@@ -265,18 +299,18 @@ def _judge_gpu(
             )
     if g.get("ecc_uncorrectable_aggregate"):
         notes.append(
-            f"{_gpu_label(g)}: {g['ecc_uncorrectable_aggregate']} uncorrectable ECC errors over its lifetime "
+            f"{gpu_label(g)}: {g['ecc_uncorrectable_aggregate']} uncorrectable ECC errors over its lifetime "
             "(aggregate; remapped rows/retired pages show whether they were handled)"
         )
     for reading, flag, rule, what, fix in _MEMORY_FLAGS:
         if (g.get(reading) or {}).get(flag):
-            findings.append(_finding(rule, g, what, fix))
+            findings.append(finding(rule, g, what, fix))
     pages = g.get("retired_pages")
     if pages:
         total = (pages.get("single_bit") or 0) + (pages.get("double_bit") or 0)
         if total > expect["retired_pages_max"]:
             findings.append(
-                _finding(
+                finding(
                     "retired_pages",
                     g,
                     f"{total} retired pages (limit {expect['retired_pages_max']})",
@@ -288,7 +322,7 @@ def _judge_gpu(
     if want != "any" and mode is not (want == "enabled"):
         state = {None: "unknown", True: "enabled", False: "disabled"}[mode]
         findings.append(
-            _finding(
+            finding(
                 "persistence_mode",
                 g,
                 f"persistence mode is {state}, the node type expects it {want}",
@@ -297,20 +331,9 @@ def _judge_gpu(
                 else "stop nvidia-persistenced",
             )
         )
-    links = expect["nvlink_links_up"]
-    if links and (g.get("nvlink_up") or 0) < links:
-        findings.append(
-            _finding(
-                "nvlink",
-                g,
-                f"{g.get('nvlink_up')} NVLink links up, the node type has {links}",
-                "check nvidia-smi nvlink -s, the fabric manager (systemctl status nvidia-fabricmanager) and the "
-                "NVSwitch trays; reset the GPU",
-            )
-        )
     for p in g.get("processes") or []:
         findings.append(
-            _finding(
+            finding(
                 "foreign_process",
                 g,
                 f"compute process pid {p['pid']} of user {p.get('user') or 'unknown'} "
@@ -321,13 +344,80 @@ def _judge_gpu(
         )
 
 
+FIX_PINS = {
+    "vbios_version": "flash the qualified VBIOS (the vendor's firmware bundle for the board), or add this version to "
+    "the node type's health.vbios_versions once it has been qualified",
+    "inforom_image_version": "update the InfoROM with the vendor's firmware bundle, or add this version to the node "
+    "type's health.inforom_image_versions once it has been qualified",
+    "power_enforced_limit_w": "set the limit (nvidia-smi -i N -pl WATTS, persistently through the BMC or the "
+    "site's GPU configuration), and look for a lower limit set by the BMC or a power-capping agent",
+    "mig_mode_current": "set it (nvidia-smi -i N -mig 0 or 1) and reset the GPU",
+}
+
+
+def pin_findings(gpus: list[dict[str, Any]], expect: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Where a GPU's configuration (the probe's ``config`` reading) is not what the node type pins: findings
+    (rule ``config_drift``), and why a pinned field could not be checked (not read: the check cannot look)."""
+    pinned = [k for k in config_drift.PIN_KEYS if expect.get(k) not in (None, "any")]
+    if not pinned:
+        return [], []
+    findings, unread = [], []
+    for g in gpus:
+        config = g.get("config")
+        if not isinstance(config, dict):
+            unread.append(f"{gpu_label(g)}: no configuration recorded (a health document of an older gpuaccept)")
+            continue
+        for d in config_drift.pin_differences(config, expect):
+            if d.value is None:
+                why = (config.get("unavailable") or {}).get(d.field) or "not read"
+                unread.append(f"{gpu_label(g)}: {d.field} could not be read ({why}), the node type pins {d.expected}")
+            else:
+                message = f"{d.field} is {d.value}, the node type pins {d.expected}"
+                findings.append(finding("config_drift", g, message, FIX_PINS[d.field]))
+    return findings, unread
+
+
+#: The rules whose findings are configuration drift: the node against its node type's pins.
+DRIFT_RULES = ("driver_version", "cuda_version", "config_drift")
+
+
+def judged_metrics(
+    doc: dict[str, Any], findings: list[dict[str, Any]], expect: dict[str, Any], facts: dict[str, Any],
+    facts_end: dict[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The figures the judge adds to a health document's (docs/checks/health.md): ``config_drift``, the fields
+    that differ from the node type's pins (driver, CUDA, and each GPU's pinned configuration), and
+    ``nvlink_error_growth``, every NVLink error counter's growth over the suite; each waived, with the reason,
+    where it cannot be counted."""
+    metrics: dict[str, Any] = {}
+    waived: dict[str, str] = {}
+    results = doc.get("results") if isinstance(doc.get("results"), dict) else {}
+    gpus = (results.get("observations") or {}).get("gpus") if isinstance(results.get("observations"), dict) else None
+    if not gpus:
+        waived["config_drift"] = "no GPU read"
+    elif not all(isinstance(g.get("config"), dict) for g in gpus):
+        waived["config_drift"] = "the health document records no GPU configuration (written by an older gpuaccept)"
+    else:
+        metrics["config_drift"] = {"value": sum(f["rule"] in DRIFT_RULES for f in findings), "unit": "count"}
+    total, why = nvlink_rules.growth(facts, facts_end, expect, [], [])
+    if total is None:
+        waived["nvlink_error_growth"] = why
+    else:
+        metrics["nvlink_error_growth"] = {"value": total, "unit": "count"}
+    return metrics, waived
 
 
 def assess(
-    doc: dict[str, Any], node_type: NodeType, expected_gpus: int | None
+    doc: dict[str, Any],
+    node_type: NodeType,
+    expected_gpus: int | None,
+    facts: dict[str, Any] | None = None,
+    facts_end: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str], str | None]:
     """A health document judged: (findings, notes, why it could not look). The last is set when the probe could
-    not read the GPUs or the kernel log: the check is then NOT RUN with that reason and its fix, never a pass."""
+    not read the GPUs or the kernel log, or a field the node type pins: the check is then NOT RUN with that reason
+    and its fix, never a pass. ``facts``, ``facts_end``: the node facts before and after the suite (NVLink
+    counters), None where not known (``gpuaccept health`` alone)."""
     expect = expectations(node_type)
     results = doc.get("results") if isinstance(doc.get("results"), dict) else {}
     obs = results.get("observations")
@@ -339,11 +429,15 @@ def assess(
     if not isinstance(obs, dict):
         errors = "; ".join(map(str, doc.get("errors") or ["no observations"]))
         return [], [], f"the probe could not read the GPUs: {errors}"
-    findings, notes = judge(obs, expect, claims, xids if isinstance(xids, list) else None)
+    findings, notes = judge(obs, expect, claims, xids if isinstance(xids, list) else None, facts, facts_end)
+    cannot_look = []
+    unread = pin_findings(obs.get("gpus") or [], expect)[1]
+    if unread:
+        cannot_look.append("could not check the configuration the node type pins: " + "; ".join(unread))
     if not isinstance(xids, list):
         why = kernel_log.get("unreadable") or "the kernel log was not read"
         fix = kernel_log.get("fix") or (
             "run the suite as root, or give its user CAP_SYSLOG, or set kernel.dmesg_restrict=0"
         )
-        return findings, notes, f"could not look for XID events: kernel log unreadable ({why}); fix: {fix}"
-    return findings, notes, None
+        cannot_look.append(f"could not look for XID events: kernel log unreadable ({why}); fix: {fix}")
+    return findings, notes, "; ".join(cannot_look) or None

@@ -29,7 +29,7 @@ from gpuaccept.judge.references import (
     load_node_type,
     with_node_baseline,
 )
-from gpuaccept.layout import POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX
+from gpuaccept.layout import FACTS_END_FILE, POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX
 
 
 class ReportError(Exception):
@@ -122,6 +122,7 @@ class Run:
     limits: bounds.Limits = field(default_factory=bounds.Limits)  # what no figure of this node can exceed
     limits_error: str = ""  # why only the signs bound the figures
     cases: list[Case] = field(default_factory=list)  # the suite's test cases, in the report's order
+    facts_end: dict[str, Any] | None = None  # the node facts gathered after the suite; None: not gathered
 
 
 def load_run(given: Run, reference_dir: str | Path, run_dir: str | Path | None = None) -> Run:
@@ -152,7 +153,22 @@ def load_run(given: Run, reference_dir: str | Path, run_dir: str | Path | None =
     except bounds.BoundsError as err:
         run.limits_error = str(err)  # the signs alone
     run.cases = _cases(run.report, run.suite, run_dir)
+    if run_dir is not None:
+        run.facts_end = _facts_end(Path(run_dir), run.input_errors)
     return run
+
+
+def _facts_end(run_dir: Path, input_errors: list[str]) -> dict[str, Any] | None:
+    """The node facts ``gpuaccept run`` gathered after the suite (in the run directory, not a retry's), or None
+    where it gathered none; a file that is there but unreadable is an input error naming it."""
+    if run_dir.name.startswith(RETRY_PREFIX):
+        run_dir = run_dir.parent
+    path = run_dir / FACTS_END_FILE
+    if not path.exists():
+        return None
+    facts, problems = read_facts(path)
+    input_errors.extend(problems)
+    return facts if not problems else None
 
 
 def _testcases(report: dict[str, Any]) -> list[dict[str, Any]]:

@@ -45,6 +45,10 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
 _OWNERS: dict[str, tuple[str, ...]] = {
     key: tuple(check.owner_of(m) for m in (*check.metrics, *SAMPLER)) for key, check in CHECKS.items()
 }
+# check -> (gated, ...): whether a node type must reference the row's metrics (gpuaccept.judge.checks.Metric).
+_GATED: dict[str, tuple[bool, ...]] = {
+    key: tuple(m.gated for m in (*check.metrics, *SAMPLER)) for key, check in CHECKS.items()
+}
 
 UNITS = tuple(sorted({unit for rows in METRICS.values() for _, unit, _ in rows}))
 
@@ -89,9 +93,16 @@ def owner(check: str, metric: str) -> str:
     return _OWNERS[check][_row(check, metric)]
 
 
+def gated(check: str, metric: str) -> bool:
+    """Whether a node type must hold a reference for the metric (a gated metric fails without one; a reported one
+    is shown); UnknownMetric when the table does not know the metric."""
+    return _GATED[check][_row(check, metric)]
+
+
 def document_problems(check: str, doc: dict) -> list[str]:
     """What in a benchmark document (docs/benchmark-json.md) disagrees with this table: a metric it does not know,
-    or a unit other than the metric's. Empty when the document and the table agree."""
+    a unit other than the metric's, or a per-GPU figure (``gpu_metrics``) of a node-level metric. Empty when the
+    document and the table agree."""
     problems = []
     for name, metric in (doc.get("metrics") or {}).items():
         try:
@@ -107,4 +118,16 @@ def document_problems(check: str, doc: dict) -> list[str]:
             lookup(check, name)
         except UnknownMetric as err:
             problems.append(str(err))
+    for entry in doc.get("gpu_metrics") or []:  # each GPU's figures: per-GPU metrics, in their units
+        for name, metric in (entry.get("metrics") or {}).items():
+            try:
+                want, where = lookup(check, name)
+            except UnknownMetric as err:
+                problems.append(str(err))
+                continue
+            got, gpu = (metric.get("unit") if isinstance(metric, dict) else None), entry.get("gpu")
+            if where != GPU:
+                problems.append(f"{check}.{name}: a node-level metric, with a figure of GPU {gpu}")
+            elif got != want:
+                problems.append(f"{check}.{name} of GPU {gpu}: unit {got!r}, the metric's unit is {want!r}")
     return problems

@@ -8,6 +8,7 @@ truth, so each rule reads it and says what is wrong, with the file named.
 - ``hpl_problems``: HPL's correctness rule on every run the document lists (residual below a finite threshold of
   at most 16, PASSED, output not cut short).
 - ``throttle_problems``: clocks held back under load by anything but the power cap.
+- ``memtest_problems``: a GPU whose memory did not hold what was written, or that was not tested.
 - ``combine``: the power sampler's document joined to a check's, with GFLOP/s per watt.
 
 The load stage (gpuaccept.judge.load) calls ``load_document``; the validate stage (gpuaccept.judge.validate)
@@ -33,6 +34,14 @@ MAX_DOCUMENT_BYTES = 256 << 20  # the largest document a tool writes is a few MB
 HPL_THRESHOLD_MAX = 16.0  # HPL's own default; a larger one accepts wrong answers
 
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
+_METRICS = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "object",
+        "required": ["value", "unit"],
+        "properties": {"value": _NUMBER_OR_NULL, "unit": {"type": "string"}},
+    },
+}
 DOCUMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["schema", "tool", "metrics", "verification"],
@@ -40,12 +49,14 @@ DOCUMENT_SCHEMA: dict[str, Any] = {
         "schema": {"const": BENCH_SCHEMA},
         "tool": {"type": "string", "minLength": 1},
         "devices": {"type": "array", "items": {"type": "object"}},
-        "metrics": {
-            "type": "object",
-            "additionalProperties": {
+        "metrics": _METRICS,
+        # Each GPU's own figure of the per-GPU metrics above (docs/benchmark-json.md): one entry per GPU.
+        "gpu_metrics": {
+            "type": "array",
+            "items": {
                 "type": "object",
-                "required": ["value", "unit"],
-                "properties": {"value": _NUMBER_OR_NULL, "unit": {"type": "string"}},
+                "required": ["gpu", "metrics"],
+                "properties": {"gpu": {"type": "integer", "minimum": 0}, "metrics": _METRICS},
             },
         },
         "waived": {"type": "object", "additionalProperties": {"type": "string"}},
@@ -202,6 +213,76 @@ def throttle_problems(doc: dict[str, Any], path: Path) -> list[str]:
                     f"{label}: clocks held back by {reason} for {seconds:.1f} s under load (max "
                     f"{row.get('temp_c_max')} C) -> {FAULT_REASONS.get(reason, 'look the reason bit up in NVML')}"
                 )
+    return problems
+
+
+# What an operator does about a GPU whose memory returned other bits than were written.
+MEMTEST_FIX = (
+    "the GPU's memory is faulty: note its serial (nvidia-smi -q), read its ECC counters and row remapping "
+    "(nvidia-smi -q -d ECC,ROW_REMAPPER), reset it and rerun the test; a GPU that fails again goes back to its vendor"
+)
+
+
+def _count(value: Any) -> int | None:
+    """A non-negative whole count from a document, or None."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _first_bad(row: dict[str, Any]) -> str:
+    """The first bad word a GPU's row records, as text: pattern, offset, address, expected, found, bits."""
+    for pattern in row.get("patterns") or []:
+        for bad in (pattern.get("first_bad") or []) if isinstance(pattern, dict) else []:
+            if not isinstance(bad, dict):
+                continue
+            offset = bad.get("offset")
+            where = f"offset {offset:#x} ({offset / 2**30:.3f} GiB)" if _count(offset) is not None else "offset ?"
+            return (
+                f"first in {pattern.get('pattern')} at {where}, address {bad.get('address')}, expected "
+                f"{bad.get('expected')}, found {bad.get('found')} (bits {bad.get('bits')} flipped)"
+            )
+    return "no bad word recorded"
+
+
+def memtest_problems(doc: dict[str, Any], path: Path) -> list[str]:
+    """The memory test's rule over gpuaccept-memtest's ``results.per_gpu``: every GPU the document lists was tested
+    (a pass completed over some memory) and every word held what was written (``mismatches`` 0); the node's
+    ``errors_total`` is the sum of the GPUs' counts. A self-test run (``parameters.inject_error``) is named as
+    one: its bad word was put there on purpose."""
+    devices = {d.get("index"): d for d in doc.get("devices") or [] if isinstance(d, dict)}
+    rows = (doc.get("results") or {}).get("per_gpu")
+    if not isinstance(rows, list) or not rows:
+        return [f"{path.name}: no GPU's memory test recorded (results.per_gpu): the test did not run"]
+    problems = []
+    if (doc.get("parameters") or {}).get("inject_error") is True:
+        problems.append(f"{path.name}: a self-test run (--inject-error flipped one bit on each GPU on purpose): "
+                        "rerun without it")  # fmt: skip
+    total = 0
+    for row in rows:
+        if not isinstance(row, dict):
+            problems.append(f"{path.name}: results.per_gpu holds {type(row).__name__}, not an object per GPU")
+            continue
+        gpu = row.get("gpu")
+        d = devices.get(gpu, {})
+        label = f"GPU {gpu} (bus {row.get('pci_bus_id') or d.get('pci_bus_id')}, {d.get('uuid') or 'uuid unknown'})"
+        bad, passes, tested = _count(row.get("mismatches")), _count(row.get("passes")), _count(row.get("tested_bytes"))
+        if bad is None:
+            problems.append(f"{label}: no count of bad words ({row.get('mismatches')!r})")
+            continue
+        total += bad
+        injected = row.get("injected") if isinstance(row.get("injected"), dict) else None
+        if bad and injected and injected.get("reported") is True:
+            problems.append(f"{label}: the self-test's flipped bit at offset {injected.get('offset')} was found "
+                            f"({bad} bad word(s) in all)")  # fmt: skip
+        elif bad:
+            problems.append(f"{label}: {bad} bad 64-bit word(s) in its memory, {_first_bad(row)} -> {MEMTEST_FIX}")
+        if not passes or not tested:
+            why = row.get("stopped") or "no pass completed"
+            problems.append(f"{label}: memory not tested ({passes or 0} passes over {tested or 0} bytes): {why}")
+    errors_total = ((doc.get("metrics") or {}).get("errors_total") or {}).get("value")
+    if errors_total is not None and errors_total != total:
+        problems.append(f"{path.name}: errors_total {errors_total!r} is not the sum of the GPUs' bad words ({total})")
     return problems
 
 

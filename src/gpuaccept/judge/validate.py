@@ -1,9 +1,9 @@
 """The judge's second stage, validate (docs/judge.md, "From a run directory to a verdict"): each loaded test case
 (gpuaccept.judge.load) through the rules of its check, with no file read. What ReFrame recorded (skipped, no
 result, failed before sanity), the document's own word (gpuaccept.judge.rules: errors, verification, the GPUs
-it saw), the power sampler's document joined, HPL's residuals, throttling and the health rules give the problems
-of the case, and the metrics and waived metrics it reports. Judging them against references is the next stage
-(gpuaccept.judge.verdict.judge).
+it saw), the power sampler's document joined, HPL's residuals, throttling, the health rules (with NVLink and the
+pinned configuration), DCGM's results and the burn-in's rules give the problems of the case, and the metrics and
+waived metrics it reports. Judging them against references is the next stage (gpuaccept.judge.verdict.judge).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuaccept.judge import health_rules, rules
+from gpuaccept.judge import burnin_rules, dcgm_rules, health_rules, pergpu, rules
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.load import Case, Run
 from gpuaccept.judge.references import NodeType, ReferenceError
@@ -28,11 +28,12 @@ class Findings:
     metrics: dict[str, Any] = field(default_factory=dict)  # the document's, the power sampler's joined
     waived: dict[str, str] = field(default_factory=dict)
     cannot_look: str = ""  # why the check could not look although it ran (health: the kernel log)
+    per_gpu: pergpu.Figures = field(default_factory=pergpu.Figures)  # each GPU's figures of the per-GPU metrics
 
 
 def validate(run: Run) -> list[Findings]:
     """The findings of each test case of ``run``, in its order."""
-    return [validate_case(case, run.facts, run.node_type, run.expected_gpus) for case in run.cases]
+    return [validate_case(case, run.facts, run.node_type, run.expected_gpus, run.facts_end) for case in run.cases]
 
 
 def _variable(tc: dict[str, Any], name: str) -> str:
@@ -41,8 +42,15 @@ def _variable(tc: dict[str, Any], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def validate_case(case: Case, facts: dict[str, Any], node_type: NodeType | None, expected_gpus: int | None) -> Findings:
-    """One test case: ReFrame's record says whether the run completed; the document says what it measured."""
+def validate_case(
+    case: Case,
+    facts: dict[str, Any],
+    node_type: NodeType | None,
+    expected_gpus: int | None,
+    facts_end: dict[str, Any] | None = None,
+) -> Findings:
+    """One test case: ReFrame's record says whether the run completed; the document says what it measured.
+    ``facts_end``: the node facts gathered after the suite (the NVLink counters' growth), None where none was."""
     check = CHECKS[case.check]
     tc = case.tc
     result = tc.get("result")
@@ -76,15 +84,36 @@ def validate_case(case: Case, facts: dict[str, Any], node_type: NodeType | None,
     metrics, waived, power_problems = rules.combine(doc, power_doc, efficiency)
     problems += power_problems
     not_run: str | None = None  # why the check could not look (health: the kernel log)
+    extra: dict[int, dict[str, Any]] = {}  # per-GPU figures the rules derive (health: each GPU's findings)
     if "hpl" in check.rules:
         problems += rules.hpl_problems(doc, path)
     if "throttle" in check.rules:
         problems += rules.throttle_problems(doc, path)
+    if "memtest" in check.rules:
+        problems += rules.memtest_problems(doc, path)
+    if "dcgm" in check.rules:
+        problems += dcgm_rules.problems(doc, path)
     if "health" in check.rules and node_type is not None:
         try:
-            findings, _notes, not_run = health_rules.assess(doc, node_type, expected_gpus)
+            findings, _notes, not_run = health_rules.assess(doc, node_type, expected_gpus, facts, facts_end)
+            judged, judged_waived = health_rules.judged_metrics(
+                doc, findings, health_rules.expectations(node_type), facts, facts_end
+            )
         except ReferenceError as err:
-            findings, not_run = [], f"cannot judge health: {err}"
+            findings, not_run, judged, judged_waived = [], f"cannot judge health: {err}", {}, {}
         problems += [f"{f['message']} -> {f['fix']}" for f in findings]
         metrics["health_findings"] = {"value": len(findings), "unit": "count"}
-    return Findings(problems=problems, metrics=metrics, waived=waived, cannot_look=not_run or "")
+        metrics.update(judged)
+        waived.update(judged_waived)
+        if "gpu_metrics" in doc:  # a probe that reports per GPU: each GPU's findings, those naming it
+            extra = {
+                d["index"]: {"health_findings": {"value": sum(f.get("gpu") == d["index"] for f in findings),
+                                                 "unit": "count"}}
+                for d in doc.get("devices") or [] if isinstance(d, dict) and isinstance(d.get("index"), int)
+            }  # fmt: skip
+    if "burnin" in check.rules:
+        burnin_findings, not_run = burnin_rules.assess(doc)
+        problems += [f.text() for f in burnin_findings]
+    per_gpu = pergpu.read(check.key, doc, path, facts, metrics, extra)
+    problems += per_gpu.problems
+    return Findings(problems=problems, metrics=metrics, waived=waived, cannot_look=not_run or "", per_gpu=per_gpu)

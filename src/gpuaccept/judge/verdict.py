@@ -22,7 +22,7 @@ from typing import Any
 import tabulate
 
 from gpuaccept import __version__
-from gpuaccept.judge import bounds, load, metric_table, validate
+from gpuaccept.judge import bounds, load, metric_table, pergpu, validate
 from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 
 # ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
@@ -52,6 +52,7 @@ class Row:
     attempts: int = 1  # a retried check: how many times it was measured (the last one is judged)
     warning: str = ""  # a pass that needed a retry: what the earlier attempts measured
     out_of_band: bool = False  # a check row that failed on figures outside their bands alone: measured again
+    gpu: int | None = None  # a per-GPU figure's GPU (the node facts' index); None: the node's or the check's row
 
     @property
     def tolerance(self) -> str:
@@ -144,6 +145,14 @@ def _owner(check: str, metric: str) -> str:
         return ""
 
 
+def _gated(check: str, metric: str) -> bool:
+    """A metric the checks declare reported is shown without a reference; any other (gated, or unknown) fails."""
+    try:
+        return metric_table.gated(check, metric)
+    except metric_table.UnknownMetric:
+        return True
+
+
 # gpuaccept sensitivity's hook: (check, metric, value) -> the value to judge instead.
 Adjust = Callable[[str, str, float], float]
 
@@ -162,38 +171,66 @@ WAIVABLE: dict[tuple[str, str], str] = {
 }
 
 
+def _metric_row(
+    key: str, metric: str, m: Any, ref: Any, node_type: NodeType | None, why_no_refs: str
+) -> Row:
+    """One figure of a metric against its reference (``ref`` None: none), judged by MetricReference.assess."""
+    value = _num(m.get("value")) if isinstance(m, dict) else None
+    unit = str((m.get("unit") if isinstance(m, dict) else "") or "")
+    owner = _owner(key, metric)
+    if ref is None:
+        missing = node_type.missing_reason(key, metric) if node_type else None
+        if node_type is None:
+            return Row(key, metric, INFO, value, unit, reason=f"not judged: {why_no_refs}", owner=owner)
+        if missing:  # a node-level figure of a known GPU SKU at a GPU count with no node type file
+            return Row(key, metric, NOT_RUN, value, unit, reason=missing, owner=owner)
+        if not _gated(key, metric):
+            return Row(key, metric, INFO, value, unit, owner=owner,
+                       reason=f"reported: node type {node_type.name} has no reference for it (a reported "
+                       "figure: shown, never failed for want of one)")  # fmt: skip
+        return Row(key, metric, FAIL, value, unit, reason="no reference value for this metric", owner=owner)
+    if ref.needs_link:  # NVML reported no PCIe link: the gate cannot be placed
+        return Row(key, metric, NOT_RUN, value, unit, reason=ref.band, owner=owner, band=ref.band)
+    status, reason, _bounds = ref.assess(value)
+    if status != INFO and unit != ref.unit:
+        status, reason = FAIL, f"measured in {unit!r}, the reference is in {ref.unit!r}"
+    row = Row(key, metric, status, value, unit, ref.value, reason=reason, owner=ref.owner, band=ref.band)
+    if ref.judged:
+        row.lower_bound, row.upper_bound = ref.lower_bound, ref.upper_bound
+    return row
+
+
 def _metric_rows(
-    key: str, metrics: dict[str, Any], waived: dict[str, str], node_type: NodeType | None, why_no_refs: str
+    key: str,
+    metrics: dict[str, Any],
+    waived: dict[str, str],
+    node_type: NodeType | None,
+    why_no_refs: str,
+    per_gpu: pergpu.Figures | None = None,
 ) -> list[Row]:
     """One row per metric the document reports, waives or the node type references, each judged by
-    MetricReference.assess."""
+    MetricReference.assess; a per-GPU metric with each GPU's figure (``per_gpu``) has one row per GPU instead."""
     rows = []
     refs = node_type.checks.get(key, {}) if node_type else {}
+    per_gpu = per_gpu or pergpu.Figures()
     for metric, m in metrics.items():
-        value = _num(m.get("value"))
-        unit = str(m.get("unit") or "")
         ref = refs.get(metric)
-        owner = _owner(key, metric)
-        if ref is None:
-            missing = node_type.missing_reason(key, metric) if node_type else None
-            if node_type is None:
-                rows.append(Row(key, metric, INFO, value, unit, reason=f"not judged: {why_no_refs}", owner=owner))
-            elif missing:  # a node-level figure of a known GPU SKU at a GPU count with no node type file
-                rows.append(Row(key, metric, NOT_RUN, value, unit, reason=missing, owner=owner))
-            else:
-                rows.append(Row(key, metric, FAIL, value, unit, reason="no reference value for this metric",
-                                owner=owner))  # fmt: skip
+        figures = per_gpu.by_metric.get(metric)
+        if not figures:
+            rows.append(_metric_row(key, metric, m, ref, node_type, why_no_refs))
             continue
-        if ref.needs_link:  # NVML reported no PCIe link: the gate cannot be placed
-            rows.append(Row(key, metric, NOT_RUN, value, unit, reason=ref.band, owner=owner, band=ref.band))
-            continue
-        status, reason, _bounds = ref.assess(value)
-        if status != INFO and unit != ref.unit:
-            status, reason = FAIL, f"measured in {unit!r}, the reference is in {ref.unit!r}"
-        row = Row(key, metric, status, value, unit, ref.value, reason=reason, owner=ref.owner, band=ref.band)
-        if ref.judged:
-            row.lower_bound, row.upper_bound = ref.lower_bound, ref.upper_bound
-        rows.append(row)
+        for gpu, figure in figures:
+            row = _metric_row(key, metric, figure, ref, node_type, why_no_refs)
+            row.gpu = gpu.index
+            if row.status in (FAIL, NOT_RUN):
+                row.reason = f"{gpu.label}: {row.reason}"
+            rows.append(row)
+        for gpu in per_gpu.missing.get(metric, []):
+            judged = node_type is not None and (ref.judged if ref is not None else _gated(key, metric))
+            rows.append(Row(key, metric, FAIL if judged else INFO, unit=ref.unit if ref else str(m.get("unit") or ""),
+                            reference=ref.value if ref else None, owner=ref.owner if ref else _owner(key, metric),
+                            reason=f"{gpu.label}: not measured: the document has no figure of this GPU",
+                            gpu=gpu.index))  # fmt: skip
     for metric, why in waived.items():
         if metric in metrics:
             continue
@@ -244,17 +281,27 @@ def _judge_case(
     if found.failed:
         return Row(key, None, FAIL, reason=found.failed), []
     problems, metrics, not_run = list(found.problems), found.metrics, found.cannot_look
+    per_gpu = found.per_gpu
     if adjust is not None:  # gpuaccept sensitivity: the same documents with figures made worse, in memory only
         metrics = {name: _adjusted(key, name, m, adjust) for name, m in metrics.items()}
-    rows = _metric_rows(key, metrics, found.waived, node_type, why_no_refs)
+        per_gpu = dataclasses.replace(per_gpu, by_metric={
+            name: [(g, _adjusted(key, name, m, adjust)) for g, m in figures]
+            for name, figures in per_gpu.by_metric.items()
+        })  # fmt: skip
+    rows = _metric_rows(key, metrics, found.waived, node_type, why_no_refs, per_gpu)
     # A figure out of its physical bounds (above the datasheet or the link, zero or negative) is a broken or forged
-    # measurement: it fails the check whatever its reference says (gpuaccept.judge.bounds).
+    # measurement: it fails the check whatever its reference says (gpuaccept.judge.bounds). Each GPU's own figure
+    # is held to the same bounds as the aggregate.
     impossible = bounds.problems(key, metrics, limits)
     problems += list(impossible.values())
+    gpus = per_gpu.gpus()
     for r in rows:
-        if r.metric in impossible:
+        if r.gpu is None and r.metric in impossible:
             r.status, r.reason = FAIL, impossible[r.metric]
-    failed_metrics = [r.metric for r in rows if r.status == FAIL]
+        elif r.gpu is not None and r.metric and (why := bounds.problem(key, r.metric, r.value, limits)):
+            r.status, r.reason = FAIL, f"{gpus[r.gpu].label}: {why}"
+            problems.append(r.reason)
+    failed_metrics = [_named(r, gpus) for r in rows if r.status == FAIL]
     if problems:
         row = Row(key, None, FAIL, reason="; ".join(problems))
     elif not_run:
@@ -273,6 +320,14 @@ def _judge_case(
     if not_run and problems:
         row.reason += f"; and {not_run}"
     return row, rows
+
+
+def _named(row: Row, gpus: dict[int, pergpu.Gpu]) -> str:
+    """A metric row as a check's reason names it: the metric, and the GPU of a per-GPU figure."""
+    if row.gpu is None:
+        return str(row.metric)
+    gpu = gpus.get(row.gpu)
+    return f"{row.metric} on {gpu.label if gpu else f'GPU {row.gpu}'}"
 
 
 def build(
@@ -346,17 +401,17 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
                 reason += f"; {why_no_refs}"
             elif not expected:
                 reason += f" (not expected for node type {node_type_name})"
-            elif _reports_only(check, node_type):
-                reason += f" (reported only for node type {node_type_name}: not expected)"
+            elif check.optional:
+                reason += f" ({OPTIONAL_NOT_RUN})"
                 expected = False
             rows.append(Row(check.key, None, NOT_RUN, reason=reason, expected=expected))
             continue
         for found in mine:
             row, metric_rows = _judge_case(check.key, found, node_type, why_no_refs, run.limits, adjust)
-            if row.status == NOT_RUN and expected and _reports_only(check, node_type):
-                # An optional backend the site has not installed, whose figures the node type only reports (host
-                # HPL, HPL-CUDA): nothing of it gates the node, so its absence does not reject it.
-                row.reason += f" (reported only for node type {node_type_name}: not expected)"
+            if row.status == NOT_RUN and expected and check.optional and not metric_rows:
+                # An optional backend the site has not installed (HPL-CUDA without HPL's source, xhpl, NAMD): it could
+                # not run, so it rejects nothing; once it runs, it is judged like any other check.
+                row.reason += f" ({OPTIONAL_NOT_RUN})"
                 row.expected = False
             elif not expected:
                 # Skipped, or run all the same (a run made before the checks skipped themselves), on a node type
@@ -390,23 +445,19 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
     )
 
 
-def _reports_only(check: Any, node_type: NodeType | None) -> bool:
-    """An optional backend (host HPL, HPL-CUDA, xhpl, NAMD) whose figures the node type only reports: when
-    the site has not installed it, its absence rejects nothing (it is shown NOT RUN, not expected)."""
-    refs = node_type.checks.get(check.key) if node_type is not None else None
-    return bool(check.optional and refs is not None and not any(ref.judged for ref in refs.values()))
+OPTIONAL_NOT_RUN = "an optional check: judged when it runs, and its absence rejects nothing"
 
 
-EXPECTED, REPORTED, UNREFERENCED = "expected", "reported only", "no references"
+EXPECTED, WHERE_INSTALLED, UNREFERENCED = "expected", "judged where installed", "no references"
 
 
 def expectation(check: Any, node_type: NodeType) -> str:
-    """What a node type asks of a check: ``expected`` (it must run and pass), ``reported only`` (an optional
-    backend whose figures it only reports: run when installed, its absence rejects nothing) or ``no
-    references`` (not run: the ReFrame check skips itself, and a run of it is shown unjudged)."""
+    """What a node type asks of a check: ``expected`` (it must run and pass), ``judged where installed`` (an
+    optional backend: judged when it runs, its absence rejects nothing) or ``no references`` (not run: the
+    ReFrame check skips itself, and a run of it is shown unjudged)."""
     if check.key not in node_type.checks:
         return UNREFERENCED
-    return REPORTED if _reports_only(check, node_type) else EXPECTED
+    return WHERE_INSTALLED if check.optional else EXPECTED
 
 
 def coverage(node_type: NodeType) -> dict[str, dict[str, list[str]]]:
@@ -416,7 +467,7 @@ def coverage(node_type: NodeType) -> dict[str, dict[str, list[str]]]:
     for suite in SUITES:
         if suite == "multinode":
             continue
-        kinds: dict[str, list[str]] = {EXPECTED: [], REPORTED: [], UNREFERENCED: []}
+        kinds: dict[str, list[str]] = {EXPECTED: [], WHERE_INSTALLED: [], UNREFERENCED: []}
         for check in in_suite(suite):
             kinds[expectation(check, node_type)].append(check.key)
         out[suite] = kinds
@@ -450,7 +501,7 @@ def merge_retry(first: Verdict, retry: Verdict, checks: list[str], attempt: int)
             rows.extend(earlier[c])
             continue
         was = [r for r in earlier[c] if r.metric and r.status == FAIL]
-        said = "; ".join(f"{r.metric} {_fmt(r.value, r.unit)} ({r.reason})" for r in was)
+        said = "; ".join(f"{_shown(r)} {_fmt(r.value, r.unit)} ({r.reason})" for r in was)
         prior = next((r.warning for r in earlier[c] if r.metric is None and r.warning), "")
         for r in new:
             r.attempts = attempt
@@ -480,7 +531,12 @@ DERIVED_METRICS = ("cpu_gpu_dgemm_ratio", "cpu_gpu_sgemm_ratio", "gpu_cpu_hpl_ra
 def _cpu_gpu_ratios(rows: list[Row]) -> list[Row]:
     """The host's GEMM rate (all cores) over the slowest GPU's, as seed 003 compares CPU and GPU: reported,
     not judged."""
-    values = {(r.check, r.metric): r.value for r in rows if r.metric and r.value is not None}
+    values: dict[tuple[str, str | None], float] = {}
+    for r in rows:
+        if r.metric and r.value is not None:
+            key = (r.check, r.metric)
+            # A per-GPU figure: the slowest GPU's, as the aggregate over the GPUs says it.
+            values[key] = r.value if r.gpu is None or key not in values else min(values[key], r.value)
     out = []
     for cpu, gpu, name in (("dgemm_gflops", "fp64_tflops_min", "cpu_gpu_dgemm_ratio"),
                            ("sgemm_gflops", "fp32_tflops_min", "cpu_gpu_sgemm_ratio")):
@@ -494,6 +550,11 @@ def _cpu_gpu_ratios(rows: list[Row]) -> list[Row]:
         out.append(Row("hpl_host", "gpu_cpu_hpl_ratio", INFO, gpus * 1000.0 / host, "ratio",
                        reason="informational: hplstyle tflops_sum (all GPUs) / hpl_host gflops (host)"))
     return out
+
+
+def _shown(row: Row) -> str:
+    """A metric row's name as a sentence shows it: with its GPU for a per-GPU figure ("fp64_tflops_min of GPU 1")."""
+    return str(row.metric) if row.gpu is None else f"{row.metric} of GPU {row.gpu}"
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -519,13 +580,16 @@ def table(verdict: Verdict, width: int = WIDTH) -> str:
     whole reasons, bounds and documents are in verdict.json and the report."""
     notes: dict[str, int] = {}
     body = []
+    # A verdict with per-GPU rows has a gpu column (the node facts' index; the notes name bus id and serial).
+    per_gpu = any(r.gpu is not None for r in verdict.rows)
     for r in verdict.rows:
         note = ""
         if r.reason and r.status != PASS:
             note = f"[{notes.setdefault(r.reason, len(notes) + 1)}]"
-        body.append((_cell(r.check), _cell(r.metric or "-"), _fmt(r.value, r.unit), _fmt(r.reference, r.unit),
+        gpu = ("-" if r.gpu is None else str(r.gpu),) if per_gpu else ()
+        body.append((_cell(r.check), _cell(r.metric or "-"), *gpu, _fmt(r.value, r.unit), _fmt(r.reference, r.unit),
                      r.tolerance or "-", r.status.upper().replace("_", " "), note))  # fmt: skip
-    head = ("check", "metric", "value", "reference", "tolerance", "verdict", "note")
+    head = ("check", "metric", *(("gpu",) if per_gpu else ()), "value", "reference", "tolerance", "verdict", "note")
     text = tabulate.tabulate(body, headers=head, tablefmt="simple", disable_numparse=True)
     lines = [line.rstrip() for line in text.splitlines()]
     if notes:

@@ -1,7 +1,8 @@
 """The header every gpuaccept.bench/1 document of the Python probes starts with (docs/benchmark-json.md): the
 schema, the tool and its version, the project revision, the command line, when it started and how it timed,
 and the host. One builder, so the health probe, the power sampler, the MD and NAMD runners write the same keys
-the CUDA tools write (bench_common.h), and one answer to "which revision ran"."""
+the CUDA tools write (bench_common.h), and one answer to "which revision ran". Also the ``gpu_metrics`` a probe
+that measures every GPU writes beside its ``metrics`` (:func:`gpu_metrics`)."""
 
 from __future__ import annotations
 
@@ -71,3 +72,22 @@ def header(
     doc["timing"] = timing
     doc["host"] = host_block()
     return doc
+
+
+def gpu_metrics(
+    rows: list[dict[str, Any]], metrics: dict[str, Any], figures: dict[str, tuple[str, str, str]]
+) -> list[dict[str, Any]]:
+    """The document's ``gpu_metrics`` (docs/benchmark-json.md): one entry per GPU (``rows``, each with its ``gpu``
+    index), holding its own figure of each per-GPU metric the document reports in ``metrics``. ``figures`` maps a
+    metric's name to (the row's key holding the GPU's figure, unit, better); a GPU whose row has no figure for it
+    gets none (the judge then fails that GPU's row: not measured)."""
+    out = []
+    for row in rows:
+        own = {
+            name: {"value": row[key], "unit": unit, "better": better}
+            for name, (key, unit, better) in figures.items()
+            if name in metrics and isinstance(row.get(key), (int, float)) and not isinstance(row.get(key), bool)
+        }
+        if own:
+            out.append({"gpu": row["gpu"], "metrics": own})
+    return out

@@ -1,5 +1,7 @@
 """Node facts: CPU, NUMA nodes and NVIDIA GPUs, read through NVML (nvidia-ml-py), or ``nvidia-smi`` where NVML
-cannot be loaded. Read-only: nothing here changes a GPU setting."""
+cannot be loaded: each GPU's identity and PCIe link, its configuration (VBIOS, InfoROM, ECC, persistence, power
+limits, MIG: gpuaccept.probe.gpuconfig) and its NVLink links with their error counters (gpuaccept.probe.nvlink).
+Read-only: nothing here changes a GPU setting."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
+from gpuaccept.probe import gpuconfig, nvlink
 from gpuaccept.probe.nvml import Nvml
 
 SMI_FIELDS = (
@@ -114,6 +118,8 @@ def _nvml_facts() -> dict[str, Any]:
                     "pcie_width_max": optional(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
                     "pcie_gen_current": optional(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
                     "pcie_width_current": optional(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
+                    "config": gpuconfig.from_nvml(nv, h),
+                    "nvlink": nvlink.read_gpu(nv, h),
                 }
             )
         return facts
@@ -172,7 +178,25 @@ def _smi_facts() -> dict[str, Any]:
     )
     if out.returncode != 0:
         raise RuntimeError(f"nvidia-smi exited {out.returncode}: {(out.stderr or out.stdout).strip()}")
-    return parse_nvidia_smi_csv(out.stdout)
+    found = parse_nvidia_smi_csv(out.stdout)
+    add_smi_q(found["gpus"], smi)
+    return found
+
+
+def add_smi_q(gpus: list[dict[str, Any]], smi: str) -> None:
+    """Each GPU's configuration from ``nvidia-smi -q`` (the CSV query has no InfoROM objects); NVLink is not
+    read there (``nvidia-smi -q`` lists no link states)."""
+    from gpuaccept.probe.health import parse_smi_q  # noqa: PLC0415 - health imports this module
+
+    out = subprocess.run([smi, "-q"], capture_output=True, text=True, timeout=120, env={**os.environ, "LC_ALL": "C"},
+                         check=False)  # fmt: skip
+    sections = parse_smi_q(out.stdout)["GPUs"] if out.returncode == 0 else {}
+    by_bus = {bus.upper(): section for bus, section in sections.items()}
+    for g in gpus:
+        section = by_bus.get(str(g.get("pci_bus_id") or "").upper())
+        g["config"] = gpuconfig.from_smi_q(section) if section else None
+        why = "not read: NVML could not be loaded (nvidia-smi fallback)"
+        g["nvlink"] = {"supported": None, "why": why, "links": []}
 
 
 def gather() -> dict[str, Any]:
@@ -187,6 +211,7 @@ def gather() -> dict[str, Any]:
         "driver_version": None,
         "cuda_driver_version": None,
         "gpus": [],
+        "gathered_unix": round(time.time(), 3),
     }
     errors = []
     for name, probe in (("NVML", _nvml_facts), ("nvidia-smi", _smi_facts)):

@@ -1,7 +1,8 @@
 """The health probe: is this node's GPU side healthy right now (docs/checks/health.md).
 
 Two steps, each testable alone:
-1. observe: read every GPU through NVML (``nvidia-smi -q`` where NVML cannot be loaded), the PCIe link while a
+1. observe: read every GPU through NVML (``nvidia-smi -q`` where NVML cannot be loaded), with its NVLink links
+   (gpuaccept.probe.nvlink) and configuration (gpuaccept.probe.gpuconfig), the PCIe link while a
    short host-to-device copy load runs (links train down at idle), the compute processes on the GPUs, and the
    NVIDIA XID lines of the kernel log since a given time (or why the kernel log could not be read);
 2. write one gpuaccept.bench/1 document (``gpuaccept health --output health.json``) with the observations.
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.probe import document
+from gpuaccept.probe import document, gpuconfig, nvlink
 from gpuaccept.probe.nvml import Nvml
 
 # ------------------------------------------------------------------------------------------------
@@ -246,7 +247,8 @@ def observe_nvml(load_s: float = 1.0, exempt_pids: set[int] | None = None) -> di
             sbe = opt(n.nvmlDeviceGetRetiredPages, h, n.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
             dbe = opt(n.nvmlDeviceGetRetiredPages, h, n.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
             pending_pages = opt(n.nvmlDeviceGetRetiredPagesPendingStatus, h)
-            links = [opt(n.nvmlDeviceGetNvLinkState, h, link) for link in range(n.NVML_NVLINK_MAX_LINKS)]
+            links = nvlink.read_gpu(nv, h)
+            nvlink_links, nvlink_up = nvlink.summary(links)
             procs = opt(n.nvmlDeviceGetComputeRunningProcesses, h) or []
             persistence = opt(n.nvmlDeviceGetPersistenceMode, h)
             obs["gpus"].append(
@@ -284,8 +286,10 @@ def observe_nvml(load_s: float = 1.0, exempt_pids: set[int] | None = None) -> di
                         "pending": None if pending_pages is None else bool(pending_pages),
                     },
                     "persistence_mode": None if persistence is None else bool(persistence),
-                    "nvlink_links": sum(1 for s in links if s is not None),
-                    "nvlink_up": sum(1 for s in links if s),
+                    "nvlink_links": nvlink_links,
+                    "nvlink_up": nvlink_up,
+                    "nvlink": links,
+                    "config": gpuconfig.from_nvml(nv, h),
                     "processes": [
                         {**process_info(p.pid), "used_memory_bytes": p.usedGpuMemory}
                         for p in procs
@@ -439,6 +443,8 @@ def observe_smi_q(text: str, loaded_text: str | None = None) -> dict[str, Any]:
                 "persistence_mode": _flag(g.get("Persistence Mode"), "Enabled"),
                 "nvlink_links": None,
                 "nvlink_up": None,
+                "nvlink": None,  # nvidia-smi -q lists no NVLink link states
+                "config": gpuconfig.from_smi_q(g),
                 "processes": procs,
             }
         )
@@ -510,12 +516,57 @@ def metrics_of(obs: dict[str, Any] | None, xids: list[dict[str, Any]] | None) ->
     else:
         why = ((obs or {}).get("pcie_load") or {}).get("error") or "no GPU read"
         waived["pcie_gen_min"] = waived["pcie_width_min"] = f"PCIe link not measured under load: {why}"
+    readings = [g.get("nvlink") for g in gpus]
+    if not gpus:
+        waived["nvlink_links_up_min"] = "no GPU read"
+    elif not all(isinstance(r, dict) for r in readings):
+        waived["nvlink_links_up_min"] = "NVLink not read: nvidia-smi -q lists no link states (NVML could not be loaded)"
+    elif any(r.get("supported") for r in readings):
+        ups = [nvlink.summary(r)[1] or 0 for r in readings]
+        put("nvlink_links_up_min", min(ups), "count", "higher", "min over GPUs of the NVLink links up")
+    else:
+        whys = sorted({str(r.get("why")) for r in readings})
+        waived["nvlink_links_up_min"] = "no NVLink on this node: " + "; ".join(whys)
     if xids is not None:
         put("xid_events", len(xids), "count", "lower", "NVIDIA XID lines in the kernel log since --xid-since")
     else:
         waived["xid_events"] = "kernel log unreadable"
     return metrics, waived
 
+
+def bus_prefix(bus_id: str | None) -> str:
+    """NVML's "00000000:2A:00.0" and the XID line's "0000:2a:00" as one key: "0000:2a:00"."""
+    if not bus_id or ":" not in bus_id:
+        return ""
+    domain, _, rest = bus_id.partition(":")
+    try:
+        return f"{int(domain, 16):04x}:{rest.split('.')[0].lower()}"
+    except ValueError:
+        return ""
+
+
+def gpu_rows(obs: dict[str, Any] | None, xids: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Each GPU's own health figures: its PCIe link under the load, its NVLink links up (0 where it has none, as
+    ``metrics_of`` counts them) and the XID events that name its bus."""
+    rows = []
+    for g in (obs or {}).get("gpus") or []:
+        mine = None if xids is None else sum(e["pci"] == bus_prefix(g.get("pci_bus_id")) for e in xids)
+        reading = g.get("nvlink")
+        links_up = (nvlink.summary(reading)[1] or 0) if isinstance(reading, dict) else None
+        rows.append({"gpu": g.get("index"), "pcie_gen": g.get("pcie_gen_loaded"),
+                     "pcie_width": g.get("pcie_width_loaded"), "nvlink_links_up": links_up,
+                     "xid_events": mine})  # fmt: skip
+    return rows
+
+
+# The per-GPU metrics of the health probe and each GPU's figure in gpu_rows (the metric is their min, or for XID
+# events the count of the node's, those on a PCI device that is no GPU of the node included).
+GPU_FIGURES = {
+    "pcie_gen_min": ("pcie_gen", "count", "higher"),
+    "pcie_width_min": ("pcie_width", "count", "higher"),
+    "nvlink_links_up_min": ("nvlink_links_up", "count", "higher"),
+    "xid_events": ("xid_events", "count", "lower"),
+}
 
 # ------------------------------------------------------------------------------------------------
 # The document and the command.
@@ -575,6 +626,7 @@ def probe(
         },
         "results": {"observations": obs, "kernel_log": kernel_log},
         "metrics": metrics,
+        "gpu_metrics": document.gpu_metrics(gpu_rows(obs, xids), metrics, GPU_FIGURES),
         "waived": waived,
         # What the probe itself can verify: that it read every GPU. The health rules are the judge's.
         "verification": {"passed": obs is not None, "checked": len(gpus), "failures": list(errors)},

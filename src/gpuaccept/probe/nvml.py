@@ -28,6 +28,23 @@ class Nvml:
             return None
         return value.decode() if isinstance(value, bytes) else value
 
+    def attempt(self, fn, *args) -> tuple[Any, str | None]:
+        """``(fn(*args), None)``, or ``(None, why)`` where NVML cannot say: its error text and code, e.g. ``NVML:
+        Not Supported (3)``; bytes as text."""
+        try:
+            value = fn(*args)
+        except self.error as err:
+            return None, f"NVML: {err} ({getattr(err, 'value', '?')})"
+        return (value.decode() if isinstance(value, bytes) else value), None
+
+    def call(self, name: str, *args) -> tuple[Any, str | None]:
+        """``attempt`` of the pynvml function ``name``; ``(None, why)`` also where this nvidia-ml-py has no such
+        function (an older one than the driver's NVML)."""
+        fn = getattr(self.lib, name, None)
+        if fn is None:
+            return None, f"nvidia-ml-py has no {name}"
+        return self.attempt(fn, *args)
+
     def versions(self) -> tuple[str | None, str | None]:
         """(the driver's version, the CUDA version it supports as ``major.minor``), each None where NVML cannot
         say."""

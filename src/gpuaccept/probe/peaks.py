@@ -50,6 +50,8 @@ class GpuPeaks:
     reference: str
     memory_gbps: float | None = None  # the GPU memory bandwidth (GB/s): the judge's bound on a device copy
     max_power_w: float | None = None  # the maximum board power (W): the judge's bound on an average power
+    nvlink_gbps: float | None = None  # NVLink per GPU, both directions together (GB/s): what the report sets
+    # GPU-to-GPU copies and NCCL's bus bandwidth against (half of it per direction)
 
 
 def load(path: str | Path) -> list[GpuPeaks]:
@@ -79,7 +81,7 @@ def load(path: str | Path) -> list[GpuPeaks]:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise PeaksError(f"{where}.tflops.{prec}: {value!r} is not a positive number")
         limits = {}
-        for lim in ("memory_gbps", "max_power_w"):
+        for lim in ("memory_gbps", "max_power_w", "nvlink_gbps"):
             value = g.get(lim)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
                 raise PeaksError(f"{where}.{lim}: {value!r} is not a positive number")
@@ -139,7 +141,9 @@ def _rate_metrics(doc: dict[str, Any]) -> list[tuple[str, str, int]]:
 def _gemm_clocks(doc: dict[str, Any], metric: str) -> list[dict[str, Any]]:
     """The clocks of the window rows behind a gpuaccept-gemm rate metric, one per GPU."""
     prec, _, rest = metric.partition("_")
-    mode = "concurrent" if rest.startswith("concurrent") else "solo"
+    # Every GPU at once throughout (the default with several GPUs): the per-GPU rate's windows are concurrent too.
+    together = (doc.get("parameters") or {}).get("schedule") == "together"
+    mode = "concurrent" if rest.startswith("concurrent") or together else "solo"
     rows = ((doc.get("results") or {}).get("gemm")) or []
     return [
         {"gpu": r.get("gpu"), **(r.get("clocks") or {})}
@@ -202,6 +206,10 @@ def annotate(
             "description": f"{name} over the datasheet's {figure} peak of {entry.key} "
             f"({peak:g} TFLOP/s{f' x {gpus_added} GPUs' if gpus_added > 1 else ''}; {entry.source})",
         }
+        for own in doc.get("gpu_metrics") or []:  # each GPU's own rate (docs/benchmark-json.md): its own fraction
+            rate = (own.get("metrics") or {}).get(name)
+            if gpus_added == 1 and isinstance(rate, dict) and isinstance(rate.get("value"), (int, float)):
+                own["metrics"][frac_name] = {"value": float(rate["value"]) / peak, "unit": "ratio", "better": "higher"}
         state = _gemm_clocks(doc, name) if doc.get("tool") == "gpuaccept-gemm" else []
         if not state and power_doc:
             state = _power_clocks(power_doc)

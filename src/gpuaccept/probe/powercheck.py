@@ -196,6 +196,18 @@ def measure(
     return metrics, waived, failures, rows
 
 
+# The per-GPU metrics of the power check and where each GPU's figure is in its row of results.per_gpu (the metric
+# over the GPUs is its min or max): gpu_metrics, so that the judge names the GPU that draws too little or too much.
+GPU_FIGURES = {
+    "idle_power_max_w": ("idle_median_w", "W", "lower"),
+    "load_power_min_w": ("load_median_w", "W", "higher"),
+    "load_power_max_w": ("load_median_w", "W", "lower"),
+    "gflops_per_watt": ("gflops_per_watt", "GFLOP/s/W", "higher"),
+    "gemm_energy_j": ("gemm_energy_j", "J", "lower"),
+    "load_energy_j": ("load_energy_j", "J", "lower"),
+}
+
+
 def run(args: Any, argv: list[str]) -> int:
     idle_s = args.idle_s if args.idle_s is not None else (3.0 if args.quick else 5.0)
     load_s = args.load_s if args.load_s is not None else (5.0 if args.quick else 10.0)
@@ -259,6 +271,7 @@ def run(args: Any, argv: list[str]) -> int:
         },
         "results": {"per_gpu": rows, "settle": settled, "host_power": host, "idle": idle, "load": load},
         "metrics": metrics,
+        "gpu_metrics": document.gpu_metrics(rows, metrics, GPU_FIGURES),
         "waived": waived,
         "verification": {"passed": not failures and not errors, "checked": len(rows), "failures": failures},
         "errors": errors,

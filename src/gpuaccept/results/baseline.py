@@ -89,15 +89,21 @@ def verdict_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
                 rows = [r for r in verdict["rows"] if r["check"] == check and r.get("metric")]
             except (OSError, ValueError, KeyError, TypeError) as err:  # ValueError: bad JSON or not UTF-8
                 raise ValueError(f"{path}: not a gpuaccept verdict: {err}") from None
-            metrics = {
-                r["metric"]: {
-                    "value": r["value"],
-                    "unit": r["unit"],
-                    "better": "lower" if r["unit"] == "us" else "higher",
-                }
-                for r in rows
-                if isinstance(r.get("value"), (int, float)) and math.isfinite(r["value"])
-            }
+            metrics: dict[str, dict[str, Any]] = {}
+            per_gpu: dict[int, dict[str, Any]] = {}  # a per-GPU row's figure, as gpu_metrics holds it
+            for r in rows:
+                if not (isinstance(r.get("value"), (int, float)) and math.isfinite(r["value"])):
+                    continue
+                figure = {"value": r["value"], "unit": r["unit"], "better": "lower" if r["unit"] == "us" else "higher"}
+                if r.get("gpu") is not None:
+                    per_gpu.setdefault(r["gpu"], {})[r["metric"]] = figure
+                    # The aggregate over the GPUs, as the tool writes it: the worst GPU's figure.
+                    worst = metrics.get(r["metric"])
+                    pick = min if figure["better"] == "higher" else max
+                    metrics[r["metric"]] = figure if worst is None else {**figure,
+                                                                         "value": pick(worst["value"], r["value"])}
+                else:
+                    metrics[r["metric"]] = figure
             if not metrics:
                 continue
             started = verdict.get("started_unix")
@@ -111,6 +117,8 @@ def verdict_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
                     "started_utc": when,
                     "host": {"hostname": verdict.get("node")},
                     "metrics": metrics,
+                    **({"gpu_metrics": [{"gpu": g, "metrics": m} for g, m in sorted(per_gpu.items())]}
+                       if per_gpu else {}),
                     "waived": {},
                 },
             )
@@ -125,6 +133,24 @@ def collect(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
 
 def run_label(doc: dict[str, Any]) -> str:
     return f"{(doc.get('host') or {}).get('hostname') or '?'} {doc.get('started_utc') or '?'}"
+
+
+def figures(check: str, doc: dict[str, Any], metric: str) -> list[tuple[str, dict[str, Any]]]:
+    """(label, figure) of a metric in one run's document: each GPU's own figure of a per-GPU metric where the
+    document has them (``gpu_metrics``, docs/benchmark-json.md), so that a band placed on them passes the slowest
+    healthy GPU; else the document's one figure."""
+    try:
+        per_gpu = metric_table.layer(check, metric) == metric_table.GPU
+    except metric_table.UnknownMetric:
+        per_gpu = False
+    own = [
+        (f"{run_label(doc)} GPU {g.get('gpu')}", g["metrics"][metric])
+        for g in (doc.get("gpu_metrics") or []) if per_gpu and isinstance((g.get("metrics") or {}).get(metric), dict)
+    ]  # fmt: skip
+    if own:
+        return own
+    m = (doc.get("metrics") or {}).get(metric)
+    return [(run_label(doc), m)] if isinstance(m, dict) else []
 
 
 def reject_outliers(values: list[float], better: str, threshold: float = CAP) -> tuple[list[int], list[int]]:
@@ -206,10 +232,11 @@ def waived_unit(check: str, metric: str) -> str:
         raise ValueError(f"{check}.{metric} (waived): {err}") from None
 
 
-def catch_band(values: list[float], better: str, loss: float = LOSS) -> tuple[float, str] | None:
+def catch_band(values: list[float], better: str, loss: float = LOSS, what: str = "runs") -> tuple[float, str] | None:
     """(tolerance, why) of a band that passes every run and fails each run ``loss`` worse: the bound halfway
     between the worst run and the best run made ``loss`` worse, as a fraction of the median. None with fewer
-    than 3 runs, or runs that spread too far for such a bound (then the spread rule decides)."""
+    than 3 runs, or runs that spread too far for such a bound (then the spread rule decides). ``what`` says what
+    the values are in the reason (``runs``, or each GPU's figures)."""
     if len(values) < 3:
         return None
     lo, hi, med = min(values), max(values), statistics.median(values)
@@ -218,13 +245,13 @@ def catch_band(values: list[float], better: str, loss: float = LOSS) -> tuple[fl
             return None
         floor = (lo + (1 - loss) * hi) / 2
         return round(1 - floor / med, 4), (
-            f"{len(values)} runs {lo:.4g}-{hi:.4g}: the floor {floor:.4g} passes the lowest and fails each "
+            f"{len(values)} {what} {lo:.4g}-{hi:.4g}: the floor {floor:.4g} passes the lowest and fails each "
             f"{loss:.0%} lower (at most {(1 - loss) * hi:.4g})")
     if (1 + loss) * lo <= hi:
         return None
     ceil = (hi + (1 + loss) * lo) / 2
     return round(ceil / med - 1, 4), (
-        f"{len(values)} runs {lo:.4g}-{hi:.4g}: the ceiling {ceil:.4g} passes the highest and fails each "
+        f"{len(values)} {what} {lo:.4g}-{hi:.4g}: the ceiling {ceil:.4g} passes the highest and fails each "
         f"{loss:.0%} higher (at least {(1 + loss) * lo:.4g})")
 
 
@@ -258,11 +285,17 @@ def derive(
             if host_baseline and metric_table.owner(check, metric) != metric_table.HOST:
                 continue  # a node baseline holds the node's host figures only
             runs = [
-                (d, d["metrics"][metric])
+                (label, m)
                 for d in docs
-                if isinstance((d.get("metrics") or {}).get(metric, {}).get("value"), (int, float))
+                for label, m in figures(check, d, metric)
+                if isinstance(m.get("value"), (int, float))
             ]
+            measured_runs = sum(
+                any(isinstance(m.get("value"), (int, float)) for _, m in figures(check, d, metric)) for d in docs
+            )
             measured = [m for _, m in runs]
+            # What the figures are: one per run, or each GPU's own (gpu_metrics), several per run.
+            what = "runs" if len(runs) == measured_runs else f"GPU figures of {measured_runs} runs"
             values = [float(m["value"]) for m in measured]
             if not values and host_baseline:
                 continue  # waived on this node: nothing of its own to judge
@@ -300,7 +333,7 @@ def derive(
             if reason is not None:
                 entries[metric] = {
                     "informational": f"{reason}; measured {min(all_values):.4g}-{max(all_values):.4g} {unit}, "
-                    f"median {statistics.median(all_values):.4g} over {len(all_values)} runs",
+                    f"median {statistics.median(all_values):.4g} over {len(all_values)} {what}",
                     "unit": unit,
                     "source": source_id,
                     "owner": owner,
@@ -313,17 +346,17 @@ def derive(
                     "unit": unit,
                     "source": source_id,
                     "band": "a fraction of the link's rate (docs/verdicts.md); measured "
-                    f"{min(all_values):.4g}-{max(all_values):.4g} {unit} over {len(all_values)} runs",
+                    f"{min(all_values):.4g}-{max(all_values):.4g} {unit} over {len(all_values)} {what}",
                     "owner": owner,
                 }
                 continue
             entry: dict[str, Any] = {"value": float(f"{med:.6g}"), "unit": unit}
             # A node's host figures move with the moment even on one node: the spread rule, not the 10 % catch.
-            caught = None if host_baseline else catch_band(values, better)
+            caught = None if host_baseline else catch_band(values, better, what=what)
             if caught is not None:
                 tol, band = caught
             else:
-                band = (f"median of {len(values)} runs, tolerance max(unit floor, {SPREAD_FACTOR:g} x the largest "
+                band = (f"median of {len(values)} {what}, tolerance max(unit floor, {SPREAD_FACTOR:g} x the largest "
                         f"deviation), capped at {CAP:.0%}"
                         + ("" if len(values) >= 3 else ": fewer than 3 runs to place a band that catches a "
                            f"{LOSS:.0%} loss"))  # fmt: skip
@@ -332,12 +365,12 @@ def derive(
             entry["band"] = band
             entry["owner"] = owner
             notes = []
-            if len(all_values) < len(docs):
-                notes.append(f"measured in {len(all_values)} of {len(docs)} runs")
+            if measured_runs < len(docs):
+                notes.append(f"measured in {measured_runs} of {len(docs)} runs")
             if rejected:
                 notes.append(
                     f"rejected as outliers (more than {reject:.0%} worse than the median of the runs kept): "
-                    + ", ".join(f"{all_values[i]:.4g} ({run_label(runs[i][0])})" for i in rejected)
+                    + ", ".join(f"{all_values[i]:.4g} ({runs[i][0]})" for i in rejected)
                 )
             if notes:
                 entry["note"] = "; ".join(notes)

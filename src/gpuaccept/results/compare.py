@@ -1,6 +1,8 @@
 """One node's or a fleet's latest results against the references: every judged metric, how far it is off its
 reference (percent, and in units of its tolerance: 1.0 is the edge, above 1 fails), worst first.
 
+A per-GPU metric (a document with gpu_metrics) has one line per GPU, named ``check.metric[gpu N]``.
+
 Runs are found by their verdict.json files (results/<node>/<run>/verdict.json); their rows are the judge's
 result. Given a reference directory, each run is judged again by the one judge (gpuaccept.judge.verdict) against
 those files, so a fleet can be checked against a new reference before it is adopted (a run fetched without its
@@ -42,6 +44,12 @@ class Deviation:
     tolerance: float | None  # the reference's tolerance on the side that matters
     reason: str = ""
     failed: bool = True  # the judge's row status (True: fail): what "outside" means
+    gpu: int | None = None  # a per-GPU row's GPU (the node facts' index); None: the node's figure
+
+    @property
+    def name(self) -> str:
+        """check.metric, and the GPU of a per-GPU figure: ``gemm.fp64_tflops_min[gpu 1]``."""
+        return f"{self.check}.{self.metric}" + ("" if self.gpu is None else f"[gpu {self.gpu}]")
 
     @property
     def units(self) -> float:
@@ -123,7 +131,7 @@ def deviations(
         node, type_name, run = doc.get("node", "?"), doc.get("node_type", "?"), str(path.parent)
         base = {"node": node, "node_type": type_name, "run": run, "started_unix": doc.get("started_unix")}
         rows = _rejudged_rows(path.parent, doc, reference_dir)
-        worst: dict[tuple[str, str], Deviation] = {}
+        worst: dict[tuple[str, str, int | None], Deviation] = {}
         for r in rows:
             if r.get("check") == "references" and r.get("status") == "fail":
                 out.append(Deviation(**base, check="references", metric="-", value=None, unit="", reference=None,
@@ -140,12 +148,12 @@ def deviations(
             if not r.get("metric") or r.get("status") not in ("pass", "fail") or r.get("check") == "node":
                 continue
             d = _deviation(base, r)
-            key = (d.check, d.metric)
+            key = (d.check, d.metric, d.gpu)
             # A run that repeated the check (--repeat) counts with its worst repetition.
             if key not in worst or (d.outside, d.units) > (worst[key].outside, worst[key].units):
                 worst[key] = d
         out.extend(worst.values())
-    out.sort(key=lambda d: (not d.outside, -d.units, -(d.off or 0.0), d.node, d.check, d.metric))
+    out.sort(key=lambda d: (not d.outside, -d.units, -(d.off or 0.0), d.node, d.check, d.metric, d.gpu or 0))
     return out
 
 
@@ -154,6 +162,7 @@ def _deviation(base: dict[str, Any], row: dict[str, Any]) -> Deviation:
     failed row without a value says why."""
     value, ref, unit = row.get("value"), row.get("reference"), row.get("unit") or ""
     failed = row.get("status") == "fail"
+    base = {**base, "gpu": row.get("gpu")}
     if value is None or not ref:
         reason = f"no value ({row.get('reason') or 'no reason given'})" if failed else ""
         return Deviation(**base, check=row["check"], metric=row["metric"], value=value, unit=unit, reference=ref,
@@ -183,6 +192,6 @@ def table(devs: list[Deviation]) -> str:
         mark = "OUTSIDE" if d.outside else ""
         if d.reason:
             mark = f"{mark} {d.reason}".strip()
-        rows.append((d.node, d.node_type, f"{d.check}.{d.metric}", value, ref, off, units, mark))
+        rows.append((d.node, d.node_type, d.name, value, ref, off, units, mark))
     text = tabulate.tabulate(rows, headers=head, tablefmt="plain", disable_numparse=True)
     return "\n".join(line.rstrip() for line in text.splitlines())

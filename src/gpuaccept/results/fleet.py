@@ -3,6 +3,12 @@ as the playbooks fetch it (``results/<node>/<run id>/verdict.json``) or ``gpuacc
 
 A node the caller expects (``--nodes``, or the inventory) that has no verdict is listed as missing and counts
 as not accepted: a node that never reported is not a pass.
+
+Configuration drift (:func:`drift`): the node facts of each node's newest run (driver, CUDA, and each GPU's
+VBIOS, InfoROM, ECC, persistence, power limits, MIG mode: gpuaccept.probe.gpuconfig) against the fleet's
+majority, per field (a GPU's fields among the GPUs of its model, the driver and CUDA among the nodes), and
+against what each node's node type pins (gpuaccept.judge.config_drift). A fleet whose GPUs differ is not
+accepted as a whole, and the summary names each node, GPU and field.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ from typing import Any
 
 import tabulate
 
+from gpuaccept.judge import config_drift, health_rules, references
 from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
-from gpuaccept.layout import VERDICT_FILE
+from gpuaccept.layout import FACTS_FILE, VERDICT_FILE
+from gpuaccept.probe import gpuconfig
 
 MISSING = "missing"
 UNREADABLE = "unreadable"  # a verdict.json whose rows or failed checks are not what the judge writes
@@ -98,8 +106,109 @@ def collect(results: str | Path, suite: str | None = None, nodes: list[str] | No
     return entries
 
 
-def all_accepted(entries: list[Entry]) -> bool:
-    return bool(entries) and all(e.verdict == PASS for e in entries)
+def all_accepted(entries: list[Entry], drifted: list[Drift] | None = None) -> bool:
+    return bool(entries) and all(e.verdict == PASS for e in entries) and not drifted
+
+
+@dataclass
+class Drift:
+    """One field of one node's GPU (``gpu`` None: of the node) that differs from the fleet's majority
+    (``why`` "majority"), has no majority to compare with ("split"), or is not what the node type pins ("pin")."""
+
+    node: str
+    node_type: str
+    gpu: int | None
+    serial: str | None
+    field: str
+    value: Any
+    expected: str
+    why: str
+
+
+def _node_facts(results: Path, entries: list[Entry]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each node's (node type, facts) from its newest run among ``entries`` that has readable facts."""
+    out: dict[str, tuple[str, dict[str, Any], str]] = {}
+    for e in entries:
+        if not e.run:
+            continue
+        try:
+            facts = json.loads((results / e.node / e.run / FACTS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(facts, dict) and (e.node not in out or e.run > out[e.node][2]):
+            out[e.node] = (e.node_type, facts, e.run)
+    return {node: (node_type, facts) for node, (node_type, facts, _run) in out.items()}
+
+
+def _gpus(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    return [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
+
+
+def drift(
+    results: str | Path, entries: list[Entry], reference_dir: str | Path | None = None
+) -> tuple[list[Drift], list[str]]:
+    """The fleet's configuration drift (see the module) and notes (nodes whose facts record no configuration, node
+    types whose pins could not be read)."""
+    nodes = _node_facts(Path(results), entries)
+    rows: list[Drift] = []
+    notes: list[str] = []
+    for field_name in config_drift.NODE_FIELDS:
+        readings = [((node, nt), facts.get(field_name)) for node, (nt, facts) in sorted(nodes.items())]
+        for (node, nt), d in config_drift.majority_differences(readings):
+            rows.append(Drift(node, nt, None, None, field_name, d.value, d.expected, d.why))
+    models: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
+    for node, (nt, facts) in sorted(nodes.items()):
+        gpus = _gpus(facts)
+        if gpus and not all(isinstance(g.get("config"), dict) for g in gpus):
+            notes.append(f"{node}: its facts record no GPU configuration (gathered by an older gpuaccept or through "
+                         "nvidia-smi without -q): not compared")  # fmt: skip
+            continue
+        for g in gpus:
+            models.setdefault(str(g.get("name")), []).append((node, nt, g))
+    for _model, gpus in sorted(models.items()):
+        for field_name in gpuconfig.FIELDS:
+            readings = [((node, nt, g), g["config"].get(field_name)) for node, nt, g in gpus]
+            for (node, nt, g), d in config_drift.majority_differences(readings):
+                rows.append(Drift(node, nt, g.get("index"), g.get("serial"), field_name, d.value, d.expected, d.why))
+    if reference_dir is not None:
+        rows += _pinned(nodes, Path(reference_dir), notes)
+    return rows, notes
+
+
+def _pinned(nodes: dict[str, tuple[str, dict[str, Any]]], reference_dir: Path, notes: list[str]) -> list[Drift]:
+    """Each node's driver, CUDA and GPU configuration against its node type's health: pins."""
+    rows = []
+    for node, (nt, facts) in sorted(nodes.items()):
+        if not nt:
+            continue
+        try:
+            expect = health_rules.expectations(references.load_node_type(reference_dir, nt))
+        except references.ReferenceError as err:
+            notes.append(f"{node}: node type {nt}: its pins could not be read ({err})")
+            continue
+        for key, field_name in (("driver_versions", "driver_version"), ("cuda_versions", "cuda_driver_version")):
+            value = facts.get(field_name)
+            if not health_rules.version_allowed(value, expect[key]):
+                rows.append(Drift(node, nt, None, None, field_name, value, "one of " + ", ".join(expect[key]), "pin"))
+        for g in _gpus(facts):
+            if isinstance(g.get("config"), dict):
+                for d in config_drift.pin_differences(g["config"], expect):
+                    rows.append(Drift(node, nt, g.get("index"), g.get("serial"), d.field, d.value, d.expected, "pin"))
+    return rows
+
+
+def drift_table(rows: list[Drift], notes: list[str]) -> str:
+    """The drift section of the summary: one line per field that differs, and the nodes it names."""
+    if not rows:
+        return "configuration: the same on every node and GPU compared" + "".join(f"\nnote: {n}" for n in notes)
+    lines = [(r.node, "-" if r.gpu is None else str(r.gpu), r.field, "unreadable" if r.value is None else str(r.value),
+              r.expected, r.why) for r in rows]  # fmt: skip
+    text = tabulate.tabulate(lines, headers=("node", "GPU", "field", "value", "expected", "against"),
+                             tablefmt="simple", disable_numparse=True)  # fmt: skip
+    names = sorted({r.node for r in rows})
+    out = [f"configuration drift: {len(rows)} field(s) on {len(names)} node(s) ({', '.join(names)}) differ from the "
+           "fleet's majority or the node type's pins", "", *(line.rstrip() for line in text.splitlines())]  # fmt: skip
+    return "\n".join(out + [f"note: {n}" for n in notes])
 
 
 def table(entries: list[Entry]) -> str:
@@ -130,9 +239,12 @@ def table(entries: list[Entry]) -> str:
     return "\n".join(out)
 
 
-def to_json(entries: list[Entry]) -> dict[str, Any]:
+def to_json(entries: list[Entry], drifted: list[Drift] | None = None, notes: list[str] | None = None) -> dict[str, Any]:
     return {
         "schema": SUMMARY_SCHEMA,
-        "accepted": all_accepted(entries),
+        "accepted": all_accepted(entries, drifted),
         "nodes": [asdict(e) for e in entries],
+        "config_drift": [asdict(d) for d in drifted or []],
+        "config_drift_nodes": sorted({d.node for d in drifted or []}),
+        "config_notes": list(notes or []),
     }

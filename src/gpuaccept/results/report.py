@@ -1,7 +1,8 @@
-"""One self-contained HTML evaluation report from run directories: inventory, verdicts, the bandwidth sweep,
-the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and FFT offload
-against the host's BLAS and FFT, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and energy, and two
-or more node types side by side with ratios to a chosen baseline.
+"""One self-contained HTML evaluation report from run directories: the first page for the decision (headline
+figures per node type and side by side: report_headline), inventory, verdicts, GPU by GPU (report_pergpu), the
+bandwidth sweep, the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and
+FFT offload against the host's BLAS and FFT, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and
+energy, and two or more node types side by side with ratios to a chosen baseline.
 
 Inputs are groups of runs: ``[LABEL=]PATH``, where PATH is a run directory (results/<node>/<run>), a results
 tree holding many, or a folder of benchmark documents. Every ``gpuaccept.bench/1`` document under PATH is read
@@ -32,7 +33,8 @@ from typing import Any
 from gpuaccept import __version__, atomic
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
-from gpuaccept.results import scaling
+from gpuaccept.results import burnin_plot, report_headline, report_pergpu
+from gpuaccept.results import scaling as hpl_scaling
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -807,11 +809,14 @@ def fft_offload_section(groups: list[Group]) -> str:
 
 
 def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 000 figure 8: throughput against size per precision (GPU 0, solo, the series sizes)."""
+    """Seed 000 figure 8: throughput against size per precision (GPU 0, the series sizes: alone, or with every GPU
+    busy where the tool measured them all at once, docs/checks/gemm.md)."""
+    together = (doc.get("parameters") or {}).get("schedule") == "together"
+    mode = "concurrent" if together else "solo"
     entries = [
         e
         for e in doc["results"].get("gemm", [])
-        if e.get("gpu") == 0 and e.get("mode") == "solo" and isinstance(e.get("tflops_median"), (int, float))
+        if e.get("gpu") == 0 and e.get("mode") == mode and isinstance(e.get("tflops_median"), (int, float))
     ]
     if not entries:
         return None
@@ -826,7 +831,9 @@ def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
     title = f"{group.label}: GEMM throughput against size"
     _frame(ax, "m = n = k", "TFLOP/s (median of the calls)", title, logx=False, which="both")
     ax.legend(fontsize=7, ncols=3)
-    return _group_svg(fig, "gemm", group, "cuBLAS/cuBLASLt GEMM, GPU 0 alone, sizes in steps of 8 (seed 000 figure 8)")
+    alone = "with every GPU busy" if together else "alone"
+    caption = f"cuBLAS/cuBLASLt GEMM, GPU 0 {alone}, sizes in steps of 8 (seed 000 figure 8)"
+    return _group_svg(fig, "gemm", group, caption)
 
 
 def plot_gemm_compare(groups: list[Group]) -> str | None:
@@ -975,11 +982,8 @@ def inventory(groups: list[Group]) -> str:
         return found[-1] if found else {}
 
     def gpus(g: Group) -> str | None:
-        devs = first(g, lambda d: d["devices"])
-        if not devs:
-            return None
-        names = sorted({d.get("name") or "?" for d in devs})  # HPL's documents name none
-        return f"{len(devs)} x {', '.join(names)}"
+        found = report_headline.node(g)
+        return f"{found.gpus} x {', '.join(found.models)} ({found.origin})" if found.gpus else None
 
     def nodes(g: Group) -> str:
         names = {v["node"] for v in g.verdicts} | {(d.get("host") or {}).get("hostname", "?") for d in g.docs}
@@ -1068,7 +1072,7 @@ def verdict_summary(groups: list[Group]) -> str:
                             v.get("node"),
                             v.get("suite"),
                             r["check"],
-                            r.get("metric") or "(check)",
+                            (r.get("metric") or "(check)") + ("" if r.get("gpu") is None else f" [GPU {r['gpu']}]"),
                             r.get("value"),
                             r.get("reference"),
                             r["status"],
@@ -1343,11 +1347,19 @@ table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em}
 th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
 th{background:#f3f3f3}figure{margin:1em 0}figure svg{max-width:100%;height:auto}
 figcaption{font-size:.85em;color:#555}.pass,.better{color:#13801f;font-weight:bold}
-.fail,.worse{color:#b00020;font-weight:bold}.note{color:#555;font-size:.9em}
+.fail,.worse{color:#b00020;font-weight:bold}.note{color:#555;font-size:.9em}.par{font-weight:bold}
+#headline h3{margin:1.2em 0 .2em}#headline table{font-size:.8em}.missing{color:#777}
+ul.verdict-lines{margin:.2em 0 1em;padding-left:1.2em;font-size:.85em}li.reason{list-style:none;color:#555}
+ol.sources{font-size:.75em;color:#444}sup.cite{color:#555}td.slowest{background:#fde8e8}ul.slow{font-size:.85em}
+@media print{body{margin:0;max-width:none}#headline{break-after:page}h2{break-after:avoid}}
 """
 
 
-def build(groups: list[Group], title: str, baseline_label: str | None = None, generated: str | None = None) -> str:
+def build(groups: list[Group], title: str, baseline_label: str | None = None, generated: str | None = None,
+          reference_dir: Path | None = None) -> str:
+    """The report: the first page (report_headline: the figures a buyer decides on, per column and side by
+    side), the nodes, the verdicts, the GPUs one by one (report_pergpu), then the detail of every benchmark.
+    ``reference_dir`` holds the node types the headline sets each figure against (default: the shipped ones)."""
     if not groups:
         raise ReportInputError("no inputs: give at least one [LABEL=]PATH")
     labels = [g.label for g in groups]
@@ -1365,6 +1377,7 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
         f"{sum(len(g.docs) for g in groups)} benchmark documents and {sum(len(g.verdicts) for g in groups)} "
         f"verdicts; ratios are to <b>{html.escape(baseline.label)}</b>. Figures are medians or minima as each "
         "benchmark's <i>timing</i> says (docs/benchmark-json.md).</p>",
+        report_headline.section(groups, baseline, reference_dir, report_pergpu.summary),
         "<h2 id='inventory'>Nodes and software</h2>",
         inventory(groups),
         "<h2 id='verdicts'>Verdicts</h2>",
@@ -1374,6 +1387,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     if rejected:
         parts.append("<p class='fail'>Documents left out (unreadable, verification failed, or errors):</p>")
         parts.append(_table(["group", "document", "why"], [list(r) for r in rejected]))
+    parts.append("<h2 id='per-gpu'>GPU by GPU</h2>")
+    parts.append(report_pergpu.section(groups))
     parts.append("<h2 id='compare'>Side by side</h2>")
     parts.append(side_by_side(groups, baseline, ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm")))
 
@@ -1422,12 +1437,14 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     parts.append("<h2 id='other'>HPL, NAMD and other checks</h2>")
     parts.append(other_checks(groups, baseline))
     parts.append("<h2 id='hpl-scaling'>HPL-CUDA against GPU count</h2>")
-    parts.append(scaling.section([(g.label, g.docs) for g in groups], _svg))
+    parts.append(hpl_scaling.section([(g.label, g.docs) for g in groups], _svg))
     parts.append("<h2 id='power'>Power profile</h2>")
     plots = [plot_power(g, d) for g in groups for d in g.by_tool("gpuaccept-sample")]
     parts.extend(p for p in plots if p)
     if not any(plots):
         parts.append("<p>No power samples in these runs.</p>")
+    parts.append("<h2 id='burnin'>Burn-in</h2>")
+    parts.append(burnin_plot.section(groups))
     parts.append("<h2 id='energy'>Energy</h2>")
     parts.append(energy_table(groups, baseline))
     parts.append("</body></html>\n")

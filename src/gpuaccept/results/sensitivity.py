@@ -49,10 +49,13 @@ def measure(runs: list[Path], reference_dir: Path, losses: list[float]) -> tuple
             notes.append(f"{run}: not accepted as recorded ({verdict.headline(base)}): left out")
             continue
         node_type = references.bind_link(references.load_node_type(reference_dir, base.node_type), base.facts)
+        seen: set[tuple[str, str | None]] = set()
         for row in _gating(base):
             ref = node_type.checks.get(row.check, {}).get(row.metric)
-            if ref is None:  # the node's own rows (GPU count): not a figure of a check
+            if ref is None or (row.check, row.metric) in seen:  # the node's own rows (GPU count): not a figure
                 continue
+            # A per-GPU metric has a row per GPU: one figure all the same, made worse on every GPU at once.
+            seen.add((row.check, row.metric))
             fig = figures.setdefault((row.check, row.metric), Figure(row.check, row.metric, row.owner, _better(ref)))
             fig.runs += 1
             for loss in losses:
