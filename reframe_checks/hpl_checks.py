@@ -210,6 +210,7 @@ class GpuHplNvidia(HplOutputCheck):
     ``memory_fraction`` of the GPUs' memory, NB 1024, P x Q from the GPU count).
 
     Not run ("artifact not configured") unless the gpuaccept_hpl role installed it and wrote its descriptor.
+    NVLink SHARP off (NCCL_NVLS_ENABLE=0, and the descriptor's environment).
     Metrics: ``tflops`` (node), ``tflops_per_gpu``, ``residual_max``; power as for GpuHplStyle.
     """
 
@@ -247,6 +248,10 @@ class GpuHplNvidia(HplOutputCheck):
         self.keep_files = [*self.keep_files, "HPL.dat"]
         command = [str(c).replace("{ranks}", str(self.ranks)).replace("{dat}", "HPL.dat") for c in desc["command"]]
         self.executable, self.executable_opts = command[0], command[1:]
+        # NVIDIA's xhpl uses NCCL: NVLink SHARP off as in every NCCL communicator gpuaccept starts (the role's
+        # descriptor says otherwise only with gpuaccept_hpl_nccl_nvls)
+        self.env_vars = {**self.env_vars, "NCCL_NVLS_ENABLE": "0",
+                         **{str(k): str(v) for k, v in (desc.get("env") or {}).items()}}  # fmt: skip
 
 
 @rfm.simple_test

@@ -413,6 +413,8 @@ def test_role_installs_an_hpc_benchmarks_tarball_and_writes_hpl_dat_and_descript
     desc = json.loads((prefix / "gpuaccept-hpl.json").read_text())
     assert desc["command"][-3:-1] == [str(next(prefix.glob("hpc-benchmarks-*")) / "hpl-linux-x86_64/hpl.sh"), "--dat"]
     assert desc["command"][:3] == ["mpirun", "--bind-to", "none"] and "{ranks}" in desc["command"]
+    # NVIDIA's xhpl uses NCCL too: NVLink SHARP off, passed to every rank
+    assert desc["command"][3:5] == ["-x", "NCCL_NVLS_ENABLE"] and desc["env"] == {"NCCL_NVLS_ENABLE": "0"}
     rc, out = play(tmp_path, "gpuaccept_hpl", extra)
     assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]
 
