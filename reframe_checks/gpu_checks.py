@@ -188,8 +188,8 @@ class GpuNccl(GpuBenchCheck):
 
 @rfm.simple_test
 class GpuPower(GpuBenchCheck):
-    """Power (seed 003) through ``gpuaccept powercheck``: the idle node, then a sustained GEMM on every GPU at
-    once under the power sampler (docs/checks/power.md).
+    """Power (after Kozin and Cable, 2010) through ``gpuaccept powercheck``: the idle node, then a sustained GEMM on
+    every GPU at once under the power sampler (docs/checks/power.md).
 
     Variables: ``precision`` (of the GEMM load).
     Metrics: idle_power_max_w, load_power_min_w, load_power_max_w (median under load, against the cap),
@@ -250,10 +250,10 @@ class GpuMemtest(GpuBenchCheck):
 
 @rfm.simple_test
 class GpuOverlap(GpuBenchCheck):
-    """Compute/transfer overlap (seed 002): a kernel of tunable arithmetic intensity over data that starts and ends in
-    pinned host memory, moved by synchronous copies, asynchronous copies in 1-16 streams, mapped (zero-copy) host
-    memory and managed memory with prefetch, each verified; then ``gpuaccept overlap-model`` predicts each method
-    from the same run's PCIe model (L+o, G, g per direction) and copy-engine count (docs/checks/overlap.md).
+    """Compute/transfer overlap (after van Werkhoven et al., 2014): a kernel of tunable arithmetic intensity over data
+    that starts and ends in pinned host memory, moved by synchronous copies, asynchronous copies in 1-16 streams, mapped
+    (zero-copy) host memory and managed memory with prefetch, each verified; then ``gpuaccept overlap-model`` predicts
+    each method from the same run's PCIe model (L+o, G, g per direction) and copy-engine count (docs/checks/overlap.md).
 
     Metrics (informational: the host's and the link's): duplex_overlap_min (H2D and D2H at once, 1 full duplex),
     stream_speedup_min (sync over the best streamed time), model_rel_error_max, model_rank_tau_min.
@@ -275,8 +275,8 @@ class GpuOverlap(GpuBenchCheck):
 
 @rfm.simple_test
 class GpuOffloadGemm(GpuBenchCheck):
-    """Transfer-inclusive GEMM (seed 000): cuBLAS DGEMM, SGEMM, TF32 and BF16 over n = 256-16384 on one GPU, the
-    kernel alone and with the copies of A, B and C from pinned and from pageable memory, every result verified;
+    """Transfer-inclusive GEMM (after Allada et al., 2009): cuBLAS DGEMM, SGEMM, TF32 and BF16 over n = 256-16384 on one
+    GPU, the kernel alone and with the copies of A, B and C from pinned and from pageable memory, every result verified;
     then the host's DGEMM and SGEMM (``gpuaccept-cpugemm`` from ``extras.bench_dir``, all physical cores) at
     ``host_sizes`` and ``python -m gpuaccept.probe.offload``: the size from which the offload beats the host
     (docs/checks/offload-gemm.md). Without the host tool the crossovers are waived with the reason and the rest
@@ -288,7 +288,7 @@ class GpuOffloadGemm(GpuBenchCheck):
     _pageable_over_kernel_ratio (at the largest n measured), <precision>_crossover_n_pinned and _pageable.
     """
 
-    #: The GPU to measure (``--gpu``): one GPU stands for the node's, as in seed 000.
+    #: The GPU to measure (``--gpu``): one GPU stands for the node's, as in Allada et al. (2009).
     #:
     #: :type: :class:`int`
     gpu = variable(int, value=0)
@@ -355,10 +355,11 @@ class GpuOffloadGemm(GpuBenchCheck):
 
 @rfm.simple_test
 class GpuFftOffload(GpuBenchCheck):
-    """FFT offload (seed 001): complex-to-complex FFTs, batched 1-D (4096 points each) and 3-D, fp32 and fp64, over
-    sizes of 2^12 to 2^27 points, on the host's FFT (MKL or FFTW, every CPU) and on one GPU with cuFFT alone and as a
-    whole offload (H2D, cuFFT, D2H) from pinned and from pageable memory, each GPU output verified against the
-    host's; then ``python -m gpuaccept.probe.fft`` adds the crossover sizes (docs/checks/fft-offload.md).
+    """FFT offload (as in the remote BLAS/FFT offload thesis): complex-to-complex FFTs, batched 1-D (4096 points each)
+    and 3-D, fp32 and fp64, over sizes of 2^12 to 2^27 points, on the host's FFT (MKL or FFTW, every CPU) and on one GPU
+    with cuFFT alone and as a whole offload (H2D, cuFFT, D2H) from pinned and from pageable memory, each GPU output
+    verified against the host's; then ``python -m gpuaccept.probe.fft`` adds the crossover sizes
+    (docs/checks/fft-offload.md).
 
     Not run where the node has no host FFT (``FftBuild.not_run_reason``). Quick mode: sizes up to 2^22 points, 3
     repetitions. Metrics (informational: the host's): fft<shape>_<precision>_speedup_{kernel,pinned,pageable} at the

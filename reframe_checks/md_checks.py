@@ -97,8 +97,8 @@ class Namd(SystemCheck):
 
     Parameters: ``system`` (apoa1, stmv). Variables: ``namd_home`` (where the gpuaccept_namd role installed
     NAMD; default: the partition's ``extras.namd_home``, else ``$GPUACCEPT_NAMD_HOME``, else
-    ``/opt/gpuaccept/namd``), ``steps`` (default 500, energies every 100th step as seed 003 does; quick: 200),
-    ``modes``. Metrics per run (``gpu_resident_all``, ``gpu_resident_1``, ``gpu_offload_all``,
+    ``/opt/gpuaccept/namd``), ``steps`` (default 500, energies every 100th step as Kozin and Cable (2010) did; quick:
+    200), ``modes``. Metrics per run (``gpu_resident_all``, ``gpu_resident_1``, ``gpu_offload_all``,
     ``gpu_offload_1``, ``cpu``): ``<run>_ns_per_day``, ``<run>_s_per_step``, ``<run>_wall_s``, and for GPU
     runs ``<run>_power_avg_w``, ``<run>_energy_kj``, ``<run>_ns_per_day_per_kw``; ``speedup_vs_cpu``.
     Not run where NAMD or the input set is not installed (README, section 'NAMD').

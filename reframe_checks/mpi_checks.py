@@ -1,5 +1,5 @@
-"""Checks between nodes (seed 004): MPI point-to-point latency and bandwidth between rank pairs on different
-nodes, host buffers and, on a CUDA-aware MPI, GPU buffers. What it measures: docs/checks/mpi.md.
+"""Checks between nodes (after Agarwal and Becchi, 2014): MPI point-to-point latency and bandwidth between rank pairs on
+different nodes, host buffers and, on a CUDA-aware MPI, GPU buffers. What it measures: docs/checks/mpi.md.
 
 Runs on partitions with the ``mpi`` feature and an MPI launcher (``gpuaccept slurm-config --mpi``: srun), in
 the ``multinode`` suite. Two ranks on two nodes by default; ``-S num_tasks=N`` pairs rank i with i + N/2, and

@@ -694,8 +694,8 @@ def parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser(
         "overlap-model",
-        help="add seed 002's predictions (sync, streams, mapped, managed) and their errors to a gpuaccept-overlap "
-        "document (in place)",
+        help="add the predictions of van Werkhoven et al. (2014)'s model (sync, streams, mapped, managed) and their "
+        "errors to a gpuaccept-overlap document (in place)",
     )
     sp.add_argument("document", help="a gpuaccept-overlap JSON document")
     sp.add_argument("--bandwidth", help="a gpuaccept-bw document of the same node: its fitted PCIe model (L+o, G, g) "

@@ -1,5 +1,5 @@
-// gpuaccept-mpi: MPI point-to-point latency and bandwidth between pairs of ranks (seed 004), host buffers and,
-// in the build with GPUACCEPT_MPI_CUDA (make mpi-cuda) on a CUDA-aware MPI, GPU buffers.
+// gpuaccept-mpi: MPI point-to-point latency and bandwidth between pairs of ranks (after Agarwal and Becchi,
+// 2014), host buffers and, in the build with GPUACCEPT_MPI_CUDA (make mpi-cuda) on a CUDA-aware MPI, GPU buffers.
 //
 // Ranks are paired i <-> i + n/2, so that with ranks placed in blocks (one or more per node) each pair spans
 // two nodes. Pairs run one at a time while the others wait. For each pair and buffer kind:

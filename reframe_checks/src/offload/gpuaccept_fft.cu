@@ -1,5 +1,5 @@
-// gpuaccept-fft: FFT offload (seed 001, issue 27 item 2). Complex-to-complex forward transforms, out of place,
-// in single and double precision, over a sweep of sizes, two shapes:
+// gpuaccept-fft: FFT offload (as the remote BLAS/FFT offload thesis measured it). Complex-to-complex forward
+// transforms, out of place, in single and double precision, over a sweep of sizes, two shapes:
 //   1d  batched 1-D transforms of --length points, as many as the size's points / length
 //   3d  one n x n x n transform
 // each timed four ways:
@@ -127,11 +127,11 @@ struct Options {
 
 const char* kUsage =
     "usage: gpuaccept-fft [options]\n"
-    "FFT offload (seed 001): complex-to-complex forward FFTs, out of place, timed on the host's FFT (FFTW3 or\n"
-    "MKL, all threads), with cuFFT on device-resident data (kernel), and as a whole offload (H2D, cuFFT, D2H) from\n"
-    "pinned and from pageable host memory; speed-up = host time / GPU time. Each GPU output is checked against the\n"
-    "host's (relative L2 error), and a forward + inverse round trip on the GPU against the input. The crossover\n"
-    "size: python -m gpuaccept.probe.fft.\n"
+    "FFT offload (as in the remote BLAS/FFT offload thesis): complex-to-complex forward FFTs, out of place, timed\n"
+    "on the host's FFT (FFTW3 or MKL, all threads), with cuFFT on device-resident data (kernel), and as a whole\n"
+    "offload (H2D, cuFFT, D2H) from pinned and from pageable host memory; speed-up = host time / GPU time. Each\n"
+    "GPU output is checked against the host's (relative L2 error), and a forward + inverse round trip on the GPU\n"
+    "against the input. The crossover size: python -m gpuaccept.probe.fft.\n"
     "  --gpu N              CUDA device index (default 0)\n"
     "  --shapes LIST        any of 1d,3d (default both)\n"
     "  --precisions LIST    any of fp32,fp64 (default both)\n"
@@ -488,8 +488,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
                "host FFT time over cuFFT time (" + std::string(mode) +
                    (std::string(mode) == "kernel" ? ": device-resident data, no transfers"
                                                   : " host memory: H2D, cuFFT, D2H") +
-                   ") at the largest size measured, " + std::to_string(last->points) + " points (seed 001: over 25 "
-                   "x for FFTW with the transfers, on its cluster; informational)",
+                   ") at the largest size measured, " + std::to_string(last->points) + " points (the remote BLAS/FFT "
+                   "offload thesis: over 25 x for FFTW with the transfers, on its cluster; informational)",
                last->host.seconds / m.seconds});
         }
       }

@@ -1,5 +1,6 @@
-// gpuaccept-overlap: compute/transfer overlap (seed 002). Data that starts and ends in pinned host memory goes
-// through a kernel of tunable arithmetic intensity, moved each of the ways the seed compares:
+// gpuaccept-overlap: compute/transfer overlap (van Werkhoven et al., "Performance Models for CPU-GPU Data
+// Transfers", CCGrid 2014). Data that starts and ends in pinned host memory goes through a kernel of tunable
+// arithmetic intensity, moved each of the ways the paper compares:
 //   sync        cudaMemcpy H2D, kernel, cudaMemcpy D2H on the legacy default stream (no overlap)
 //   streams_<n> the data split into n chunks, chunk i's cudaMemcpyAsync H2D, kernel and cudaMemcpyAsync D2H on
 //               stream i (n non-blocking streams)
@@ -60,10 +61,11 @@ struct Options {
 
 const char* kUsage =
     "usage: gpuaccept-overlap [options]\n"
-    "Compute/transfer overlap (seed 002): a kernel of tunable arithmetic intensity over data that starts and ends\n"
-    "in pinned host memory, moved by synchronous copies, asynchronous copies in n streams, mapped (zero-copy)\n"
-    "host memory and managed memory with prefetch; plus the pieces the model needs (kernel alone, H2D, D2H,\n"
-    "bidirectional, 1-byte copies and their gap g). Every method's output verified at sampled elements.\n"
+    "Compute/transfer overlap (after van Werkhoven et al. 2014): a kernel of tunable arithmetic intensity over\n"
+    "data that starts and ends in pinned host memory, moved by synchronous copies, asynchronous copies in n\n"
+    "streams, mapped (zero-copy) host memory and managed memory with prefetch; plus the pieces the model needs\n"
+    "(kernel alone, H2D, D2H, bidirectional, 1-byte copies and their gap g). Every method's output verified at\n"
+    "sampled elements.\n"
     "  --gpus all|LIST      CUDA device indices, measured one after the other (default all visible)\n"
     "  --mib N              size of the input (and of the output) in MiB (default 256, --quick 64)\n"
     "  --intensities LIST   flop per byte moved over PCIe (input + output bytes), multiples of 0.25\n"

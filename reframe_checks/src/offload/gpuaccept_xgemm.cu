@@ -1,4 +1,4 @@
-// gpuaccept-xgemm: transfer-inclusive GEMM (seed 000, issue 27 item 1). Square n x n C = A B (column major, no
+// gpuaccept-xgemm: transfer-inclusive GEMM (after Allada et al. 2009). Square n x n C = A B (column major, no
 // transpose, alpha 1, beta 0) over a sweep of sizes, in four precisions:
 //   dgemm  cublasDgemm, default math mode
 //   sgemm  cublasSgemm, default math mode (FP32; NVIDIA_TF32_OVERRIDE=1 would change that: it is recorded)
@@ -87,10 +87,10 @@ struct Options {
 
 const char* kUsage =
     "usage: gpuaccept-xgemm [options]\n"
-    "Transfer-inclusive GEMM (seed 000): square n x n cuBLAS GEMM timed on device-resident data (kernel), and\n"
-    "as a whole offload (H2D of A and B, GEMM, D2H of C) from pinned and from pageable host memory; GFLOP/s\n"
-    "= 2 n^3 / t for each and the ratios offload / kernel. C verified at sampled entries against a host\n"
-    "reference in double. The crossover against the host's BLAS: python -m gpuaccept.probe.offload.\n"
+    "Transfer-inclusive GEMM (after Allada et al. 2009): square n x n cuBLAS GEMM timed on device-resident data\n"
+    "(kernel), and as a whole offload (H2D of A and B, GEMM, D2H of C) from pinned and from pageable host\n"
+    "memory; GFLOP/s = 2 n^3 / t for each and the ratios offload / kernel. C verified at sampled entries against\n"
+    "a host reference in double. The crossover against the host's BLAS: python -m gpuaccept.probe.offload.\n"
     "  --gpu N              CUDA device index (default 0)\n"
     "  --sizes LIST         matrix sizes n (default 256,512,1024,2048,4096,8192,16384); a size whose matrices do\n"
     "                       not fit in device or host memory is skipped with a note\n"
@@ -496,7 +496,8 @@ std::string document(const State& st, const Options& o, const Invocation& run, c
         metrics.push_back({name, "ratio", "higher",
                            "transfer-inclusive (" + std::string(mode == 0 ? "pinned" : "pageable") +
                                ") GFLOP/s over kernel-only GFLOP/s at the largest n measured, n=" +
-                               std::to_string(last->n) + " (seed 000: 0.95 DGEMM, 0.87 SGEMM on its cluster)",
+                               std::to_string(last->n) +
+                               " (Allada et al. 2009: 0.95 DGEMM, 0.87 SGEMM on their cluster)",
                            last->kernel.seconds / m.seconds});
       }
     }

@@ -412,14 +412,14 @@ CHECKS: dict[str, Check] = {
                 Metric("gemm_windows_min", "count", GPU, gated=False),
             ),
         ),
-        # Seed 002's compute/transfer overlap (docs/checks/overlap.md): evaluation only, and optional until a node type
-        # has measured it. How copies overlap and how well the PCIe model predicts them are the host's and the link's
-        # (host memory, the IOMMU, the driver, the VM), not the GPU model's: reported, not judged. Min/max over the
-        # node's GPUs, each measured alone.
+        # Compute/transfer overlap and van Werkhoven et al. (2014)'s model of it (docs/checks/overlap.md): evaluation
+        # only, and optional until a node type has measured it. How copies overlap and how well the PCIe model
+        # predicts them are the host's and the link's (host memory, the IOMMU, the driver, the VM), not the GPU
+        # model's: reported, not judged. Min/max over the node's GPUs, each measured alone.
         Check(
             "overlap",
             "compute/transfer overlap: sync copies, 1-16 streams, mapped and managed memory, measured and predicted "
-            "by seed 002's PCIe model (gpuaccept-overlap)",
+            "by van Werkhoven et al. (2014)'s PCIe model (gpuaccept-overlap)",
             ("evaluation",),
             True,
             "overlap.json",
@@ -430,14 +430,14 @@ CHECKS: dict[str, Check] = {
                 # H2D and D2H at once: 1 full duplex, 0 serialised
                 Metric("duplex_overlap_min", "ratio", GPU, gated=False),
                 Metric("stream_speedup_min", "ratio", GPU, gated=False),  # sync over the best streamed time
-                # seed 002's predictions against the measured times
+                # the PCIe model's predictions against the measured times
                 Metric("model_rel_error_max", "ratio", GPU, gated=False),
                 # Kendall's tau of the predicted against measured order
                 Metric("model_rank_tau_min", "ratio", GPU, gated=False),
             ),
         ),
-        # Seed 000's transfer-inclusive GEMM and its crossover against the host's BLAS (issue 27 item 1,
-        # docs/checks/offload-gemm.md): evaluation only and optional, like overlap (its figures are the host's and the
+        # Transfer-inclusive GEMM after Allada et al. (2009) and its crossover against the host's BLAS
+        # (docs/checks/offload-gemm.md): evaluation only and optional, like overlap (its figures are the host's and the
         # link's: reported, not judged).
         Check(
             "offload_gemm",
@@ -459,9 +459,9 @@ CHECKS: dict[str, Check] = {
                 Metric("*_crossover_n_pageable", "n", GPU, gated=False),
             ),
         ),
-        # Seed 001's FFT offload (docs/checks/fft-offload.md): cuFFT against the host's FFT, with and without the
-        # copies. Evaluation only and optional: it needs a host FFT (MKL or FFTW), and its figures are the host's and
-        # the link's as much as the GPU's (reported, not judged).
+        # FFT offload, as the remote BLAS/FFT offload thesis measured it (docs/checks/fft-offload.md): cuFFT against
+        # the host's FFT, with and without the copies. Evaluation only and optional: it needs a host FFT (MKL or
+        # FFTW), and its figures are the host's and the link's as much as the GPU's (reported, not judged).
         Check(
             "fft_offload",
             "FFT offload: cuFFT against the host's FFT (MKL or FFTW, all cores), 1-D batched and 3-D, fp32 and fp64, "

@@ -529,8 +529,8 @@ DERIVED_METRICS = ("cpu_gpu_dgemm_ratio", "cpu_gpu_sgemm_ratio", "gpu_cpu_hpl_ra
 
 
 def _cpu_gpu_ratios(rows: list[Row]) -> list[Row]:
-    """The host's GEMM rate (all cores) over the slowest GPU's, as seed 003 compares CPU and GPU: reported,
-    not judged."""
+    """The host's GEMM rate (all cores) over the slowest GPU's, as Kozin and Cable (2010) compare CPU and GPU:
+    reported, not judged."""
     values: dict[tuple[str, str | None], float] = {}
     for r in rows:
         if r.metric and r.value is not None:
@@ -544,7 +544,7 @@ def _cpu_gpu_ratios(rows: list[Row]) -> list[Row]:
         if c and g:
             out.append(Row("cpu_gemm", name, INFO, c / (g * 1000.0), "ratio",
                            reason=f"informational: host {cpu} (all cores) / GPU {gpu}"))
-    # HPL: the GPUs' HPL-style node rate over the host's HPL (seed 003's GPU/CPU ratio), where both ran.
+    # HPL: the GPUs' HPL-style node rate over the host's HPL (Kozin and Cable (2010)'s GPU/CPU ratio), where both ran.
     host, gpus = values.get(("hpl_host", "gflops")), values.get(("hplstyle", "tflops_sum"))
     if host and gpus:
         out.append(Row("hpl_host", "gpu_cpu_hpl_ratio", INFO, gpus * 1000.0 / host, "ratio",

@@ -1,5 +1,5 @@
-"""When an FFT pays for its trip to the GPU: ``gpuaccept-fft``'s host and cuFFT times per size (seed 001, issue 27
-item 2).
+"""When an FFT pays for its trip to the GPU: ``gpuaccept-fft``'s host and cuFFT times per size (after the remote
+BLAS/FFT offload thesis, docs/bibliography.md).
 
 ``gpuaccept-fft`` times complex-to-complex FFTs (batched 1-D and 3-D, FP32 and FP64) on the host's FFT (FFTW3 or
 MKL, all threads) and on the GPU three ways (cuFFT alone on device-resident data; the whole offload, H2D, cuFFT,

@@ -1,5 +1,5 @@
 """When a GEMM pays for its trip to the GPU: ``gpuaccept-xgemm``'s transfer-inclusive rates set against the
-host's BLAS (seed 000, issue 27 item 1).
+host's BLAS (after Allada et al., 2009).
 
 ``gpuaccept-xgemm`` times square n x n GEMMs on the GPU three ways (the kernel alone on device-resident data; the
 whole offload, H2D of A and B, GEMM, D2H of C, from pinned and from pageable host memory). The host's rate at the
@@ -61,8 +61,8 @@ def flops(n: int) -> float:
 
 def predicted_offload_s(kernel_s: float, h2d_bytes: float, d2h_bytes: float, h2d: Link, d2h: Link,
                         h2d_transfers: int = 2) -> float:
-    """One offload as gpuaccept-xgemm and gpuaccept-fft time it, by seed 002's PCIe model
-    (gpuaccept.probe.overlap): ``h2d_transfers`` H2D copies back to back (``(L + o) + k G + g`` per extra one;
+    """One offload as gpuaccept-xgemm and gpuaccept-fft time it, by van Werkhoven et al. (2014)'s PCIe
+    model (gpuaccept.probe.overlap): ``h2d_transfers`` H2D copies back to back (``(L + o) + k G + g`` per extra one;
     xgemm's A and B, fft's one input), the kernel alone, then one D2H (``(L + o) + k G``: C, the FFT's output),
     in stream order, nothing overlapped. ``h2d``/``d2h``: the links of pinned copies (the bandwidth check's fit)."""
     return h2d.time(h2d_bytes, transfers=h2d_transfers) + kernel_s + d2h.time(d2h_bytes)

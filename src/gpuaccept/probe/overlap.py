@@ -1,34 +1,35 @@
-"""Seed 002's model of compute/transfer overlap, set against what ``gpuaccept-overlap`` measured.
+"""The model of compute/transfer overlap of van Werkhoven et al., "Performance Models for CPU-GPU Data Transfers"
+(CCGrid 2014), set against what ``gpuaccept-overlap`` measured.
 
-The PCIe model per direction (LogGP-style, seed 002 section V): one transfer of ``k`` bytes takes
+The PCIe model per direction (LogGP-style, the paper's section V): one transfer of ``k`` bytes takes
 ``T(k) = (L + o) + k G``; ``n`` back-to-back transfers that together carry ``k`` bytes take
 ``(L + o) + k G + g (n - 1)``. Its parameters come from ``gpuaccept-overlap``'s own document (``L + o``: one
 1-byte copy; ``g``: 16 back-to-back 1-byte copies, ``(T16 - T1) / 15``; ``G``: one copy of the whole buffer,
 ``(T - (L + o)) / k``), or, with :func:`links_from_bandwidth`, from the bandwidth check's fit (``gpuaccept-bw``'s
 ``results.model``: ``lo_us``, ``G_s_per_byte``, ``g_us``).
 
-The predictions (seed 002, figure 7; ``B`` bytes each way, ``tE`` the kernel alone on device-resident data,
+The predictions (the paper's figure 7; ``B`` bytes each way, ``tE`` the kernel alone on device-resident data,
 ``n`` streams, ``Thd(b) = (L+o)hd + b Ghd`` and ``Tdh(b)`` likewise, ``ghd``/``gdh`` the gaps):
 
-- ``sync`` (the seed's "Explicit", no overlap): ``Thd(B) + tE + Tdh(B)``.
+- ``sync`` (the paper's "Explicit", no overlap): ``Thd(B) + tE + Tdh(B)``.
 - ``streams_<n>`` with 2 or more copy engines (equation 5)::
 
       max(Thd(B) + ghd (n-1) + tE/n + Tdh(B/n),
           Thd(B/n) + tE + Tdh(B/n),
           Thd(B/n) + tE/n + Tdh(B) + gdh (n-1))
 
-- ``streams_<n>`` with 1 copy engine (equations 3 and 4, no implicit synchronisation): the seed gives one
+- ``streams_<n>`` with 1 copy engine (equations 3 and 4, no implicit synchronisation): the paper gives one
   formula for a dominant kernel and one for dominant transfers and no rule to choose; each is a lower bound of
   the other scenario's schedule too (the first chunk in, every kernel, the last chunk out; every transfer on the
-  one engine), so the larger of the two is used. With no copy engine (``asyncEngineCount`` 0, outside the seed)
+  one engine), so the larger of the two is used. With no copy engine (``asyncEngineCount`` 0, outside the paper)
   nothing overlaps: ``Thd(B) + ghd (n-1) + tE + Tdh(B) + gdh (n-1)``.
 - ``mapped`` (equation 6, every component overlapped at warp granularity, only the latencies exposed):
   ``max((L+o)hd + B Ghd + (L+o)dh, (L+o)hd + tE + (L+o)dh, (L+o)hd + (L+o)dh + B Gdh)``.
-- ``managed``: the seed has no formula. Predicted as ``sync`` (prefetch in, kernel, prefetch out, in stream
+- ``managed``: the paper has no formula. Predicted as ``sync`` (prefetch in, kernel, prefetch out, in stream
   order): what page migration costs beyond a copy is not modelled, so its error measures that cost.
 
-The seed's equations 1 and 2 (GPUs with implicit synchronisation, Fermi and older) are not used: every GPU the
-benchmark is built for (compute capability 8.0 and newer) has none. The seed also notes that transfers in both
+The paper's equations 1 and 2 (GPUs with implicit synchronisation, Fermi and older) are not used: every GPU the
+benchmark is built for (compute capability 8.0 and newer) has none. The paper also notes that transfers in both
 directions at once have their own G (its table II); ``bidir`` predictions repeat each formula with the G that
 the simultaneous H2D + D2H copy gave (``(T_bidir - (L+o)) / B`` per direction).
 
@@ -87,7 +88,7 @@ def predict_sync(p: Inputs) -> float:
 
 
 def predict_streams(p: Inputs, n: int) -> float:
-    """Seed 002 equation 5 (2+ copy engines) or the larger of equations 3 and 4 (1 copy engine)."""
+    """The paper's equation 5 (2+ copy engines) or the larger of equations 3 and 4 (1 copy engine)."""
     if n < 1:
         raise ValueError(f"streams must be at least 1, not {n}")
     hd_all = p.h2d.lo_s + p.bytes_h2d * p.h2d.G + p.h2d.g_s * (n - 1)
@@ -95,7 +96,7 @@ def predict_streams(p: Inputs, n: int) -> float:
     hd_one = p.h2d.lo_s + p.bytes_h2d / n * p.h2d.G
     dh_one = p.d2h.lo_s + p.bytes_d2h / n * p.d2h.G
     te, te_n = p.kernel_s, p.kernel_s / n
-    if p.copy_engines < 1:  # no copy engine: copies cannot overlap kernels (outside the seed), chunk after chunk
+    if p.copy_engines < 1:  # no copy engine: copies cannot overlap kernels (outside the paper), chunk after chunk
         return hd_all + te + dh_all
     if p.copy_engines >= 2:  # equation 5
         return max(hd_all + te_n + dh_one, hd_one + te + dh_one, hd_one + te_n + dh_all)
@@ -105,7 +106,7 @@ def predict_streams(p: Inputs, n: int) -> float:
 
 
 def predict_mapped(p: Inputs) -> float:
-    """Seed 002 equation 6."""
+    """The paper's equation 6."""
     lo_hd, lo_dh = p.h2d.lo_s, p.d2h.lo_s
     return max(
         lo_hd + p.bytes_h2d * p.h2d.G + lo_dh,
@@ -130,7 +131,7 @@ def predict(method: str, p: Inputs) -> float:
 
 
 def modelled(method: str) -> bool:
-    """Whether the method's prediction is one of the seed's formulas (``managed``'s is not: its error is not the
+    """Whether the method's prediction is one of the paper's formulas (``managed``'s is not: its error is not the
     model's)."""
     return method in ("sync", "mapped") or method.startswith("streams_")
 
@@ -193,7 +194,7 @@ def links_from_overlap(gpu_result: dict[str, Any]) -> tuple[Link, Link]:
 
 
 def links_from_bandwidth(bw_doc: dict[str, Any], gpu: int) -> tuple[Link, Link]:
-    """(H2D, D2H) of one GPU from a gpuaccept-bw document's ``results.model`` (seed 002's L+o from the 1-byte
+    """(H2D, D2H) of one GPU from a gpuaccept-bw document's ``results.model`` (the PCIe model's L+o from the 1-byte
     transfer, ``lo_us``, else the fitted intercept ``lo_fit_us``; G from the sweep's fit; g)."""
     rows = (bw_doc.get("results") or {}).get("model") or []
     out = {}
@@ -281,7 +282,7 @@ def model_gpu(gpu_result: dict[str, Any], links: tuple[Link, Link] | None = None
 
 def annotate(doc: dict[str, Any], bw_doc: dict[str, Any] | None = None, source: str = "") -> dict[str, Any]:
     """The gpuaccept-overlap document with ``results.model`` and the metrics ``model_rel_error_max`` (the
-    largest |predicted - measured| / measured over GPUs, intensities and the methods the seed models) and
+    largest |predicted - measured| / measured over GPUs, intensities and the methods the paper models) and
     ``model_rank_tau_min`` (the smallest Kendall's tau between measured and predicted order) added, or waived
     with the reason. With ``bw_doc`` (a gpuaccept-bw document of the same node) its fitted links are used."""
     if doc.get("tool") != "gpuaccept-overlap":
@@ -303,7 +304,8 @@ def annotate(doc: dict[str, Any], bw_doc: dict[str, Any] | None = None, source: 
         if m.get("run") and m["modelled"]
     ]
     taus = [row["rank_tau"] for g in model for row in g["intensities"] if math.isfinite(row["rank_tau"])]
-    why = "no GPU completed its measurements" if not gpus else "no method of the seed's was measured"
+    why = ("no GPU completed its measurements" if not gpus
+           else "no method modelled by van Werkhoven et al. (2014) was measured")
 
     def record(name: str, value: float | None, better: str, description: str) -> None:
         if value is None:
@@ -316,7 +318,7 @@ def annotate(doc: dict[str, Any], bw_doc: dict[str, Any] | None = None, source: 
         max(errors) if errors else None,
         "lower",
         "max over GPUs, intensities and methods (sync, streams_<n>, mapped) of |predicted - "
-        f"measured| / measured, seed 002's formulas with links from {src}",
+        f"measured| / measured, van Werkhoven et al. (2014)'s formulas with links from {src}",
     )
     record(
         "model_rank_tau_min",

@@ -1,5 +1,6 @@
-"""The power check (seed 003): idle power, power under a sustained GEMM load against the cap, energy to
-solution and GFLOP/s per watt of that load, and clock throttling other than the power cap (docs/checks/power.md).
+"""The power check (after Kozin and Cable, 2010): idle power, power under a sustained GEMM load against the cap,
+energy to solution and GFLOP/s per watt of that load, and clock throttling other than the power cap
+(docs/checks/power.md).
 
 ``gpuaccept powercheck --gemm PATH --output power_check.json``: samples the idle node (initialised: NVML
 loaded, nothing running), then runs ``gpuaccept-gemm`` on one precision for a sustained window under the sampler,

@@ -1,8 +1,8 @@
 """One self-contained HTML evaluation report from run directories: the first page for the decision (headline
 figures per node type and side by side: report_headline), inventory, verdicts, GPU by GPU (report_pergpu), the
-bandwidth sweep, the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against seed 002's model, GEMM and
-FFT offload against the host's BLAS and FFT, GEMM and host GEMM scaling, other checks (HPL, NAMD...), power and
-energy, and two or more node types side by side with ratios to a chosen baseline.
+bandwidth sweep, the NUMA x GPU matrix, the PCIe model, compute/transfer overlap against the model of
+van Werkhoven et al. (2014), GEMM and FFT offload against the host's BLAS and FFT, GEMM and host GEMM scaling,
+other checks (HPL, NAMD...), power and energy, and two or more node types side by side with ratios to a chosen baseline.
 
 Inputs are groups of runs: ``[LABEL=]PATH``, where PATH is a run directory (results/<node>/<run>), a results
 tree holding many, or a folder of benchmark documents. Every ``gpuaccept.bench/1`` document under PATH is read
@@ -193,7 +193,7 @@ def _frame(ax: Any, xlabel: str, ylabel: str, title: str = "", *, logx: bool = T
 
 
 def plot_sweep(group: Group, doc: dict[str, Any]) -> str:
-    """Seed 000 figures 4-7: NetPIPE throughput and latency against size, log axes, GPU 0's test cases."""
+    """Allada et al. (2009), figures 4-7: NetPIPE throughput and latency against size, log axes, GPU 0's test cases."""
     plt = _pyplot()
     sweep = [s for s in doc["results"].get("sweep", []) if s.get("gpu") == 0]
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -237,7 +237,8 @@ def plot_sweep_compare(groups: list[Group]) -> str | None:
 
 
 def plot_matrix(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 003 tables 1-4 as heat maps: NUMA node (or core) x GPU, one panel per direction and memory."""
+    """Kozin and Cable (2010), tables 1-4, as heat maps: NUMA node (or core) x GPU, one panel per direction and
+    memory."""
     matrix = doc["results"].get("matrix") or []
     if not matrix:
         return None
@@ -254,7 +255,7 @@ def plot_matrix(group: Group, doc: dict[str, Any]) -> str | None:
             if isinstance(v, (int, float)):
                 grid[rows.index((m.get("numa_node"), m.get("core")))][gpus.index(m["gpu"])] = v
         # One colour scale per panel, from 0 to its largest figure: equal figures look equal, and a slow
-        # far node stands out as in seed 003's tables.
+        # far node stands out as in Kozin and Cable (2010)'s tables.
         top = max((v for row in grid for v in row if not math.isnan(v)), default=1.0)
         ax.imshow(grid, cmap="viridis", vmin=0, vmax=top, aspect="auto")
         for i, row in enumerate(grid):
@@ -301,7 +302,7 @@ def plot_peer(group: Group, doc: dict[str, Any]) -> str | None:
 
 
 def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 002: the pinned one-way time against size with the fitted T(k) = (L + o) + k G."""
+    """van Werkhoven et al. (2014): the pinned one-way time against size with the fitted T(k) = (L + o) + k G."""
     model = [m for m in doc["results"].get("model") or [] if m.get("gpu") == 0]
     if not model:
         return None
@@ -326,7 +327,7 @@ def plot_model(group: Group, doc: dict[str, Any]) -> str | None:
         )
         _frame(ax, "transfer size k (bytes)", "time (us)", f"{group.label}: {m['direction']} model fit")
         ax.legend(fontsize=7)
-    caption = "PCIe model T(k) = (L + o) + k G fitted over sizes >= 64 KiB (seed 002), GPU 0"
+    caption = "PCIe model T(k) = (L + o) + k G fitted over sizes >= 64 KiB (van Werkhoven et al. 2014), GPU 0"
     return _group_svg(fig, "model", group, caption)
 
 
@@ -345,8 +346,8 @@ def _methods(row: dict[str, Any]) -> list[str]:
 
 
 def plot_overlap(group: Group, doc: dict[str, Any], gpu: dict[str, Any], links_from: str) -> str:
-    """Time against arithmetic intensity (log-log): each method's measured points and seed 002's predicted line,
-    one colour per method."""
+    """Time against arithmetic intensity (log-log): each method's measured points and the predicted line of
+    van Werkhoven et al. (2014)'s model, one colour per method."""
     plt = _pyplot()
     rows = sorted(gpu["intensities"], key=lambda r: r["flop_per_byte"])
     methods = list(dict.fromkeys(m for r in rows for m in _methods(r)))
@@ -372,8 +373,8 @@ def plot_overlap(group: Group, doc: dict[str, Any], gpu: dict[str, Any], links_f
         fig,
         f"overlap:{group.label}:gpu{gpu['gpu']}",
         f"{group.label}: compute/transfer overlap on GPU {gpu['gpu']} ({doc.get('started_utc')}), {size}"
-        f"each method measured (points) and predicted by seed 002's model with links from {links_from} (lines; "
-        "managed: predicted as sync, its error is page migration's cost)",
+        f"each method measured (points) and predicted by van Werkhoven et al. (2014)'s model with links from "
+        f"{links_from} (lines; managed: predicted as sync, its error is page migration's cost)",
     )
 
 
@@ -809,8 +810,8 @@ def fft_offload_section(groups: list[Group]) -> str:
 
 
 def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 000 figure 8: throughput against size per precision (GPU 0, the series sizes: alone, or with every GPU
-    busy where the tool measured them all at once, docs/checks/gemm.md)."""
+    """Allada et al. (2009), figure 8: throughput against size per precision (GPU 0, the series sizes: alone, or
+    with every GPU busy where the tool measured them all at once, docs/checks/gemm.md)."""
     together = (doc.get("parameters") or {}).get("schedule") == "together"
     mode = "concurrent" if together else "solo"
     entries = [
@@ -832,7 +833,7 @@ def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
     _frame(ax, "m = n = k", "TFLOP/s (median of the calls)", title, logx=False, which="both")
     ax.legend(fontsize=7, ncols=3)
     alone = "with every GPU busy" if together else "alone"
-    caption = f"cuBLAS/cuBLASLt GEMM, GPU 0 {alone}, sizes in steps of 8 (seed 000 figure 8)"
+    caption = f"cuBLAS/cuBLASLt GEMM, GPU 0 {alone}, sizes in steps of 8 (Allada et al. 2009, figure 8)"
     return _group_svg(fig, "gemm", group, caption)
 
 
@@ -859,7 +860,7 @@ def plot_gemm_compare(groups: list[Group]) -> str | None:
 
 
 def plot_cpu_scaling(groups: list[Group]) -> str | None:
-    """Seed 000 figure 9: host GEMM rate against threads, with the linear scaling from one thread."""
+    """Allada et al. (2009), figure 9: host GEMM rate against threads, with the linear scaling from one thread."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     drawn = False
@@ -882,7 +883,7 @@ def plot_cpu_scaling(groups: list[Group]) -> str | None:
     for ax, precision in zip(axes, ("DGEMM", "SGEMM"), strict=True):
         _frame(ax, "threads", "GFLOP/s", f"host {precision} (dotted: linear from 1 thread)", logy=False)
         ax.legend(fontsize=7)
-    return _svg(fig, "cpu:scaling", "Host GEMM thread scaling (seed 000 figure 9), newest run per node type")
+    return _svg(fig, "cpu:scaling", "Host GEMM thread scaling (Allada et al. 2009, figure 9), newest run per node type")
 
 
 def power_series(doc: dict[str, Any]) -> dict[int, tuple[list[float], list[float]]]:
@@ -916,7 +917,7 @@ def load_name(doc: dict[str, Any]) -> str:
 
 
 def plot_power(group: Group, doc: dict[str, Any]) -> str | None:
-    """Seed 003 figure 3: the power of every GPU and of the node over the run."""
+    """Kozin and Cable (2010), figure 3: the power of every GPU and of the node over the run."""
     series = power_series(doc)
     if not series:
         return None
@@ -1194,7 +1195,7 @@ def peer_table(groups: list[Group]) -> str:
 
 
 def energy_table(groups: list[Group], baseline: Group) -> str:
-    """Seed 003 table 7: per load, elapsed time, average power and energy, and ratios to the baseline."""
+    """Kozin and Cable (2010), table 7: per load, elapsed time, average power and energy, and ratios to the baseline."""
     rows: dict[str, dict[str, tuple[float | None, float | None, float | None]]] = {}
     for g in groups:
         for doc in g.by_tool("gpuaccept-sample"):
