@@ -35,17 +35,30 @@ class GpuBenchCheck(BenchCheck):
 
 class NcclBuild(BenchBuild):
     """gpuaccept-nccl: prebuilt in ``extras.bench_dir`` (the gpuaccept_bench role), or built with nvcc against
-    NCCL: the partition's ``extras.nccl_home`` when set, else the Makefile's default (the CUDA installation's
-    NCCL, else /usr)."""
+    NCCL: the partition's ``extras.nccl_home`` (where ``reframe_checks/src/find-nccl.sh`` found it when the
+    configuration was written). Where the configuration says the node has none (``nccl_home`` ''), nothing is
+    built and ``not_run_reason`` says why (the check is then NOT RUN, not failed); a configuration without the key
+    leaves the search to the Makefile."""
 
     make_targets = ["nccl"]
     binaries = ["gpuaccept-nccl"]
 
-    @run_before("compile")
+    @run_before("compile", always_last=True)
     def set_nccl_home(self):
-        nccl_home = (self.current_partition.extras or {}).get("nccl_home")
-        if nccl_home and not self.prebuilt():  # prebuilt: linked from bench_dir, nothing compiled
+        if self.prebuilt():  # linked from bench_dir, nothing compiled
+            return
+        extras = self.current_partition.extras or {}
+        nccl_home = extras.get("nccl_home")
+        if nccl_home:
             self.build_system.options = [f"NCCL_HOME={shlex.quote(str(nccl_home))}", *self.build_system.options]
+        elif "nccl_home" in extras:
+            self.not_run_reason = (
+                "no NCCL on this node: reframe_checks/src/find-nccl.sh found include/nccl.h and libnccl.so.2 neither "
+                "in CUDA_HOME, /usr nor a Python nvidia.nccl package (install NCCL, or set NCCL_HOME, then rewrite the "
+                "ReFrame configuration: the gpuaccept_reframe role or gpuaccept reframe-config)"
+            )
+            self.build_system = "CustomBuild"
+            self.build_system.commands = ["true"]
 
 
 class OverlapBuild(BenchBuild):
@@ -141,19 +154,36 @@ class GpuGemm(GpuBenchCheck):
 @rfm.simple_test
 class GpuNccl(GpuBenchCheck):
     """NCCL all-reduce, all-gather, reduce-scatter and broadcast between the node's GPUs, one thread per GPU,
-    every result verified; NVLink SHARP (NVLS) off (docs/checks/nccl.md).
+    every result verified; NVLink SHARP (NVLS) off unless ``nccl_nvls`` (docs/checks/nccl.md).
 
+    Variables: ``nccl_nvls`` (let NCCL use NVLS: ``--allow-nvls`` and NCCL_NVLS_ENABLE=1; default off,
+    NCCL_NVLS_ENABLE=0), plus BenchCheck's. The document's ``parameters.nvls`` and its environment record the value.
     Metrics: allreduce_busbw_gbps_max, allgather_busbw_gbps_max, reducescatter_busbw_gbps_max,
     broadcast_busbw_gbps_max (largest bus bandwidth over the size sweep, nccl-tests' definition, all GPUs in
     one communicator), allreduce_latency_us (median time at the smallest size). With one GPU all are waived
     ("one GPU: no peers") and a one-rank self-test runs every collective instead.
     """
 
+    #: Let NCCL use NVLink SHARP (multicast): only for a site that has verified it on nodes nobody else shares.
+    #:
+    #: :type: :class:`bool`
+    nccl_nvls = variable(bool, value=False)
+
     check_key = "nccl"
     binary = "gpuaccept-nccl"
     time_limit = "10m"
     build = fixture(NcclBuild, scope="environment")
-    env_vars = {"NCCL_NVLS_ENABLE": "0"}
+
+    @run_after("setup")
+    def need_nccl(self):
+        if self.build.not_run_reason:
+            self.skip(self.build.not_run_reason)
+
+    @run_after("setup")
+    def set_nvls(self):
+        self.env_vars = {**self.env_vars, "NCCL_NVLS_ENABLE": "1" if self.nccl_nvls else "0"}
+        if self.nccl_nvls:
+            self.executable_opts = [*self.executable_opts, "--allow-nvls"]
 
 
 @rfm.simple_test

@@ -5,9 +5,9 @@
 - ``GpuHplNvidia`` (key ``hpl_nvidia``): NVIDIA HPC-Benchmarks' ``xhpl``, installed from a site artifact by
   the gpuaccept_hpl role; reported as not run ("artifact not configured") where the role has not installed it.
 - ``GpuHplCuda`` (key ``hpl_cuda``): HPL 2.3's driver with gpuaccept's GPU-resident HPL_pdmatgen/HPL_pdgesv
-  (the matrix in GPU memory, cuSOLVER and cuBLAS), one MPI rank per GPU on a 1 x GPUs grid, NB and look-ahead
-  from a short sweep, built by the gpuaccept_hpl role from the source tarball; reported as not run where the
-  role has not built it.
+  (the matrix in GPU memory, cuSOLVER and cuBLAS), one MPI rank per GPU on a 1 x GPUs grid (``grid``: or P x Q),
+  NB and look-ahead from a short sweep, built by the gpuaccept_hpl role from the source tarball; reported as not
+  run where the role has not built it.
 - ``HostHpl`` (key ``hpl_host``): netlib's HPL 2.3 against MKL on the host (gpuaccept_hpl role), one rank per
   core; Debian's ``hpcc`` (OpenBLAS) where it is not built; not run where neither is there.
 
@@ -210,6 +210,7 @@ class GpuHplNvidia(HplOutputCheck):
     ``memory_fraction`` of the GPUs' memory, NB 1024, P x Q from the GPU count).
 
     Not run ("artifact not configured") unless the gpuaccept_hpl role installed it and wrote its descriptor.
+    NVLink SHARP off (NCCL_NVLS_ENABLE=0, and the descriptor's environment).
     Metrics: ``tflops`` (node), ``tflops_per_gpu``, ``residual_max``; power as for GpuHplStyle.
     """
 
@@ -247,6 +248,10 @@ class GpuHplNvidia(HplOutputCheck):
         self.keep_files = [*self.keep_files, "HPL.dat"]
         command = [str(c).replace("{ranks}", str(self.ranks)).replace("{dat}", "HPL.dat") for c in desc["command"]]
         self.executable, self.executable_opts = command[0], command[1:]
+        # NVIDIA's xhpl uses NCCL: NVLink SHARP off as in every NCCL communicator gpuaccept starts (the role's
+        # descriptor says otherwise only with gpuaccept_hpl_nccl_nvls)
+        self.env_vars = {**self.env_vars, "NCCL_NVLS_ENABLE": "0",
+                         **{str(k): str(v) for k, v in (desc.get("env") or {}).items()}}  # fmt: skip
 
 
 @rfm.simple_test
@@ -254,26 +259,45 @@ class GpuHplCuda(HplOutputCheck):
     """HPL-CUDA: HPL 2.3's driver, HPL.dat, timer, output and residual check with gpuaccept's GPU-resident
     HPL_pdmatgen and HPL_pdgesv (reframe_checks/src/hpl/gpuaccept_hpl_gpu.cu): the matrix generated and kept in
     GPU memory, panels by cuSOLVER, updates by cuBLAS, the next panel factored while the rest of the update runs.
-    One MPI rank per GPU (``gpu_count`` of the partition), on a 1 x ranks grid: every rank holds all rows of its
-    columns, the panel's owner broadcasts it.
+    One MPI rank per GPU (``gpu_count`` of the partition), on the grid ``grid`` chooses: 1 x ranks by default
+    (every rank holds all rows of its columns, the panel's owner broadcasts it), or P x Q as square as possible.
+    The panel, the moved rows and U go GPU to GPU by NCCL where the role built it with NCCL (else through host
+    memory by MPI); NVLink SHARP stays off (NCCL_NVLS_ENABLE=0) unless ``nccl_nvls``.
 
     Sizing, written into the document's ``parameters.backend``: N from ``memory_fraction`` of the GPUs' memory
-    (the smallest GPU's, times the ranks). HPL's host array is reserved but never filled (the residual check
-    reads the matrix on the GPUs), so it only has to pass the kernel's overcommit check: one rank's share stays
-    below ``host_memory_fraction`` of what that policy grants (no limit with vm.overcommit_memory = 1). NB and
-    the look-ahead depth come from a short sweep before the run (``sweep_n``, every ``sweep_nbs`` with every
-    ``sweep_depths``, on the same grid, timed without residual checks, gpuaccept.probe.hpl_dat.render_sweep),
-    the fastest taken. Only the full run's result row, with its PASSED residual, is the figure.
+    (the smallest GPU's, times the ranks; ``pxq_memory_fraction`` at most on a grid of several process rows, whose
+    row exchange, U and gathered-panel buffers take more of each GPU). HPL's host array is reserved but never
+    filled (the residual check reads the matrix on the GPUs), so it only has to pass the kernel's overcommit check:
+    one rank's share stays below ``host_memory_fraction`` of what that policy grants (no limit with
+    vm.overcommit_memory = 1). NB and the look-ahead depth come from a short sweep before the run (``sweep_n``,
+    every ``sweep_nbs`` with every ``sweep_depths``, on the same grid, timed without residual checks,
+    gpuaccept.probe.hpl_dat.render_sweep), the fastest taken. Only the full run's result row, with its PASSED
+    residual, is the figure. The backend also records the grid, how the data went between GPUs (``panel_broadcast``:
+    nccl or mpi, as xhpl's rank 0 reports it) and the NCCL_NVLS_ENABLE value in effect.
 
+    Variables: ``grid``, ``hpl_n``, ``pxq_memory_fraction``, ``host_memory_fraction``, ``sweep_n``, ``sweep_nbs``,
+    ``sweep_depths``, ``nccl_nvls``, ``descriptor``, plus HplOutputCheck's.
     Not run unless the gpuaccept_hpl role built it (gpuaccept_hpl_source_path/url, nvcc) and wrote its descriptor.
     Metrics: ``tflops`` (node), ``tflops_per_gpu``, ``residual_max``; energy and power of all of xhpl (the solve
     is a fraction of it: docs/checks/hpl.md), so no GFLOP/s per watt.
     """
 
+    #: The process grid: ``auto`` (1 x ranks: on the GPUs of one node the faster, docs/checks/hpl.md), ``1xQ``,
+    #: or ``PxQ`` (as square as possible with P <= Q, e.g. 2 x 2 on four GPUs).
+    #:
+    #: :type: :class:`str`
+    grid = variable(str, value="auto")
+
     #: Matrix order; 0 derives it from the GPU's memory.
     #:
     #: :type: :class:`int`
     hpl_n = variable(int, value=0)
+
+    #: The largest ``memory_fraction`` on a grid of several process rows (P > 1): its row-exchange and U buffers
+    #: (NB x the rank's columns, twice) and the gathered panel take about that much more of each GPU.
+    #:
+    #: :type: :class:`float`
+    pxq_memory_fraction = variable(float, value=0.88)
 
     #: The largest share of what the kernel lets one rank reserve (gpuaccept.probe.hpl_dat.reservable_bytes)
     #: that its host array for the matrix may take (HPL allocates it; the GPU HPL leaves it untouched).
@@ -296,6 +320,13 @@ class GpuHplCuda(HplOutputCheck):
     #: :type: :class:`list[int]`
     sweep_depths = variable(typ.List[int], value=[0, 1])
 
+    #: Let NCCL use NVLink SHARP (multicast; NCCL_NVLS_ENABLE=1, GPUACCEPT_HPL_NVLS=1): only for a site that has
+    #: verified it on nodes nobody else shares. Off (NCCL_NVLS_ENABLE=0) unless this or the role's
+    #: gpuaccept_hpl_nccl_nvls asks.
+    #:
+    #: :type: :class:`bool`
+    nccl_nvls = variable(bool, value=False)
+
     #: The descriptor the gpuaccept_hpl role writes.
     #:
     #: :type: :class:`str`
@@ -316,11 +347,18 @@ class GpuHplCuda(HplOutputCheck):
                 "with CUDA's nvcc",
             )
 
+    @run_after("init")
+    def check_grid(self):
+        if self.grid not in hpl_dat.GPU_GRIDS:
+            raise ValueError(f"GpuHplCuda.grid must be one of {', '.join(hpl_dat.GPU_GRIDS)}, not {self.grid!r}")
+
     @run_after("setup")
     def write_hpl_dat(self):
         desc = _load_descriptor(self.descriptor)
         ranks, gpu_memory, gpus_on_node = _node_gpus(self.current_partition.extras or {})
         host_memory = _host_memory_bytes()
+        p, q = hpl_dat.gpu_grid(ranks, self.grid)
+        fraction = self.memory_fraction if p == 1 else min(self.memory_fraction, self.pxq_memory_fraction)
         # Each rank holds N x N / ranks doubles on its GPU and reserves as much in HPL's (untouched) host array,
         # which the kernel's overcommit policy must grant.
         try:
@@ -329,10 +367,11 @@ class GpuHplCuda(HplOutputCheck):
             raise SanityError(f"{socket.gethostname()}: cannot tell what HPL's host array may reserve: {err}") from None
         memory = gpu_memory
         if reservable is not None:
-            memory = min(gpu_memory, int(reservable * self.host_memory_fraction / self.memory_fraction))
+            memory = min(gpu_memory, int(reservable * self.host_memory_fraction / fraction))
         self.ranks = ranks
         python = sys.executable
         command = [str(c).replace("{ranks}", str(ranks)) for c in desc["command"]]
+        nvls = self.nccl_nvls or bool(desc.get("nccl_nvls"))
         self.env_vars = {
             **self.env_vars,
             **{str(k): str(v) for k, v in (desc.get("env") or {}).items()},
@@ -340,16 +379,19 @@ class GpuHplCuda(HplOutputCheck):
             "MKL_NUM_THREADS": str(max(1, len(os.sched_getaffinity(0)) // ranks)),
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            # NVLink SHARP: off unless asked (xhpl and gpuaccept-hpl-rank.sh apply the same rule in every rank)
+            "NCCL_NVLS_ENABLE": "1" if nvls else "0",
+            **({"GPUACCEPT_HPL_NVLS": "1"} if nvls else {}),
         }
-        grid = ["--ranks", str(ranks), "--grid", "columns"]
-        sizing = [*grid, "--memory-bytes", str(memory), "--fraction", str(self.memory_fraction)]
+        layout = ["--ranks", str(ranks), "--grid", "columns" if p == 1 else "square"]
+        sizing = [*layout, "--memory-bytes", str(memory), "--fraction", str(fraction)]
         if self.hpl_n:
-            sizing = [*grid, "--n", str(self.hpl_n)]
+            sizing = [*layout, "--n", str(self.hpl_n)]
         if self.sweep_n > 0:
             os.makedirs(os.path.join(self.stagedir, "sweep"), exist_ok=True)
             write_text_atomic(
                 os.path.join(self.stagedir, "sweep", "HPL.dat"),
-                hpl_dat.render_sweep(self.sweep_n, self.sweep_nbs, self.sweep_depths, q=ranks),
+                hpl_dat.render_sweep(self.sweep_n, self.sweep_nbs, self.sweep_depths, p=p, q=q),
             )
             launch = " ".join(shlex.quote(c) for c in command)
             self.prerun_cmds = [
@@ -361,32 +403,37 @@ class GpuHplCuda(HplOutputCheck):
             ]  # fmt: skip
             self.keep_files = [*self.keep_files, "HPL.sweep.dat", "HPL.sweep.out", "HPL.sweep.err"]
         else:
-            n = self.hpl_n or hpl_dat.problem_size(memory, ranks, self.memory_fraction, self.nb, 1, ranks)
+            n = self.hpl_n or hpl_dat.problem_size(memory, ranks, fraction, self.nb, p, q)
             write_text_atomic(
                 os.path.join(self.stagedir, "HPL.dat"),
-                hpl_dat.render(hpl_dat.HplDat(n=n, nb=self.nb, p=1, q=ranks, threshold=self.threshold)),
+                hpl_dat.render(hpl_dat.HplDat(n=n, nb=self.nb, p=p, q=q, threshold=self.threshold)),
             )
         self.backend = {
             "hpl": desc.get("hpl", "netlib HPL 2.3 driver + gpuaccept GPU-resident HPL_pdmatgen/HPL_pdgesv"),
             "descriptor": self.descriptor,
             "blas": desc.get("blas"),
             "ranks": ranks,
-            "grid": f"1 x {ranks}",
-            # how the factored panel reaches the other ranks: GPU to GPU (nccl) or through host memory (mpi)
+            "grid": f"{p} x {q}",
+            "grid_choice": self.grid,
+            # how the panel, the moved rows and U reach the other ranks: GPU to GPU (nccl) or through host memory
+            # (mpi); the build's here, what xhpl reported once it ran (run_backend)
             "panel_broadcast": desc.get("panel_broadcast"),
+            "nccl_home": desc.get("nccl_home"),
+            "nccl_nvls_enable": self.env_vars["NCCL_NVLS_ENABLE"],
             "gpus_used": ranks,
             "gpus_on_node": gpus_on_node,
             "gpu_memory_bytes": gpu_memory,
             "host_memory_bytes": host_memory,
             "host_reservable_bytes": reservable,
-            "memory_fraction": self.memory_fraction,
+            "memory_fraction": fraction,
             "host_memory_fraction": self.host_memory_fraction,
         }
         self.keep_files = [*self.keep_files, "HPL.dat"]
         self.executable, self.executable_opts = command[0], command[1:]
 
     def run_backend(self, out: hpl.HplOutput) -> dict:
-        """What the sweep measured and what the run used (``sizing`` in the document's backend)."""
+        """What the sweep measured and what the run used (``sizing`` in the document's backend), and what xhpl's rank 0
+        said carried the data between GPUs and with which NCCL_NVLS_ENABLE (``transport``)."""
         sweep = {"n": self.sweep_n, "nbs": list(self.sweep_nbs), "depths": list(self.sweep_depths)}
         if self.sweep_n > 0:
             path = os.path.join(self.stagedir, "sweep", "HPL.out")
@@ -399,7 +446,18 @@ class GpuHplCuda(HplOutputCheck):
         if out.runs:
             run = out.runs[0]
             sweep["run"] = {"n": run.n, "nb": run.nb, "depth": int(run.tv[2]) if run.tv[2:3].isdigit() else None}
-        return {"sizing": sweep}
+        found = {"sizing": sweep}
+        try:
+            with open(os.path.join(self.stagedir, str(self.stderr)), encoding="utf-8", errors="replace") as handle:
+                said = hpl.gpu_transport(handle.read())
+        except OSError:
+            said = []
+        if said:
+            found.update(panel_broadcast=said[-1]["panel_broadcast"], panel_broadcast_why=said[-1]["why"],
+                         nccl_nvls_enable=said[-1]["nccl_nvls_enable"], transport="reported by xhpl")  # fmt: skip
+        else:
+            found["transport"] = "not reported by xhpl: the build's panel_broadcast, the environment's NCCL_NVLS_ENABLE"
+        return found
 
 
 @rfm.simple_test

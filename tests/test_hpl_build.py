@@ -27,7 +27,7 @@ from rfm_support import render_config, run_reframe
 from test_provision_roles import failed_with, play, recap
 
 from gpuaccept.probe import facts as node_facts
-from gpuaccept.probe import hpl, hpl_dat
+from gpuaccept.probe import hpl, hpl_dat, nccl_home
 
 HPL_SOURCE = third_party.load()["hpl-2.3"]  # a git archive of icl-utk-edu/hpl at 9edeab5e (HPL 2.3)
 TARBALL = third_party.where(HPL_SOURCE, INPUTS)
@@ -135,16 +135,23 @@ def test_role_builds_hpl_cuda_with_the_gpu_resident_solver(built):
     desc = json.loads((built / "gpuaccept-hpl-cuda.json").read_text())
     binary = Path(desc["binary"])
     assert binary.is_file() and desc["command"][-2:] == [str(built / "gpuaccept-hpl-rank.sh"), str(binary)]
-    assert "GPU-resident" in desc["hpl"] and desc["env"] == {} and desc["panel_broadcast"] == "mpi"
+    assert "GPU-resident" in desc["hpl"]
+    # NVLink SHARP off in every rank: the descriptor's environment, passed through the launcher.
+    assert desc["env"] == {"NCCL_NVLS_ENABLE": "0"} and desc["nccl_nvls"] is False
+    assert desc["command"][:5] == ["mpirun", "--bind-to", "none", "-x", "NCCL_NVLS_ENABLE"]
     # gpuaccept's HPL_pdgesv and HPL_pdmatgen took the place of netlib's: HPL's own solver is not linked in.
     symbols = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
     defined = {line.split()[-1] for line in symbols.splitlines() if " T " in line}
     assert {"HPL_pdgesv", "HPL_pdmatgen"} <= defined and "HPL_pdgesv0" not in defined and "HPL_pdgesvK2" not in defined
-    assert "swap_rows" in symbols  # the row-interchange kernel's host stub
+    assert "swap_rows" in symbols and "gather_rows" in symbols  # the row-interchange kernels' host stubs
     needed = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True, check=True).stdout
     libs = [line.split("[", 1)[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line]
     assert any(lib.startswith("libcusolver") for lib in libs) and any(lib.startswith("libcublas.") for lib in libs)
     assert not any("nvblas" in lib for lib in libs), libs
+    # NCCL by default wherever find-nccl.sh finds it (here: the CUDA installation's).
+    found = nccl_home.find(env={**os.environ, "CUDA_HOME": "/usr/local/cuda"})
+    assert desc["nccl_home"] == found and desc["panel_broadcast"] == ("nccl" if found else "mpi")
+    assert ("libnccl.so.2" in libs) is bool(found)
 
 
 MATGEN_PROBE = r"""
@@ -153,28 +160,31 @@ MATGEN_PROBE = r"""
 #include <stdlib.h>
 #include "hpl.h"
 #include "gpuaccept_hpl_lcg.h"
-/* netlib's HPL_pdmatgen on a 1 x Q grid (Q = the ranks) against gpuaccept_hpl_lcg.h and its column map, entry by
-   entry on every rank; on one rank HPL_dmatgen too. */
+/* netlib's HPL_pdmatgen on a P x Q grid (P from argv[1], Q = the ranks / P) against gpuaccept_hpl_lcg.h and its
+   block-cyclic map, rows and columns, entry by entry on every rank; on one rank HPL_dmatgen too. */
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int q = 1, me = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &q);
+  int ranks = 1, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const int p = atoi(argv[1]), q = ranks / p;
   HPL_T_grid grid;
-  HPL_grid_init(MPI_COMM_WORLD, HPL_ROW_MAJOR, 1, q, &grid);
-  MPI_Comm_rank(grid.row_comm, &me);
+  HPL_grid_init(MPI_COMM_WORLD, HPL_ROW_MAJOR, p, q, &grid);
+  MPI_Comm_rank(grid.all_comm, &me);
   const int seeds[3] = {100, 42, -7};
   const int m = 97, n = 45, nb = 8, lda = 101, cols = HPL_numroc(n, nb, nb, grid.mycol, 0, q);
+  const int rows = HPL_numroc(m, nb, nb, grid.myrow, 0, p);
   double *a = malloc(sizeof(double) * lda * n), *b = malloc(sizeof(double) * lda * n);
   long bad = 0, seen = 0;
   for (int s = 0; s < 3; ++s) {
     HPL_pdmatgen(&grid, m, n, nb, a, lda, seeds[s]);
-    if (q == 1) HPL_dmatgen(m, n, b, lda, seeds[s]);
+    if (ranks == 1) HPL_dmatgen(m, n, b, lda, seeds[s]);
     const uint64_t first = gpuaccept_hpl_first(seeds[s]);
     for (int jl = 0; jl < cols; ++jl) {
       const long long j = gpuaccept_hpl_global_col(jl, nb, grid.mycol, q);
-      for (int i = 0; i < m; ++i, ++seen) {
-        const double v = gpuaccept_hpl_value(gpuaccept_hpl_jump(first, (uint64_t)j * m + i));
-        if (v != a[i + (size_t)jl * lda] || (q == 1 && v != b[i + (size_t)jl * lda])) ++bad;
+      for (int il = 0; il < rows; ++il, ++seen) {
+        const long long i = gpuaccept_hpl_global_col(il, nb, grid.myrow, p);
+        const double v = gpuaccept_hpl_value(gpuaccept_hpl_jump(first, (uint64_t)j * m + (uint64_t)i));
+        if (v != a[il + (size_t)jl * lda] || (ranks == 1 && v != b[il + (size_t)jl * lda])) ++bad;
       }
     }
   }
@@ -188,10 +198,10 @@ int main(int argc, char **argv) {
 """
 
 
-@pytest.mark.parametrize("ranks", [1, 2, 3])
-def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path, ranks):
-    """gpuaccept_hpl_lcg.h (what the GPU's HPL_pdmatgen computes per entry, and which global column each local
-    column is on a 1 x Q grid) against netlib's own HPL_pdmatgen on that grid, and on one rank HPL_dmatgen, from
+@pytest.mark.parametrize(("p", "q"), [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 2)])
+def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path, p, q):
+    """gpuaccept_hpl_lcg.h (what the GPU's HPL_pdmatgen computes per entry, and which global row and column each
+    local one is on a P x Q grid) against netlib's own HPL_pdmatgen on that grid, and on one rank HPL_dmatgen, from
     the role's host build: every entry equal on every rank, for three seeds (HPL's 100, another, a negative one)."""
     tree = next(built.glob("build-*/host"))
     (tmp_path / "probe.c").write_text(MATGEN_PROBE)
@@ -205,9 +215,118 @@ def test_the_gpu_generator_draws_hpls_matrix_entry_by_entry(built, tmp_path, ran
         check=True, capture_output=True, text=True,
     )  # fmt: skip
     env = {**os.environ, **MPI_ENV, "OMPI_MCA_rmaps_base_oversubscribe": "1"}
-    res = subprocess.run(["mpirun", "-np", str(ranks), str(tmp_path / "probe")], capture_output=True, text=True,
-                         timeout=120, check=False, env=env)  # fmt: skip
+    res = subprocess.run(["mpirun", "-np", str(p * q), str(tmp_path / "probe"), str(p)], capture_output=True,
+                         text=True, timeout=120, check=False, env=env)  # fmt: skip
     assert res.stdout.strip() == f"entries {3 * 97 * 45} mismatches 0", res.stdout + res.stderr
+
+
+GPU_SOURCE = ROOT / "reframe_checks" / "src" / "hpl" / "gpuaccept_hpl_gpu.cu"
+HOST_STANDINS = ROOT / "tests" / "native" / "cuda_host"
+
+
+@pytest.fixture(scope="module")
+def xhpl_on_cpu(built, tmp_path_factory) -> dict[str, Path]:
+    """HPL-CUDA's solver on the CPU: gpuaccept_hpl_gpu.cu compiled as plain C++ against the host stand-ins of
+    tests/native/cuda_host (CUDA, cuBLAS and cuSOLVER calls run on the CPU, NCCL's as MPI), once with its NCCL
+    path and once without, each linked as the role links HPL-CUDA (before libhpl.a, --wrap for the residual check)
+    with the host tree's driver: HPL's driver, timer and residual check around the GPU solver's own code."""
+    tree = next(built.glob("build-*/host"))
+    cpu_blas = Path(json.loads((built / "gpuaccept-hpl-host.json").read_text())["cpu_blas"])
+    mpi_flags = subprocess.run(["mpicc", "--showme:compile"], capture_output=True, text=True, check=True).stdout
+    driver = sorted(str(o) for o in (tree / "testing" / "ptest" / "gpuaccept").glob("HPL_pd*.o"))
+    assert len(driver) == 3, driver
+    out = tmp_path_factory.mktemp("hpl-on-cpu")
+    binaries = {}
+    for name, defs in (("nccl", ["-DGPUACCEPT_HPL_NCCL"]), ("mpi", [])):
+        obj = out / f"gpuaccept_hpl_gpu-{name}.o"
+        subprocess.run(
+            ["g++", "-x", "c++", "-std=c++17", "-O1", "-w", *defs, f"-I{HOST_STANDINS}", f"-I{GPU_SOURCE.parent}",
+             "-DOMPI_SKIP_MPICXX", "-DAdd_", "-DF77_INTEGER=int", "-DStringSunStyle", f"-I{tree / 'include'}",
+             *mpi_flags.split(), "-c", str(GPU_SOURCE), "-o", str(obj)],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        binaries[name] = out / f"xhpl-{name}"
+        subprocess.run(
+            ["mpicc", "-o", str(binaries[name]), *driver, str(obj), str(tree / "lib" / "gpuaccept" / "libhpl.a"),
+             "-Wl,--wrap=HPL_pdlange,--wrap=HPL_dgemv", f"-L{cpu_blas.parent}", f"-Wl,-rpath,{cpu_blas.parent}",
+             f"-l:{cpu_blas.name}", "-lstdc++", "-lm"],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+    return binaries
+
+
+def run_on_cpu(binary: Path, work: Path, dat_text: str, ranks: int, env: dict) -> tuple[hpl.HplOutput, str]:
+    work.mkdir()
+    (work / "HPL.dat").write_text(dat_text)
+    res = subprocess.run(["mpirun", "--oversubscribe", "-np", str(ranks), str(binary)], cwd=work, capture_output=True,
+                         text=True, check=False, timeout=300, env={**os.environ, **MPI_ENV, **env})  # fmt: skip
+    (work / "HPL.out").write_text(res.stdout)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return hpl.parse_file(work / "HPL.out"), res.stderr
+
+
+# (name, N, NB, P, Q, depth, build, environment, what rank 0 says carries the data)
+GRIDS_ON_CPU = [
+    ("2x2", 600, 64, 2, 2, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("2x2-depth-0", 600, 64, 2, 2, 0, "nccl", {}, "nccl (GPU to GPU)"),
+    ("3x2-uneven", 1000, 48, 3, 2, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("2x1-nb-33", 777, 33, 2, 1, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("2x2-n-below-nb-p", 100, 64, 2, 2, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("2x2-built-without-nccl", 600, 64, 2, 2, 1, "mpi", {}, "mpi (through host memory: built without NCCL)"),
+    ("2x2-bcast-mpi", 600, 64, 2, 2, 1, "nccl", {"GPUACCEPT_HPL_BCAST": "mpi"},
+     "mpi (through host memory: GPUACCEPT_HPL_BCAST=mpi)"),
+    ("2x2-one-gpu", 600, 64, 2, 2, 1, "nccl", {"GPUACCEPT_HOST_GPUS": "1"},
+     "mpi (through host memory: ranks share a GPU)"),
+    ("1x3", 1000, 48, 1, 3, 1, "nccl", {}, "nccl (GPU to GPU)"),
+    ("1x2-depth-0", 600, 64, 1, 2, 0, "mpi", {}, "mpi (through host memory: built without NCCL)"),
+]
+
+
+@pytest.mark.parametrize(("name", "n", "nb", "p", "q", "depth", "build", "env", "carrier"), GRIDS_ON_CPU,
+                         ids=[g[0] for g in GRIDS_ON_CPU])  # fmt: skip
+def test_hpl_cuda_solves_on_every_grid_on_the_cpu(xhpl_on_cpu, tmp_path, name, n, nb, p, q, depth, build, env,
+                                                   carrier):
+    """The GPU solver's code, run on the CPU through the host stand-ins under HPL's own driver: on 1 x Q and on
+    P x Q grids (P > 1: the panel gathered on the diagonal block's rank, rows exchanged between process rows, U down
+    the process columns, the 2-D back-solve), with and without look-ahead, N not a multiple of NB or of NB x P, over
+    NCCL's calls and through host memory, HPL's residual check passes, and rank 0 says what carried the data and
+    that NVLink SHARP was off."""
+    dat = hpl_dat.render(hpl_dat.HplDat(n=n, nb=nb, p=p, q=q, depth=depth))
+    out, err = run_on_cpu(xhpl_on_cpu[build], tmp_path / name, dat, p * q, env)
+    assert hpl_judged(out, 1) == [], err[-2000:]
+    (run,) = out.runs
+    assert (run.n, run.nb, run.p, run.q, run.tv[2]) == (n, nb, p, q, str(depth))
+    assert f"gpuaccept HPL: grid {p} x {q}, panel broadcast {carrier}, NCCL_NVLS_ENABLE=0\n" in err, err[-2000:]
+
+
+def test_hpl_cuda_runs_several_grids_nbs_and_depths_from_one_hpl_dat_on_the_cpu(xhpl_on_cpu, tmp_path):
+    """One xhpl run over 1 x 4, 2 x 2 and 4 x 1 grids, two NBs and both depths (HPL.dat lists them all): each grid
+    gets communicators of its own, and all twelve rows pass HPL's residual check."""
+    lines = hpl_dat.render(hpl_dat.HplDat(n=500, nb=64, p=1, q=4)).splitlines()
+    values = {6: "2", 7: "64 40", 9: "3", 10: "1 2 4", 11: "4 2 1", 23: "2", 24: "0 1"}  # 0-based HPL.dat lines
+    dat = "\n".join(f"{values[i]:<12} {line.split(None, 1)[1]}" if i in values else line
+                    for i, line in enumerate(lines)) + "\n"  # fmt: skip
+    out, _ = run_on_cpu(xhpl_on_cpu["nccl"], tmp_path / "multi", dat, 4, {})
+    assert hpl_judged(out, 12) == []
+    assert sorted({(r.p, r.q) for r in out.runs}) == [(1, 4), (2, 2), (4, 1)]
+
+
+@pytest.mark.parametrize(
+    ("env", "said", "warned"),
+    [
+        ({"NCCL_NVLS_ENABLE": "1"}, "NCCL_NVLS_ENABLE=0", True),
+        ({"NCCL_NVLS_ENABLE": "1", "GPUACCEPT_HPL_NVLS": "1"}, "NCCL_NVLS_ENABLE=1", False),
+        ({"GPUACCEPT_HPL_NVLS": "1"}, "NCCL_NVLS_ENABLE=unset", False),
+    ],
+)
+def test_hpl_cuda_keeps_nvlink_sharp_off_unless_asked(xhpl_on_cpu, tmp_path, env, said, warned):
+    """NCCL_NVLS_ENABLE is 0 in the process before NCCL starts unless GPUACCEPT_HPL_NVLS=1; a 1 in the environment
+    without it is overridden, with a line saying so; rank 0 reports the value in effect."""
+    dat = hpl_dat.render(hpl_dat.HplDat(n=300, nb=32, p=2, q=1))
+    out, err = run_on_cpu(xhpl_on_cpu["nccl"], tmp_path / "nvls", dat, 2, env)
+    assert hpl_judged(out, 1) == []
+    assert f"gpuaccept HPL: grid 2 x 1, panel broadcast nccl (GPU to GPU), {said}\n" in err, err[-2000:]
+    assert ("set to 0 (GPUACCEPT_HPL_NVLS=1 lets NCCL use NVLink SHARP)" in err) is warned
 
 
 def test_role_a_second_time_changes_nothing(built, tmp_path):
@@ -294,6 +413,8 @@ def test_role_installs_an_hpc_benchmarks_tarball_and_writes_hpl_dat_and_descript
     desc = json.loads((prefix / "gpuaccept-hpl.json").read_text())
     assert desc["command"][-3:-1] == [str(next(prefix.glob("hpc-benchmarks-*")) / "hpl-linux-x86_64/hpl.sh"), "--dat"]
     assert desc["command"][:3] == ["mpirun", "--bind-to", "none"] and "{ranks}" in desc["command"]
+    # NVIDIA's xhpl uses NCCL too: NVLink SHARP off, passed to every rank
+    assert desc["command"][3:5] == ["-x", "NCCL_NVLS_ENABLE"] and desc["env"] == {"NCCL_NVLS_ENABLE": "0"}
     rc, out = play(tmp_path, "gpuaccept_hpl", extra)
     assert rc == 0 and recap(out)["changed"] == 0, out[-3000:]
 
@@ -354,15 +475,68 @@ def test_hpl_cuda_check_sweeps_nb_and_depth_then_runs_the_chosen_setting_through
     backend = doc["parameters"]["backend"]
     assert (backend["ranks"], backend["grid"], backend["gpus_used"]) == (gpus, f"1 x {gpus}", gpus)
     assert {r.q for r in hpl.parse_file(kept / "HPL.sweep.out").runs} == {gpus}
+    # netlib's xhpl says nothing of NCCL: the document keeps the build's transport and the environment's NVLS value.
+    assert backend["nccl_nvls_enable"] == "0" and backend["transport"].startswith("not reported by xhpl")
+    assert backend["grid_choice"] == "auto"
 
 
-def test_role_links_hpl_cuda_with_nccl_when_given_one_and_without_it_again(built, tmp_path):
-    """gpuaccept_hpl_nccl_home: the GPU-resident object compiled with GPUACCEPT_HPL_NCCL into a directory of its own
-    and xhpl relinked against libnccl.so.2 (the panel broadcast GPU to GPU); set back to empty, the object without
-    NCCL and an xhpl that does not need it. Last in this module: it relinks the shared build."""
-    nccl = Path("/usr/local/cuda")
-    if not (nccl / "include" / "nccl.h").is_file():
-        pytest.skip("no NCCL in /usr/local/cuda here")
+@pytest.mark.parametrize(("grid", "p", "q"), [("PxQ", 2, 2), ("auto", 1, 4)])
+def test_hpl_cuda_check_runs_the_gpu_solver_on_the_grid_it_chooses_through_reframe(
+    built, xhpl_on_cpu, tmp_path, monkeypatch, grid, p, q
+):
+    """GpuHplCuda on a node of four (synthetic) GPUs with the GPU solver itself on the CPU (xhpl_on_cpu, NCCL's
+    calls as MPI) behind a descriptor this test writes as the role would: ``grid`` decides the sweep's and the
+    run's P x Q (auto: 1 x 4; PxQ: 2 x 2), the run passes HPL's residual check, and the document's backend records
+    the grid and what xhpl's rank 0 reported: the panel by NCCL, NVLink SHARP off."""
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / "ci_hpl_cuda.yaml").write_text(REF_HPL_CUDA.replace("gpu_count: 1", "gpu_count: 4"))
+    facts = node_facts.gather()
+    facts["gpus"] = [{"index": i, "name": "NVIDIA Test GPU", "memory_bytes": 85520809984} for i in range(4)]
+    facts_file = tmp_path / "node-facts.json"
+    facts_file.write_text(json.dumps(facts))
+    descriptor = tmp_path / "gpuaccept-hpl-cuda.json"
+    descriptor.write_text(json.dumps({
+        "kind": "source", "variant": "cuda", "panel_broadcast": "nccl", "nccl_home": "(host stand-ins)",
+        "nccl_nvls": False, "env": {"NCCL_NVLS_ENABLE": "0"}, "blas": blas(),
+        "hpl": "netlib HPL 2.3 driver + gpuaccept's GPU solver on the CPU (tests/native/cuda_host)",
+        "command": ["mpirun", "--oversubscribe", "-x", "NCCL_NVLS_ENABLE", "-np", "{ranks}", str(xhpl_on_cpu["nccl"])],
+    }))  # fmt: skip
+    config = render_config(tmp_path / "settings.py", "ci_hpl_cuda", refs, facts, facts_file)
+    monkeypatch.setenv("GPUACCEPT_HPL_CUDA_DESCRIPTOR", str(descriptor))
+    proc = run_reframe(config, tmp_path, "commission", "-n", "^GpuHplCuda$", "-S", "GpuHplCuda.sample_power=false",
+                       "-S", f"GpuHplCuda.grid={grid}", "-S", "GpuHplCuda.hpl_n=640", "-S", "GpuHplCuda.sweep_n=384",
+                       "-S", "GpuHplCuda.sweep_nbs=32,64", "-S", "GpuHplCuda.sweep_depths=1")  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    (doc_path,) = (tmp_path / "reframe" / "output").rglob("hpl_cuda.json")
+    doc = json.loads(doc_path.read_text())
+    assert doc["verification"]["passed"] and doc["metrics"]["residual_max"]["value"] < 16
+    backend = doc["parameters"]["backend"]
+    assert (backend["grid"], backend["grid_choice"]) == (f"{p} x {q}", grid)
+    assert (backend["panel_broadcast"], backend["panel_broadcast_why"]) == ("nccl", "GPU to GPU")
+    assert (backend["nccl_nvls_enable"], backend["transport"]) == ("0", "reported by xhpl")
+    kept = doc_path.parent
+    for name in ("HPL.dat", "HPL.sweep.dat"):
+        assert [line.split()[0] for line in (kept / name).read_text().splitlines()[10:12]] == [str(p), str(q)]
+    assert {(r.p, r.q) for r in hpl.parse_file(kept / "HPL.sweep.out").runs} == {(p, q)}
+
+
+def test_hpl_cuda_grid_is_checked():
+    assert hpl_dat.gpu_grid(4) == (1, 4) and hpl_dat.gpu_grid(4, "1xQ") == (1, 4)
+    assert hpl_dat.gpu_grid(4, "PxQ") == (2, 2) and hpl_dat.gpu_grid(8, "PxQ") == (2, 4)
+    assert hpl_dat.gpu_grid(2, "PxQ") == (1, 2) and hpl_dat.gpu_grid(1, "auto") == (1, 1)
+    with pytest.raises(ValueError, match="one of auto, 1xQ, PxQ, not 'square'"):
+        hpl_dat.gpu_grid(4, "square")
+
+
+def test_role_links_hpl_cuda_without_nccl_when_told_and_with_it_again(built, tmp_path):
+    """gpuaccept_hpl_nccl_home: '' builds the GPU-resident object without GPUACCEPT_HPL_NCCL (cuda-object/) and relinks
+    an xhpl that does not need libnccl.so.2 (everything through host memory by MPI); a directory given is checked by
+    find-nccl.sh and used; a directory without NCCL stops the role with the reason; auto again links NCCL where it is
+    found. Last in this module: it relinks the shared build."""
+    nccl = nccl_home.find(env={**os.environ, "CUDA_HOME": "/usr/local/cuda"})
+    if not nccl:
+        pytest.skip("find-nccl.sh finds no NCCL here")
     (xhpl,) = built.glob("build-*/cuda/bin/gpuaccept/xhpl")
 
     def linked() -> tuple[bool, bool]:
@@ -370,14 +544,27 @@ def test_role_links_hpl_cuda_with_nccl_when_given_one_and_without_it_again(built
         symbols = subprocess.run(["nm", "-u", str(xhpl)], capture_output=True, text=True, check=True).stdout
         return "libnccl.so.2" in needed, "ncclBroadcast" in symbols
 
+    def descriptor() -> dict:
+        return json.loads((built / "gpuaccept-hpl-cuda.json").read_text())
+
     try:
-        rc, out = play(tmp_path, "gpuaccept_hpl", {**role_vars(built), "gpuaccept_hpl_nccl_home": str(nccl)})
+        rc, out = play(tmp_path, "gpuaccept_hpl", {**role_vars(built), "gpuaccept_hpl_nccl_home": ""})
         assert rc == 0, out[-3000:]
-        assert recap(out)["changed"] > 0 and linked() == (True, True)
-        assert next(built.glob("build-*/cuda-object-nccl/gpuaccept_hpl_gpu.o")).is_file()
-        assert json.loads((built / "gpuaccept-hpl-cuda.json").read_text())["panel_broadcast"] == "nccl"
+        assert recap(out)["changed"] > 0 and linked() == (False, False)
+        assert next(built.glob("build-*/cuda-object/gpuaccept_hpl_gpu.o")).is_file()
+        assert descriptor()["panel_broadcast"] == "mpi" and descriptor()["nccl_home"] == ""
+        failed = tmp_path / "no-nccl"
+        failed.mkdir()
+        rc, out = play(tmp_path, "gpuaccept_hpl", {**role_vars(built), "gpuaccept_hpl_nccl_home": str(failed)})
+        assert rc != 0
+        failed_with(out, f"gpuaccept_hpl_nccl_home={failed} on localhost: find-nccl.sh: the directory {failed} has no",
+                    "or set it to auto")  # fmt: skip
+        rc, out = play(tmp_path, "gpuaccept_hpl", {**role_vars(built), "gpuaccept_hpl_nccl_home": nccl})
+        assert rc == 0, out[-3000:]
+        assert linked() == (True, True) and descriptor()["nccl_home"] == nccl
     finally:
         rc, out = play(tmp_path, "gpuaccept_hpl", role_vars(built))
     assert rc == 0, out[-3000:]
-    assert linked() == (False, False)
-    assert json.loads((built / "gpuaccept-hpl-cuda.json").read_text())["panel_broadcast"] == "mpi"
+    assert linked() == (True, True)
+    assert next(built.glob("build-*/cuda-object-nccl/gpuaccept_hpl_gpu.o")).is_file()
+    assert descriptor()["panel_broadcast"] == "nccl"

@@ -433,3 +433,51 @@ def test_cuda_samples_check_mode_on_a_fresh_node(tmp_path):
     assert rc == 0, out[-3000:]
     failed_with(out, f"{tmp_path}/root/build/nvidia-tools does not exist yet on localhost")
     assert not (tmp_path / "root").exists()
+
+
+def fake_nccl(home: Path) -> Path:
+    """A directory shaped like NCCL's (include/nccl.h, lib/libnccl.so.2, both empty): only where they are matters."""
+    (home / "include").mkdir(parents=True)
+    (home / "include" / "nccl.h").write_text("")
+    (home / "lib").mkdir()
+    (home / "lib" / "libnccl.so.2").write_text("")
+    return home
+
+
+def bench_in_check_mode(tmp_path: Path, nccl_home: str, extras_nccl: str) -> tuple[int, str]:
+    """gpuaccept_bench in check mode on a node gpuaccept_reframe found one GPU and ``extras_nccl`` on (its
+    find-nccl.sh answer, given here): the make command it asks about, in the verbose output."""
+    resolved = {"nvcc": "/usr/local/cuda/bin/nvcc", "gpu_error": "",
+                "extras": {"gpu_count": 1, "blas": "none", "cuda_arch": "", "git_revision": "test", "mklroot": "",
+                           "openblas_inc": "", "openblas_lib": "", "nccl_home": extras_nccl}}  # fmt: skip
+    settings = {"gpuaccept_bench_root": str(tmp_path), "gpuaccept_bench_build_dir": str(tmp_path / "build"),
+                "gpuaccept_bench_src_dir": str(ROOT / "reframe_checks" / "src"), "gpuaccept_bench_nccl_home": nccl_home,
+                "gpuaccept_reframe_resolved": resolved}  # fmt: skip
+    return play(tmp_path, "gpuaccept_bench", settings, "--check", "-v")
+
+
+def test_bench_builds_the_nccl_benchmark_against_the_nccl_gpuaccept_reframe_found(tmp_path):
+    found = fake_nccl(tmp_path / "found")
+    rc, out = bench_in_check_mode(tmp_path, "auto", str(found))
+    assert rc == 0, out[-3000:]
+    assert f"- NCCL_HOME={found}" in out and "\n    - nccl\n" in out, out[-3000:]
+    assert "gpuaccept-nccl not built" not in out
+
+
+def test_bench_without_nccl_builds_no_nccl_benchmark_and_says_so(tmp_path):
+    for nccl_home, extras_nccl, why in (("auto", "", "reframe_checks/src/find-nccl.sh found no NCCL"),
+                                        ("", str(fake_nccl(tmp_path / "found")), "gpuaccept_bench_nccl_home is empty")):
+        rc, out = bench_in_check_mode(tmp_path, nccl_home, extras_nccl)
+        assert rc == 0, out[-3000:]
+        assert "NCCL_HOME=" not in out and "\n    - nccl\n" not in out, out[-3000:]
+        failed_with(out, f"gpuaccept-nccl not built on localhost: {why}", "the nccl check will say NOT RUN")
+
+
+def test_bench_checks_the_nccl_directory_it_is_given(tmp_path):
+    given = fake_nccl(tmp_path / "given")
+    rc, out = bench_in_check_mode(tmp_path, str(given), "")
+    assert rc == 0 and f"- NCCL_HOME={given}" in out, out[-3000:]
+    rc, out = bench_in_check_mode(tmp_path, str(tmp_path), "")
+    assert rc != 0
+    failed_with(out, f"gpuaccept_bench_nccl_home on localhost: find-nccl.sh: the directory {tmp_path} has no "
+                "include/nccl.h", "or set it to auto")  # fmt: skip

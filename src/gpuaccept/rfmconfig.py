@@ -17,7 +17,7 @@ from typing import Any
 
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.layout import PROJECT_ROOT, REFRAME_LOG
-from gpuaccept.probe import document
+from gpuaccept.probe import document, nccl_home
 
 #: Where the gpuaccept_bench role builds the benchmarks (gpuaccept_bench_build_dir's default, relative to the
 #: project root); the checks use the binaries found there instead of compiling them (docs/ansible.md).
@@ -57,8 +57,13 @@ def extras(
     bench_dir: str | Path | None = None,
     venv: Path | None = None,
 ) -> dict[str, Any]:
-    """The partition's extras, as the gpuaccept_reframe role computes them (roles/gpuaccept_reframe/vars)."""
+    """The partition's extras, as the gpuaccept_reframe role computes them (roles/gpuaccept_reframe/vars).
+    ``nccl_home``: where find-nccl.sh finds NCCL ('' none); ConfigError when NCCL_HOME names a directory without it."""
     venv = venv or Path(sys.prefix)
+    try:
+        nccl = nccl_home.find(pythons=[str(venv / "bin" / "python")])
+    except nccl_home.NcclError as err:
+        raise ConfigError(str(err)) from None
     return {
         "node_type": node_type,
         "reference_dir": str(Path(reference_dir).resolve()),
@@ -72,6 +77,7 @@ def extras(
         "git_revision": document.git_revision(PROJECT_ROOT),
         "namd_home": os.environ.get("GPUACCEPT_NAMD_HOME") or str(PROJECT_ROOT / "namd"),
         "bench_dir": str(Path(bench_dir or BENCH_DIR).resolve()),
+        "nccl_home": nccl,
     }
 
 

@@ -43,10 +43,11 @@ GPUACCEPT_HD double gpuaccept_hpl_value(uint64_t x) {
   return 0.5 - (lo / 2147483648.0 * 0.5 + hi) / 2147483648.0 * 0.5;
 }
 
-// HPL's block-cyclic column distribution over Q process columns (HPL_indxl2g with the first block on process
-// column 0): the global index of local column jl on process column q, blocks of NB columns dealt out in turn.
-// With P = 1 every process holds all rows, so the entry (i, jl) of a process's local matrix is the global
-// entry (i, gpuaccept_hpl_global_col(jl, nb, q, Q)).
+// HPL's block-cyclic distribution over Q process columns (HPL_indxl2g with the first block on process column 0):
+// the global index of local column jl on process column q, blocks of NB columns dealt out in turn. Rows are dealt
+// out to the P process rows the same way, so the same map gives the global row of local row il on process row p:
+// the entry (il, jl) of a process's local matrix is the global entry (gpuaccept_hpl_global_col(il, nb, p, P),
+// gpuaccept_hpl_global_col(jl, nb, q, Q)).
 GPUACCEPT_HD long long gpuaccept_hpl_global_col(long long jl, int nb, int q, int npcol) {
   return ((jl / nb) * npcol + q) * (long long)nb + jl % nb;
 }

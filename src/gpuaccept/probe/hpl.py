@@ -23,6 +23,7 @@ from gpuaccept.probe import document
 __all__ = [
     "HplOutput",
     "HplRun",
+    "gpu_transport",
     "hpcc_hpl_section",
     "hpl_flops",
     "parse",
@@ -46,6 +47,11 @@ _RESIDUAL = re.compile(
 _THRESHOLD = re.compile(rf"Computational tests pass if scaled residuals are less than\s+(?P<value>{_NUM})")
 _EPS = re.compile(rf"relative machine precision \(eps\) is taken to be\s+(?P<value>{_NUM})")
 _END = re.compile(r"^\s*End of Tests\.")
+# HPL-CUDA's rank 0 on stderr (reframe_checks/src/hpl/gpuaccept_hpl_gpu.cu, set_up_comms)
+_TRANSPORT = re.compile(
+    r"^gpuaccept HPL: grid (?P<p>\d+) x (?P<q>\d+), panel broadcast (?P<bcast>nccl|mpi|none) \((?P<why>[^)]*)\), "
+    r"NCCL_NVLS_ENABLE=(?P<nvls>\S+)\s*$"
+)
 
 
 @dataclass
@@ -168,6 +174,18 @@ def record_problems(out: HplOutput, expected_runs: int | None = None) -> list[st
     if expected_runs is not None and len(out.runs) != expected_runs:
         problems.append(f"{src}: {len(out.runs)} result rows, expected {expected_runs}")
     return problems
+
+
+def gpu_transport(text: str) -> list[dict]:
+    """What HPL-CUDA's rank 0 said on stderr for each grid it ran: ``{"grid": "P x Q", "panel_broadcast": "nccl" |
+    "mpi" | "none", "why": ..., "nccl_nvls_enable": "0" | ...}``, in order ([] from any other HPL)."""
+    found = []
+    for line in text.splitlines():
+        m = _TRANSPORT.match(line)
+        if m:
+            found.append({"grid": f"{m['p']} x {m['q']}", "panel_broadcast": m["bcast"], "why": m["why"],
+                          "nccl_nvls_enable": m["nvls"]})  # fmt: skip
+    return found
 
 
 def hpl_flops(n: int) -> float:

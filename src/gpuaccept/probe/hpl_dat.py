@@ -22,8 +22,10 @@ from gpuaccept.atomic import write_text_atomic
 from gpuaccept.probe import hpl
 
 __all__ = [
+    "GPU_GRIDS",
     "HplDat",
     "choose",
+    "gpu_grid",
     "grid",
     "main",
     "problem_size",
@@ -42,6 +44,23 @@ def grid(ranks: int) -> tuple[int, int]:
     while ranks % p:
         p -= 1
     return p, ranks // p
+
+
+#: HPL-CUDA's grid choices (GpuHplCuda's ``grid``).
+GPU_GRIDS = ("auto", "1xQ", "PxQ")
+
+
+def gpu_grid(ranks: int, choice: str = "auto") -> tuple[int, int]:
+    """HPL-CUDA's P x Q for ``ranks`` GPUs: ``1xQ`` (every rank holds all rows of its columns), ``PxQ`` (as square as
+    possible with P <= Q, :func:`grid`), or ``auto``, which is 1 x Q on any number of GPUs: on the GPUs of one node
+    P > 1 adds the row exchanges between process rows, the broadcast of U down the process columns and the gathering of
+    each panel to every step, and saves nothing in return (the panel is factored on one GPU either way, and the DGEMM
+    per GPU is the same), so 1 x Q is the faster (docs/checks/hpl.md)."""
+    if choice not in GPU_GRIDS:
+        raise ValueError(f"HPL-CUDA's grid must be one of {', '.join(GPU_GRIDS)}, not {choice!r}")
+    if ranks < 1:
+        raise ValueError(f"ranks must be >= 1, not {ranks}")
+    return grid(ranks) if choice == "PxQ" else (1, ranks)
 
 
 def problem_size(memory_bytes: int, ranks: int, fraction: float, nb: int, p: int = 1, q: int = 1) -> int:

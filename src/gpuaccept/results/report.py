@@ -34,6 +34,7 @@ from gpuaccept.judge import readback
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
 from gpuaccept.results import burnin_plot, report_headline, report_pergpu
+from gpuaccept.results import scaling as hpl_scaling
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -1448,6 +1449,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     parts.append(md_table(groups))
     parts.append("<h2 id='other'>HPL, NAMD and other checks</h2>")
     parts.append(other_checks(groups, baseline))
+    parts.append("<h2 id='hpl-scaling'>HPL-CUDA against GPU count</h2>")
+    parts.append(hpl_scaling.section([(g.label, g.docs) for g in groups], _svg))
     parts.append("<h2 id='power'>Power profile</h2>")
     plots = [plot_power(g, d) for g in groups for d in g.by_tool("gpuaccept-sample")]
     parts.extend(p for p in plots if p)
