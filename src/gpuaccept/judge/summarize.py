@@ -79,15 +79,23 @@ def judge_run(
     return result
 
 
-def read_recorded(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[str]]:
-    """(recorded verdict, facts, ReFrame's report, problems of the facts) of a judged run directory, to judge it
-    again: the facts from its node-facts.json, else those its verdict.json recorded. A missing or malformed
-    verdict.json is the caller's error (ValueError naming it); a report that cannot be read is load.ReportError."""
+def read_recorded(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(recorded verdict, facts, ReFrame's report) of a judged run directory, to judge it again: the facts from
+    its node-facts.json, else those its verdict.json recorded ({} where node-facts.json cannot be read:
+    :func:`recorded_facts` says why). A missing or malformed verdict.json is the caller's error (ValueError naming
+    it); a report that cannot be read is load.ReportError."""
     recorded = textinput.load_json(run_dir / VERDICT_FILE, "the recorded verdict", ValueError, within=run_dir)
+    facts, _problems = recorded_facts(run_dir, recorded)
+    return recorded, facts, load.load_report(run_dir / REPORT_FILE, within=load.roots(run_dir))
+
+
+def recorded_facts(run_dir: Path, recorded: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(facts, problems) of a judged run directory: its node-facts.json read strictly from inside it, else the
+    facts its verdict.json recorded."""
     facts_file = run_dir / FACTS_FILE
-    facts, problems = (load.read_facts(facts_file, within=run_dir) if facts_file.exists()
-                       else (recorded.get("facts") or {}, []))  # fmt: skip
-    return recorded, facts, load.load_report(run_dir / REPORT_FILE, within=load.roots(run_dir)), problems
+    if facts_file.exists():
+        return load.read_facts(facts_file, within=run_dir)
+    return recorded.get("facts") or {}, []
 
 
 def rejudge(
@@ -95,7 +103,9 @@ def rejudge(
 ) -> tuple[dict[str, Any], verdict.Verdict]:
     """(recorded verdict, verdict now): a judged run directory judged again (:func:`judge_run`) against
     ``reference_dir``, with the node type and suite it was judged with; writes nothing."""
-    recorded, facts, report, problems = read_recorded(run_dir)
+    recorded = textinput.load_json(run_dir / VERDICT_FILE, "the recorded verdict", ValueError, within=run_dir)
+    facts, problems = recorded_facts(run_dir, recorded)
+    report = load.load_report(run_dir / REPORT_FILE, within=load.roots(run_dir))
     v = judge_run(run_dir, report, facts, reference_dir, str(recorded.get("node_type")), str(recorded.get("suite")),
                   input_errors=problems, adjust=adjust)  # fmt: skip
     return recorded, v
