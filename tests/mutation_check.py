@@ -141,6 +141,11 @@ MUTATIONS: list[Mutation] = [
       "if not any(inside(path, root) for root in roots) and os.path.lexists(path):", "if False:",
       t(U, "test_a_document_reached_through_a_linked_folder_outside_the_run_fails")),
     # ---- load: the run directory, its retries
+    M("a test case ReFrame ran again counts each time", "judge/load.py",
+      "        cases.extend(tc for tc in run.get(\"testcases\", []) if not tc.get(\"fixture\"))\n    return cases",
+      "        cases.extend(tc for tc in run.get(\"testcases\", []) if not tc.get(\"fixture\"))\n"
+      "    return list({str(tc.get(\"unique_name\") or tc.get(\"name\")): tc for tc in cases}.values())",
+      t(U, "test_a_fault_reframe_ran_again_is_not_washed_away_by_its_later_pass")),
     M("the documents are held to the run directory", "judge/load.py",
       "within = roots(run_dir) if run_dir is not None else None", "within = None",
       t(U, "test_a_document_reached_through_a_linked_folder_outside_the_run_fails")),
@@ -226,6 +231,8 @@ MUTATIONS: list[Mutation] = [
       k(U, "never_retried_away")),
     M("a retry replaces only an attempt out of band", "judge/verdict.py", "if not faults and ran:", "if ran:",
       k(U, "never_retried_away")),
+    M("a fault a retry found counts", "judge/verdict.py", "if not faults and any(_is_fault(r) for r in ran):",
+      "if False:", k(U, "a_retry_found_rejects")),
     M("a retry that did not run the check leaves the failure", "judge/verdict.py",
       "ran = [r for r in new if r.metric is None and r.status in (PASS, FAIL)]",
       "ran = [r for r in new if r.metric is None]",

@@ -125,6 +125,33 @@ def test_a_fault_is_never_retried_away(run_dir, fault):
     assert check not in verdict.out_of_band_checks(v)
 
 
+@pytest.mark.parametrize("fault", ["gemm verification", "gemm tool error", "impossible figure"])
+def test_a_fault_a_retry_found_rejects_even_where_the_first_attempt_now_passes(run_dir, fault):
+    """A run retried GEMM, and the retry computed a wrong answer; judged again against references its first
+    attempt passes, the fault of the retry still rejects the node."""
+    check, change, says = FAULTS[fault]
+    retry_dir = make_retry(run_dir, 1, [check])
+    edit(retry_dir / DOC[check], change)
+    v = judge(run_dir)
+    assert not v.accepted and check_row(v, check).status == verdict.FAIL, verdict.table(v)
+    assert says in " ".join(r.reason for r in rows_of(v, check))
+
+
+def test_a_fault_reframe_ran_again_is_not_washed_away_by_its_later_pass(run_dir):
+    """A report with ReFrame's own retry (--max-retries): the GEMM test case failed in its run phase, then passed in
+    a second run (built here from the recorded one); the first failure rejects the node."""
+    def add_retry(report: dict) -> None:
+        gemm = next(tc for tc in report["runs"][0]["testcases"] if tc.get("check_key") == "gemm")
+        failed = dict(gemm, result="fail", fail_phase="run", fail_reason="cublasLtMatmul: illegal memory access")
+        report["runs"][0]["testcases"] = [failed if tc is gemm else tc for tc in report["runs"][0]["testcases"]]
+        report["runs"].append({**report["runs"][0], "runid": 1, "testcases": [gemm]})
+
+    edit(run_dir / layout.REPORT_FILE, add_retry)
+    v = judge(run_dir)
+    assert not v.accepted, verdict.table(v)
+    assert any(r.status == verdict.FAIL and "illegal memory access" in r.reason for r in rows_of(v, "gemm"))
+
+
 def test_a_fault_is_not_out_of_band_even_with_a_referenced_count():
     """A count (an XID, a link trained down, a health finding) outside its band is a fault, not a dip."""
     v = verdict.Verdict("n", NODE_TYPE, SUITE, False, [

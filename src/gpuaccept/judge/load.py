@@ -237,14 +237,13 @@ def _facts_end(run_dir: Path, input_errors: list[str]) -> dict[str, Any] | None:
 
 
 def _testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every test case of every run the report records, each judged: ReFrame runs a test case again
+    (``--max-retries``) only after it failed, and the checks fail in ReFrame only on a fault (a crash, a tool that
+    said its answer was wrong), so an earlier failure is never replaced by a later pass (docs/judge.md, "Retries")."""
     cases = []
     for run in report.get("runs", []):
         cases.extend(tc for tc in run.get("testcases", []) if not tc.get("fixture"))
-    # With --max-retries only the last run of a test case counts: later runs replace earlier ones.
-    latest: dict[str, dict[str, Any]] = {}
-    for tc in cases:
-        latest[str(tc.get("unique_name") or tc.get("name"))] = tc
-    return list(latest.values())
+    return cases
 
 
 def _cases(report: dict[str, Any] | None, suite: str, run_dir: str | Path | None) -> list[Case]:

@@ -544,14 +544,22 @@ def merge_retry(first: Verdict, retry: Verdict, checks: list[str], attempt: int,
     return dataclasses.replace(first, rows=rows, accepted=accepted and decide(rows))
 
 
+def _is_fault(r: Row) -> bool:
+    """A check row that failed on anything but figures outside their bands, or did not run although expected."""
+    return r.metric is None and r.expected and (r.status == NOT_RUN or (r.status == FAIL and not r.out_of_band))
+
+
 def _earlier_stands(earlier: list[Row], new: list[Row], attempt: int, source: str) -> list[Row] | None:
-    """The earlier attempt's rows of a check, with why a retry does not replace them; None when it does (the
-    earlier attempt failed out of band alone, and the retry ran the check)."""
+    """The earlier attempt's rows of a check, with why a retry does not replace them; None when it does: the
+    earlier attempt failed out of band alone and the retry ran the check, or the retry found a fault (a fault in
+    any attempt counts)."""
     checks = [r for r in earlier if r.metric is None]
-    faults = [r for r in checks if r.expected and (r.status == NOT_RUN or (r.status == FAIL and not r.out_of_band))]
+    faults = [r for r in checks if _is_fault(r)]
+    ran = [r for r in new if r.metric is None and r.status in (PASS, FAIL)]
+    if not faults and any(_is_fault(r) for r in ran):
+        return None
     if not checks or (not any(r.status == FAIL for r in checks) and not faults):
         return list(earlier)  # it passed (judged against other references than the run was): nothing to replace
-    ran = [r for r in new if r.metric is None and r.status in (PASS, FAIL)]
     if not faults and ran:
         return None
     if faults:
