@@ -130,6 +130,8 @@ MUTATIONS: list[Mutation] = [
       "if False:", t(U, "test_an_hpl_output_cut_short_fails")),
     # ---- the strict reader of every JSON input (gpuaccept.textinput)
     M("a key twice in one object", "textinput.py", "if key in out:", "if False:", k(U, "not_strict_json_fails")),
+    M("a key twice in one YAML mapping (the datasheets)", "textinput.py", "if key in seen:", "if False:",
+      t(U, "test_a_datasheet_with_a_key_twice_is_refused")),
     M("NaN and Infinity", "textinput.py", "parse_constant=_no_constant,", "", k(U, "not_strict_json_fails")),
     M("a number out of range", "textinput.py", "if not math.isfinite(value):", "if False:",
       k(U, "not_strict_json_fails")),

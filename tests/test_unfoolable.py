@@ -321,6 +321,18 @@ def test_a_report_or_facts_file_that_is_not_strict_json_is_a_failed_input_naming
     assert any(str(path) in r.reason and r.status in (verdict.FAIL, verdict.NOT_RUN) for r in v.rows), verdict.table(v)
 
 
+def test_a_datasheet_with_a_key_twice_is_refused(tmp_path):
+    """The datasheet file bounds every figure: a bound given twice (the failing one first) is no bound."""
+    refs = tmp_path / "refs"
+    shutil.copytree(REFERENCE_DIR, refs)
+    peaks_file = refs / "datasheets" / "gpu_peaks.yaml"
+    text = peaks_file.read_text()
+    peaks_file.write_text(text.replace("    memory_gbps: 3350", "    memory_gbps: 3350\n    memory_gbps: 99999", 1))
+    facts = json.loads((ACCEPTED_RUN / layout.FACTS_FILE).read_text())
+    with pytest.raises(bounds.BoundsError, match="'memory_gbps' appears twice"):
+        bounds.node_limits(facts, refs)
+
+
 def test_a_document_that_is_a_link_to_another_runs_document_fails(run_dir, tmp_path):
     other = tmp_path / "other" / "gemm.json"
     other.parent.mkdir()

@@ -107,8 +107,28 @@ class Format:
     invalid: Callable[[Any], str]
 
 
+class _StrictYamlLoader(yaml.SafeLoader):
+    """YAML's safe loader that refuses a key twice in one mapping (as :func:`parse_json` does)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str) -> Any:
+    """YAML text parsed safely, no key twice in one mapping."""
+    return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader: no arbitrary objects
+
+
 JSON = Format(parse_json, (JsonError,), lambda err: f"not JSON: {err}")
-YAML = Format(yaml.safe_load, (yaml.YAMLError,), lambda err: f"not valid YAML: {err}")
+YAML = Format(parse_yaml, (yaml.YAMLError,), lambda err: f"not valid YAML: {err}")
 
 
 def load(path: Path, what: str, fmt: Format, error: type[Exception]) -> Any:
