@@ -16,7 +16,8 @@
 # machine's OpenBLAS or reference BLAS when it has one).
 # Usage, from the repository root:
 #   OUT=$OUT bash docs/evidence/2026-11-27-hpl-multigpu/device_hpl_scaling.sh
-# Options (environment): MEM_GIB (64), NB (1024), REPEATS (2), BUDGET_S (400: no run starts after it),
+# Options (environment): MEM_GIB (64), NB (1024), REPEATS (2), BUDGET_S (400: no run starts after it), CHECKS
+#   (1; 0 leaves out the small-N checks after the first scaling set),
 #   HPL_TARBALL, BLAS_LIB.
 # Outputs under $OUT: console.log, summary.txt (every run's row and residual, the scaling table with each count's
 # fraction of ideal), gpu.csv, topo.txt, build.log, docs/hpl_cuda-*.json (HPL-CUDA's documents of the scaling runs,
@@ -110,12 +111,14 @@ scaling_set() {  # $1: repeat number
 REP=1 scaling_set
 
 # --- more of the solver's paths at small N: depth 0, uneven blocks, 4 x 1, 1 x 4, through host memory, shared GPUs
-run check-2x2-n16384-d0 16384 512 2 2 0 0,1,2,3 60
-run check-2x2-n16000-nb384 16000 384 2 2 1 0,1,2,3 60
-run check-4x1-n12288 12288 512 4 1 1 0,1,2,3 60
-run check-1x4-n16384 16384 512 1 4 1 0,1,2,3 60
-run check-2x2-bcast-mpi 16384 512 2 2 1 0,1,2,3 60 GPUACCEPT_HPL_BCAST=mpi
-run check-2x2-two-gpus 16384 512 2 2 1 0,0,1,1 60
+if [ "${CHECKS:-1}" = 1 ]; then
+  run check-2x2-n16384-d0 16384 512 2 2 0 0,1,2,3 60
+  run check-2x2-n16000-nb384 16000 384 2 2 1 0,1,2,3 60
+  run check-4x1-n12288 12288 512 4 1 1 0,1,2,3 60
+  run check-1x4-n16384 16384 512 1 4 1 0,1,2,3 60
+  run check-2x2-bcast-mpi 16384 512 2 2 1 0,1,2,3 60 GPUACCEPT_HPL_BCAST=mpi
+  run check-2x2-two-gpus 16384 512 2 2 1 0,0,1,1 60
+fi
 
 for REP in $(seq 2 "$REPEATS"); do scaling_set; done
 

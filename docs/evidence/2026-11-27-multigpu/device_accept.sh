@@ -7,6 +7,8 @@
 #   OUT=... bash docs/evidence/2026-11-27-multigpu/device_accept.sh PHASE...
 #
 # Phases:
+#   setup-play       make accept SUITE=commission without the suite (--skip-tags gpuaccept_suite): the tool
+#                    environment and every build, timed on its own
 #   setup            the node's description (facts, topology, NVLink, clocks), the tool environment's MKL BLAS
 #                    subset and headers, the playbook's extra variables
 #   commission       make accept SUITE=commission
@@ -37,7 +39,7 @@ accept() {  # accept NAME SUITE LIMIT [ENV=VALUE...]: make accept, its wall time
   local name=$1 suite=$2 limit=$3 t0 rc; shift 3
   t0=$(date +%s.%N)
   env "$@" WHEELHOUSE=.whl timeout -k 10 "$limit" make accept SUITE="$suite" \
-    "ANSIBLE_ARGS=-e @$W/extra-vars.yml" > "$OUT/$name.log" 2>&1; rc=$?
+    "ANSIBLE_ARGS=-e @$W/extra-vars.yml ${ANSIBLE_EXTRA:-}" > "$OUT/$name.log" 2>&1; rc=$?
   printf '%s %s: make accept SUITE=%s: exit %d, wall %s s; %s\n' "$(date -u +%FT%TZ)" "$name" "$suite" "$rc" \
     "$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")" "$(tail -1 "$OUT/$name.log")" | tee -a "$OUT/walls.txt"
   grep -E "\((h100|h200|a100)[^)]*suite [a-z]+\): (ACCEPTED|REJECTED)|^warning|gpuaccept run: " "$OUT/$name.log" | tail -5
@@ -69,6 +71,7 @@ phase_setup() {
     nvidia-smi topo -m; nvidia-smi nvlink -s; } > "$OUT/machine.txt" 2>&1
   nvidia-smi nvlink -e > "$OUT/nvlink-errors-before.txt" 2>&1
   nvidia-smi -q > "$OUT/nvidia-smi-q.txt" 2>&1
+  [ -f .gitrev ] || cp .carry/gitrev .gitrev 2>/dev/null
   [ -x .venv/bin/python ] || python3 -m venv .venv
   mkdir -p .venv/lib .venv/include
   [ -f .venv/lib/libgpuaccept-mklblas.so ] || xz -dc .carry/libgpuaccept-mklblas.so.xz > .venv/lib/libgpuaccept-mklblas.so
@@ -96,7 +99,7 @@ phase_memtest_selftest() {
 phase_hpl_scaling() {
   mkdir -p "$OUT/hpl"
   OUT=$OUT/hpl HPL_TARBALL=.carry/hpl-2.3-icl-utk-edu.tar.gz BLAS_LIB=.venv/lib/libgpuaccept-mklblas.so \
-    REPEATS=${HPL_REPEATS:-1} BUDGET_S=$(( $(left) - 90 )) \
+    REPEATS=${HPL_REPEATS:-1} CHECKS=${HPL_CHECKS:-0} BUDGET_S=$(( $(left) - 90 )) \
     timeout -k 10 $(( $(left) - 20 )) bash docs/evidence/2026-11-27-hpl-multigpu/device_hpl_scaling.sh \
     > /dev/null 2>&1
   echo "hpl-scaling: exit $?" | tee -a "$OUT/walls.txt"; tail -12 "$OUT/hpl/summary.txt" 2>/dev/null
@@ -111,13 +114,14 @@ phase_pack() {
 for p in "$@"; do
   name=${p%%:*}; arg=${p#*:}; [ "$arg" = "$p" ] && arg=""
   case $name in
-    setup) need=30 ;; commission) need=300 ;; nightly|foreign) need=110 ;; burnin|burnin-foreign) need=$(( ${arg:-1} * 60 + 100 )) ;;
+    setup) need=30 ;; setup-play) need=200 ;; commission) need=300 ;; nightly|foreign) need=110 ;; burnin|burnin-foreign) need=$(( ${arg:-1} * 60 + 100 )) ;;
     memtest-selftest) need=40 ;; hpl-scaling) need=200 ;; pack) need=5 ;; *) echo "unknown phase $p"; exit 4 ;;
   esac
   if [ "$(left)" -lt "$need" ]; then step "skipped $p: $(left) s left, it needs $need"; continue; fi
   step "$p"
   case $name in
     setup) phase_setup ;;
+    setup-play) ANSIBLE_EXTRA="--skip-tags gpuaccept_suite" accept "setup-play" commission $(( $(left) - 10 )) ;;
     commission) accept "commission-$(date +%H%M%S)" commission $(( $(left) - 10 )) ;;
     nightly) accept "nightly-$(date +%H%M%S)" nightly $(( $(left) - 10 )) ;;
     foreign) foreign_start "${arg:-1}" 400; accept "nightly-foreign-gpu${arg:-1}-$(date +%H%M%S)" nightly $(( $(left) - 10 )); foreign_stop ;;
