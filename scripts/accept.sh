@@ -79,7 +79,8 @@ if [ -n "$statuses" ]; then
   echo
   "$VENV/bin/gpuaccept" show --newer-than "$marker" results
 fi
-why=$(grep -o 'no NVIDIA GPU/driver on [^"]*install the driver with playbooks/provision.yml, or run on a GPU node' "$log" | head -1)
+why=$(grep -o -e 'no NVIDIA GPU/driver on [^"]*install the driver with playbooks/provision.yml, or run on a GPU node' \
+  -e 'no datasheet for [^"]*(docs/reference-values.md)' "$log" | head -1)
 if grep -qx 1 <<<"$statuses"; then finish 1; fi
 if grep -qx 3 <<<"$statuses"; then finish 3 "$why"; fi
 if grep -qx 4 <<<"$statuses"; then finish 4 "gpuaccept run refused its input (above)"; fi

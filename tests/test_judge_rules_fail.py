@@ -98,6 +98,7 @@ def test_the_recorded_run_is_accepted_as_recorded(run):
         ("power", "gemm_energy_j", -14.0, "gemm_energy_j -14 J is impossible: zero or negative"),
         ("hplstyle_power", "energy_j", -1.0, "energy_j -1 J is impossible"),
         ("hplstyle", "tflops_min", 1e300, "tflops_min 1e+300 TFLOP/s is impossible"),
+        ("hplstyle", "tflops_sum", 1e300, "tflops_sum 1e+300 TFLOP/s is impossible: above 67 TFLOP/s"),
         ("md_apoa1", "wall_s", 0.0, "wall_s 0 s is impossible: zero or negative"),
         ("md_apoa1", "ns_per_day", -3.0, "ns_per_day -3 ns/day is impossible"),
     ],

@@ -161,10 +161,22 @@ def test_a_node_of_a_type_it_matches_is_accepted(tmp_path):
     results = tmp_path / "results"
     proc = gpuaccept_run(results, "--suite", "commission", "--reference-dir", str(refs), *HOST_GEMM_ONLY)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    _, doc, rows = the_run(results)
+    run_dir, doc, rows = the_run(results)
     assert doc["verdict"] == "pass" and doc["node_type"] == "ci_cpu"
     assert rows[("cpu_gemm", None)]["status"] == "pass"
     assert "(not expected for node type ci_cpu)" in rows[("gemm", None)]["reason"]
+    # The run's manifest holds what it wrote: judged again unchanged, the same verdict without a warning; with the
+    # host GEMM's document edited, the file is named and the node not accepted.
+    listed = json.loads((run_dir / "manifest.json").read_text())["files"]
+    (document,) = [name for name in listed if name.endswith("cpu_gemm.json")]
+    assert "reframe-report.json" in listed and "node-facts.json" in listed and "verdict.json" not in listed
+    again = [*GPUACCEPT, "summarize", "--run-dir", str(run_dir), "--node-type", "ci_cpu", "--suite", "commission",
+             "--reference-dir", str(refs), "--facts", str(run_dir / "node-facts.json")]  # fmt: skip
+    proc = subprocess.run(again, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "no manifest" not in proc.stdout, proc.stdout[-3000:]
+    (run_dir / document).write_text((run_dir / document).read_text() + "\n")
+    proc = subprocess.run(again, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and f"{document}: changed since the run" in " ".join(proc.stdout.split())
 
 
 def test_reframe_that_cannot_start_is_not_run_with_exit_3(tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gpuaccept import __version__, cli_fleet, helptext, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
-from gpuaccept.judge import coverage, health_rules, metric_table, references, summarize, verdict
+from gpuaccept.judge import coverage, health_rules, metric_table, readback, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
 from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, REFERENCE_DIR, REPORT_FILE, VERDICT_FILE
 from gpuaccept.probe import burnin, crosscheck, dcgm, facts, health, overlap, peaks, power, powercheck
@@ -37,22 +37,9 @@ class InputError(Exception):
 
 
 def _load_json(path: str, what: str) -> dict:
-    """A JSON object from a file; InputError naming the file and what is wrong with it otherwise."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: {what} not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not the {what} (a JSON file)") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot read {what}: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path}: not the {what}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}: not the {what}: not valid JSON at line {err.lineno}: {err.msg}") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: not the {what}: a JSON {type(doc).__name__}, expected an object")
-    return doc
+    """A JSON object from a file, read strictly (gpuaccept.textinput.load_json); InputError naming the file and what
+    is wrong with it otherwise."""
+    return textinput.load_json(Path(path), f"the {what}", InputError)
 
 
 def cmd_facts(args: argparse.Namespace) -> int:
@@ -141,7 +128,13 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     print(f"reframe: {run_dir / REPORT_FILE}")
     for path in written[1:]:
         print(f"prom:    {path}")
-    return 0 if result.accepted else EXIT_REJECTED
+    if result.accepted:
+        return 0
+    cannot = verdict.cannot_judge(result)
+    if cannot:
+        print(f"\n{result.node}: {cannot}")
+        return run.EXIT_NOT_RUN
+    return EXIT_REJECTED
 
 
 def _newest_verdicts(results: Path, newer_than: float | None) -> list[Path]:
@@ -170,11 +163,16 @@ def cmd_show(args: argparse.Namespace) -> int:
             )
         return max(cmd_show(argparse.Namespace(run_dir=str(p), newer_than=None)) for p in paths)
     path = path / VERDICT_FILE if path.is_dir() else path
-    try:
-        result = verdict.Verdict.from_json(_load_json(str(path), "verdict"))
+    doc = readback.read(path, InputError)
+    try:  # accepted or not by its rows (verdict.decide), whatever its 'verdict' field says
+        result = verdict.Verdict.from_json(doc)
     except ValueError as err:
         raise InputError(f"{path}: {err}") from None
     print(verdict.table(result))
+    edited = readback.disagreement(doc)
+    if edited:
+        print(f"\nwarning: {path}: {edited}")
+        print(f"gpuaccept show: warning: {path}: {edited}", file=sys.stderr)
     print(f"\nreport:  {path}")
     if (path.parent / REPORT_FILE).exists():
         print(f"reframe: {path.parent / REPORT_FILE}")
@@ -195,9 +193,14 @@ def _write_node_baseline(
         if not found:
             raise InputError(f"{d}: no {VERDICT_FILE}: a node baseline comes from judged runs")
         for path in found:
-            v = _load_json(str(path), "verdict")
-            if v.get("verdict") != "pass" or v.get("node_type") != node_type:
-                raise InputError(f"{path}: {v.get('node_type')!r} {v.get('verdict')!r}: a node baseline comes from "
+            v = readback.read(path, InputError)
+            try:
+                passed = readback.accepted(v)  # by its rows, whatever its 'verdict' field says
+            except ValueError as err:
+                raise InputError(f"{path}: not a gpuaccept verdict: {err}") from None
+            if not passed or v.get("node_type") != node_type:
+                shown = "pass" if passed else "fail"
+                raise InputError(f"{path}: {v.get('node_type')!r} {shown!r}: a node baseline comes from "
                                  f"ACCEPTED runs of node type {node_type}")  # fmt: skip
             nodes.add(str(v.get("node")))
     if len(nodes) != 1:

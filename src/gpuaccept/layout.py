@@ -28,5 +28,10 @@ REFRAME_LOG = "reframe.log"  # ReFrame's debug log (the configuration's file han
 REFRAME_OUT = "reframe.out"  # ReFrame's console output (stdout and stderr) of the run
 RETRIED_FILE = "retried.json"  # in <run>/retry-<k>/: the checks measured again there
 RETRY_PREFIX = "retry-"  # <run>/retry-<k>/: attempt k+1 of the checks that failed on figures out of band
+MANIFEST_FILE = "manifest.json"  # the sha256 of every file the run wrote (gpuaccept.manifest)
+EXIT_STATUS_FILE = "exit-status"  # gpuaccept run's exit status, beside its verdict ("3 cannot judge")
+LOCK_FILE = ".gpuaccept.lock"  # one judge at a time per run directory
+#: A Slurm run's work directory is <results>/_slurm/<run id>: ReFrame writes every node's documents there.
+SLURM_DIR = "_slurm"
 #: The power sampler's document, beside a sampled check's own in its stage directory.
 POWER_FILE = "power.json"

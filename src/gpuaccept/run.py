@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import helptext, redact, rfmconfig
+from gpuaccept import helptext, layout, manifest, redact, rfmconfig, textinput
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
@@ -42,6 +42,7 @@ from gpuaccept.layout import (
     REPORT_FILE,
     RETRIED_FILE,
     RETRY_PREFIX,
+    SLURM_DIR,
     VERDICT_FILE,
 )
 from gpuaccept.probe import burnin, dcgm, gpu_preflight
@@ -49,7 +50,7 @@ from gpuaccept.probe import facts as node_facts
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_RUN, EXIT_INPUT = 0, 1, 3, 4
 #: The run's exit status, beside its verdict (scripts/accept.sh reads it: "3 cannot judge" is not in verdict.json).
-EXIT_STATUS_FILE = "exit-status"
+EXIT_STATUS_FILE = layout.EXIT_STATUS_FILE
 EXIT_WORDS = {EXIT_ACCEPTED: "accepted", EXIT_REJECTED: "rejected", EXIT_NOT_RUN: "cannot judge",
               EXIT_INPUT: "bad input"}  # fmt: skip
 CHECKS_DIR = PROJECT_ROOT / "reframe_checks"
@@ -282,10 +283,7 @@ def run_reframe(argv: list[str], run_dir: Path, timeout_s: float, log: Path) -> 
 def _load_facts(path: str | None) -> dict[str, Any]:
     if not path:
         return node_facts.gather()
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise RunError(f"{path}: cannot read the node facts: {err}") from None
+    return textinput.load_json(Path(path), "the node facts", RunError)
 
 
 def run_dir_for(args: argparse.Namespace, node: str) -> Path:
@@ -374,6 +372,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
     print()
 
+    manifest.write(run_dir)  # what the run wrote, before it is judged (re-judging checks it)
     result, written = summarize.judge_run_dir(
         run_dir,
         facts,
@@ -403,7 +402,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         grouping = pushgateway.push(result, args.pushgateway, args.pushgateway_instance or node)
         print(f"pushed:  {redact.url(args.pushgateway)} (job {pushgateway.JOB}, {grouping})")
-    return record_exit(run_dir, exit_status(result, outcome))
+    status = exit_status(result, outcome)
+    if status == EXIT_NOT_RUN and verdict.cannot_judge(result):
+        print(f"cannot judge {node}: {verdict.cannot_judge(result).removeprefix(verdict.CANNOT_JUDGE)}")
+    return record_exit(run_dir, status)
 
 
 def record_end_facts(run_dir: Path) -> None:
@@ -423,6 +425,7 @@ def stop_without_gpu(args, run_dir: Path, facts: dict[str, Any], node: str, node
     (for the metrics: a node that lost its GPUs shows as not accepted), without running anything; exit 3."""
     line = gpu_preflight.no_gpu_line(node, why)
     print(line)
+    manifest.write(run_dir)
     _, written = summarize.judge_run_dir(
         run_dir, facts, Path(args.reference_dir), node_type.name, args.suite, expected_gpus=args.expected_gpus,
         textfile_dir=args.textfile_dir, node_type_error=node_type.error, node=node,
@@ -470,6 +473,7 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
         run_reframe(argv_for(retry_dir, ["-n", pattern]), retry_dir, timeout_s, retry_dir / REFRAME_OUT)
         if end_facts:
             record_end_facts(run_dir)
+        manifest.write(run_dir)  # the run's files with this retry's
         result, written = summarize.judge_run_dir(
             run_dir, facts, args.reference_dir, node_type.name, args.suite, expected_gpus=args.expected_gpus,
             textfile_dir=args.textfile_dir, node_type_error=node_type.error, report_error=outcome.report_error,
@@ -489,7 +493,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
         raise RunError("a Slurm run needs --run-dir <results>/_slurm/<run id> and --reframe-config (slurm-config's)")
     work = Path(args.run_dir)
     run_id = check_run_id(work.name)
-    if work.parent.name != "_slurm":
+    if work.parent.name != SLURM_DIR:
         raise RunError(f"--run-dir {work}: a Slurm run's work directory is <results>/_slurm/<run id>")
     results = work.parent.parent
     try:
@@ -504,6 +508,7 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
     print(f"== {args.suite} suite through Slurm{', one job per node' if args.distribute else ''}, run {run_id}")
     outcome = run_reframe(argv, work, timeout_s, work / REFRAME_OUT)
     print(f"   reframe exit {outcome.returncode}" + (" (stopped at the time limit)" if outcome.timed_out else ""))
+    manifest.write(work)  # every node's documents, as ReFrame left them (each node's run directory gets its own)
     try:
         report = verdict.load_report(work / REPORT_FILE)
     except verdict.ReportError as err:
@@ -520,9 +525,11 @@ def run_slurm(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def exit_status(result: verdict.Verdict, outcome: ReframeOutcome) -> int:
+    """0 accepted; 3 cannot judge (the suite did not run to its end, or nothing but a missing datasheet keeps the
+    node from being judged: verdict.cannot_judge); 1 rejected."""
     if result.accepted:
         return EXIT_ACCEPTED
-    if outcome.returncode is None or outcome.timed_out:
+    if outcome.returncode is None or outcome.timed_out or verdict.cannot_judge(result):
         return EXIT_NOT_RUN
     return EXIT_REJECTED
 

@@ -1,15 +1,101 @@
 """One input file read and parsed, with errors that name the file: what could not be read, or which line of
-it is not valid JSON or YAML. The command line's benchmark documents and the datasheet peaks file use it."""
+it is not valid JSON or YAML.
+
+JSON is read strictly, by one reader (:func:`parse_json`, :func:`load_json`), wherever the judge or a reader of its
+verdicts reads it (benchmark documents, ReFrame's report, the node facts, a retry's list of checks, a run's
+manifest, verdict.json): a key twice in one object (a reader that keeps the last one would pass a document whose
+failing value comes first), ``NaN`` or ``Infinity``, a number out of range (``1e999``, an integer of hundreds of
+digits), nesting deeper than ``MAX_DEPTH`` (checked before parsing, so it never ends in a RecursionError) are each
+an error naming the file. :func:`read_text` reads only a regular file (never through a symbolic link, never a FIFO
+or device), at most ``max_bytes``, as UTF-8, and, given ``within``, only one inside that directory.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+#: The deepest nesting of arrays and objects a JSON input may have: the deepest document a tool writes is 7 levels.
+MAX_DEPTH = 64
+#: The largest integer a JSON input may hold (a byte count or a time in nanoseconds is far below it).
+MAX_INTEGER = 2**64
+#: The largest file read by default: the largest document a tool writes is a few MB (the bandwidth sweep).
+MAX_BYTES = 256 << 20
+
+
+class JsonError(ValueError):
+    """Text that is not strict JSON; the message says where and what (the caller adds the file)."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise JsonError(f"key {key!r} appears twice in one object (which one counts is not defined)")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise JsonError(f"{name} is not a JSON number (a figure must be finite)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JsonError(f"number {text[:40]} is out of range (not a finite double)")
+    return value
+
+
+def _integer(text: str) -> int:
+    if len(text) > 24:  # more digits than MAX_INTEGER has: out of range before it is converted
+        raise JsonError(f"integer {text[:24]}... ({len(text)} digits) is out of range")
+    value = int(text)
+    if abs(value) > MAX_INTEGER:
+        raise JsonError(f"integer {text} is out of range (beyond 2**64)")
+    return value
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def nesting(text: str) -> int:
+    """How deep the arrays and objects of a JSON text nest (brackets inside strings do not count)."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    if not brackets:
+        return 0
+    return max(accumulate(1 if c in "[{" else -1 for c in brackets))
+
+
+def parse_json(text: str) -> Any:
+    """JSON text parsed strictly (the module's docstring); JsonError says what is wrong and, where the parser
+    knows it, on which line."""
+    depth = nesting(text)
+    if depth > MAX_DEPTH:
+        raise JsonError(f"arrays and objects nested {depth} deep, more than the {MAX_DEPTH} allowed")
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite,
+            parse_int=_integer,
+        )
+    except json.JSONDecodeError as err:
+        raise JsonError(f"line {err.lineno}: {err.msg}") from None
+    except RecursionError:  # nesting() counts what the parser nests: a guard only
+        raise JsonError(f"arrays and objects nested more than the {MAX_DEPTH} allowed") from None
 
 
 @dataclass(frozen=True)
@@ -21,8 +107,28 @@ class Format:
     invalid: Callable[[Any], str]
 
 
-JSON = Format(json.loads, (json.JSONDecodeError,), lambda err: f"not JSON: line {err.lineno}: {err.msg}")
-YAML = Format(yaml.safe_load, (yaml.YAMLError,), lambda err: f"not valid YAML: {err}")
+class _StrictYamlLoader(yaml.SafeLoader):
+    """YAML's safe loader that refuses a key twice in one mapping (as :func:`parse_json` does)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str) -> Any:
+    """YAML text parsed safely, no key twice in one mapping."""
+    return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader: no arbitrary objects
+
+
+JSON = Format(parse_json, (JsonError,), lambda err: f"not JSON: {err}")
+YAML = Format(parse_yaml, (yaml.YAMLError,), lambda err: f"not valid YAML: {err}")
 
 
 def load(path: Path, what: str, fmt: Format, error: type[Exception]) -> Any:
@@ -32,5 +138,82 @@ def load(path: Path, what: str, fmt: Format, error: type[Exception]) -> Any:
         return fmt.parse(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise error(f"{path}: cannot read the {what}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise error(f"{path}: the {what} is not UTF-8 text (byte {err.start})") from None
     except fmt.errors as err:
         raise error(f"{path}: {fmt.invalid(err)}") from None
+
+
+def inside(path: Path, directory: Path) -> bool:
+    """Whether ``path``, every symbolic link on its way resolved, lies in ``directory`` (resolved too)."""
+    try:
+        return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(directory))
+    except (OSError, ValueError):
+        return False
+
+
+def read_text(
+    path: Path,
+    what: str,
+    error: type[Exception],
+    max_bytes: int = MAX_BYTES,
+    within: Path | tuple[Path, ...] | None = None,
+) -> str:
+    """A file's text: a regular file opened without following a symbolic link (a FIFO or device would hang or
+    never end, a link may lead anywhere), at most ``max_bytes``, UTF-8, and, with ``within``, inside one of those
+    directories; every problem raises ``error`` naming the file (``what`` says what it is)."""
+    path = Path(path)
+    if within is not None:
+        roots = (within,) if isinstance(within, Path) else within
+        if not any(inside(path, root) for root in roots) and os.path.lexists(path):
+            shown = " or ".join(map(str, roots))
+            raise error(f"{path}: {what} lies outside the run directory ({shown}) by a symbolic link on its way: "
+                        "the judge reads only what the run wrote there")  # fmt: skip
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise error(f"{path}: {what} is missing") from None
+    except OSError as err:
+        if os.path.islink(path):
+            raise error(f"{path}: {what} is a symbolic link (to {os.readlink(path)}): the judge reads only regular "
+                        "files the run wrote") from None  # fmt: skip
+        raise error(f"{path}: cannot open {what}: {err.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{path}: {what} is not a regular file")
+        if info.st_size == 0:
+            raise error(f"{path}: {what} is empty (the tool was stopped or could not write it)")
+        if info.st_size > max_bytes:
+            raise error(f"{path}: {what} is {info.st_size} bytes, more than the {max_bytes} allowed")
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1
+            data = handle.read(max_bytes + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise error(f"{path}: {what} is not UTF-8 text (byte {err.start})") from None
+
+
+def load_json(
+    path: Path,
+    what: str,
+    error: type[Exception],
+    kind: type = dict,
+    max_bytes: int = MAX_BYTES,
+    within: Path | tuple[Path, ...] | None = None,
+) -> Any:
+    """A JSON input read as :func:`read_text` reads it, parsed strictly (:func:`parse_json`), and of the JSON type
+    ``kind``; ``error`` names the file and what is wrong."""
+    text = read_text(path, what, error, max_bytes, within)
+    try:
+        doc = parse_json(text)
+    except JsonError as err:
+        raise error(f"{path}: {what} is not valid JSON: {err}") from None
+    if not isinstance(doc, kind):
+        expected = "an object" if kind is dict else f"a JSON {'array' if kind is list else kind.__name__}"
+        raise error(f"{path}: {what} is a JSON {type(doc).__name__}, expected {expected}")
+    return doc

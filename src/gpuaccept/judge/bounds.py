@@ -73,6 +73,7 @@ class Limits:
     datasheet: peaks.GpuPeaks | None = None
     link_gbps: float | None = None
     link: str = ""
+    unknown: str = ""  # the node has GPUs and no datasheet bounds them: why (what to add), else ""
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,18 @@ def peaks_file(reference_dir: str | Path | None) -> Path:
 
 def _datasheet(reference_dir: str | Path | None, models: list[tuple[str, str | None]]) -> peaks.GpuPeaks | None:
     """The datasheet of the GPU model every one of ``models`` (name, PCI device id) is; None when any is unknown
-    or they differ. The facts' device id '0x233010DE' (device << 16 | vendor) is the table's '0x2330'."""
+    or they differ (:func:`_lookup` says why)."""
+    return _lookup(reference_dir, models)[0]
+
+
+def _lookup(
+    reference_dir: str | Path | None, models: list[tuple[str, str | None]]
+) -> tuple[peaks.GpuPeaks | None, str]:
+    """(the datasheet of the GPU model every one of ``models`` (name, PCI device id) is, "") or (None, why: a model
+    the datasheet file does not know, or models that differ). The facts' device id '0x233010DE' (device << 16 |
+    vendor) is the table's '0x2330'."""
     if not models:
-        return None
+        return None, ""
     path = peaks_file(reference_dir)
     try:
         table = peaks.load(path)
@@ -107,18 +117,30 @@ def _datasheet(reference_dir: str | Path | None, models: list[tuple[str, str | N
         short = device[:6] if isinstance(device, str) and len(device) == 10 else device
         entry = peaks.find(table, name, short)
         if entry is None:
-            return None
+            model = f"{name or 'a GPU NVML did not name'}" + (f" (PCI device id {device})" if device else "")
+            return None, (
+                f"no datasheet for {model} in {path}: no figure of it can be held to what the GPU can do; add the "
+                "model's datasheet figures (tflops per precision, memory_gbps, max_power_w) there "
+                "(docs/reference-values.md)"
+            )
         found[entry.key] = entry
-    return next(iter(found.values())) if len(found) == 1 else None
+    if len(found) > 1:
+        return None, f"the node's GPUs are of several models ({', '.join(sorted(found))}): no one datasheet bounds them"
+    return next(iter(found.values())), ""
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def node_limits(facts: dict[str, Any], reference_dir: str | Path | None) -> Limits:
     """The bounds of one node's figures from its facts (GPU models, count, PCIe links); BoundsError when the
     datasheet file is broken."""
     gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
-    models = [(str(g.get("name") or ""), g.get("pci_device_id")) for g in gpus]
+    models = [(str(g.get("name") or ""), _text(g.get("pci_device_id"))) for g in gpus]
     rate, label = link.node_link(facts)
-    return Limits(max(1, len(gpus)), _datasheet(reference_dir, models), rate, label if rate else "")
+    sheet, unknown = _lookup(reference_dir, models)
+    return Limits(max(1, len(gpus)), sheet, rate, label if rate else "", unknown)
 
 
 def model_limits(reference_dir: str | Path | None, names: list[str], pci_device_ids: list[str], gpus: int) -> Limits:

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from gpuaccept import __version__
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
-from gpuaccept.judge.verdict import FAIL, INFO, NOT_RUN, PASS, WAIVED, Verdict
+from gpuaccept.judge.verdict import FAIL, INFO, NOT_RUN, PASS, WAIVED, Verdict, decide
 from gpuaccept.layout import METRICS_FILE
 
 # benchmark unit -> (Prometheus base-unit suffix, factor to that unit)
@@ -76,7 +76,7 @@ def render(verdict: Verdict) -> str:
     finished = verdict.finished_unix
     node_gauge("gpuaccept_last_run_timestamp_seconds", "When the last run of this suite finished (Unix time)", finished)
     node_gauge("gpuaccept_run_duration_seconds", "Wall time of the last run of this suite", verdict.duration_s)
-    accepted = 1 if verdict.accepted else 0
+    accepted = 1 if verdict.node_type and decide(verdict.rows) else 0  # by its rows, as the judge decides
     node_gauge("gpuaccept_node_accepted", "1 when the node passed every check of the suite, else 0", accepted)
     node_gauge("gpuaccept_gpus", "NVIDIA GPUs seen on the node", len(gpus))
 

@@ -1,18 +1,22 @@
 """The judge's first stage, load (docs/judge.md, "From a run directory to a verdict"): every file a verdict is
 judged from, read once, into plain data the later stages read without touching the disk.
 
-- ``read_facts``, ``load_report``, ``retries``: the run directory's node facts, ReFrame's report and its retries.
+- ``read_facts``, ``load_report``, ``retries``: the run directory's node facts, ReFrame's report and its retries
+  (each retry folder as ``gpuaccept run`` writes it, else a problem naming it).
 - ``load_run``: one attempt's references (the node type bound to the node's PCIe link, the node's own baseline,
   the datasheet limits) and, for each test case of the suite that ReFrame ran, its benchmark document, the power
   sampler's document and, for a skipped one, why (from ReFrame's log).
 
-A file that cannot be read is recorded with its problem (the file named), never raised: validation
+Every JSON input is read strictly (gpuaccept.textinput: no key twice, no NaN or number out of range, no deep
+nesting, a regular file never reached through a symbolic link) and, for a run directory, only from inside it
+(:func:`roots`). A file that cannot be read is recorded with its problem (the file named), never raised: validation
 (gpuaccept.judge.validate) and judging (gpuaccept.judge.verdict) decide what it means.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,19 +33,28 @@ from gpuaccept.judge.references import (
     load_node_type,
     with_node_baseline,
 )
-from gpuaccept.layout import FACTS_END_FILE, POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX
+from gpuaccept.layout import FACTS_END_FILE, POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX, SLURM_DIR
 
 
 class ReportError(Exception):
     """ReFrame's report is missing or not what ReFrame 4 writes."""
 
 
-def load_report(path: str | Path) -> dict[str, Any]:
+def roots(run_dir: str | Path) -> tuple[Path, Path]:
+    """Where the files of a run directory may lie: in it, or, for a run judged from a Slurm run, in that run's
+    work directory (``<results>/_slurm/<run id>``, beside ``<results>/<node>/<run id>``), where ReFrame wrote
+    every node's documents."""
+    run_dir = Path(run_dir)
+    return run_dir, run_dir.parent.parent / SLURM_DIR / run_dir.name
+
+
+def load_report(path: str | Path, within: Path | tuple[Path, ...] | None = None) -> dict[str, Any]:
     """ReFrame's JSON report, checked for the structure the judge reads (``session_info`` an object, ``runs`` a
-    list of objects with ``testcases`` lists of objects); ReportError names the file and what is wrong."""
+    list of objects with ``testcases`` lists of objects); ReportError names the file and what is wrong.
+    ``within``: the directories it must lie in (a run directory's :func:`roots`)."""
     path = Path(path)
     try:
-        report = rules.load_json_input(path, "ReFrame's report")
+        report = rules.load_json_input(path, "ReFrame's report", within=within)
     except rules.DocumentError as err:
         text = str(err)
         if text.endswith("is missing"):
@@ -59,29 +72,81 @@ def load_report(path: str | Path) -> dict[str, Any]:
     return report
 
 
-def read_facts(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """The node facts of a run, or {} and the problem naming the file."""
+def read_facts(path: Path, within: Path | tuple[Path, ...] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The node facts of a run, or {} and the problem naming the file (``within``: as :func:`load_report`). A
+    list of GPUs that is not a list of objects is a problem too: every rule reads the GPUs from it."""
     try:
-        return rules.load_json_input(path, "the node facts"), []
+        facts = rules.load_json_input(path, "the node facts", within=within)
     except rules.DocumentError as err:
         hint = "; `gpuaccept facts` did not run on the node, or its output was lost" if not path.exists() else ""
         return {}, [f"{err}{hint}"]
+    problem = facts_problem(facts)
+    if problem:
+        return {}, [f"{path}: the node facts are not what `gpuaccept facts` writes: {problem}"]
+    return facts, []
 
 
-def retries(run_dir: Path) -> list[tuple[int, Path, list[str]]]:
+def facts_problem(facts: Any) -> str:
+    """What makes node facts unreadable to the judge ("" when nothing): not an object, or ``gpus`` not a list of
+    objects."""
+    if not isinstance(facts, dict):
+        return f"a JSON {type(facts).__name__}, expected an object"
+    gpus = facts.get("gpus")
+    if gpus is not None and (not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus)):
+        return "'gpus' is not a list of objects"
+    return ""
+
+
+_RETRY_NAME = re.compile(rf"^{re.escape(RETRY_PREFIX)}[1-9][0-9]{{0,2}}$")
+
+
+def retries(run_dir: Path) -> tuple[list[tuple[int, Path, list[str]]], list[str]]:
     """The retries a run made, in order: (attempt number, directory, the checks it measured again), from each
-    ``retry-<k>/retried.json`` that ``gpuaccept run`` writes before it runs ReFrame there."""
-    found = []
-    for d in run_dir.glob(f"{RETRY_PREFIX}*"):
-        k = d.name.removeprefix(RETRY_PREFIX)
-        if not (k.isdigit() and d.is_dir()):
-            continue
+    ``retry-<k>/retried.json`` that ``gpuaccept run`` writes before it runs ReFrame there; and the problems of
+    what is not such a retry (a folder or file named ``retry-*`` that gpuaccept run does not write, a link, a list
+    of checks missing or not a list of distinct known checks, an attempt without the one before it), each naming
+    it. The retries from the first such problem on are left out: the earlier attempt stands."""
+    found: dict[int, Path] = {}
+    problems = []
+    for d in sorted(run_dir.glob(f"{RETRY_PREFIX}*")):
+        if d.is_symlink():
+            problems.append(f"{d}: a symbolic link (to {os.readlink(d)}): gpuaccept run writes its retry folders in "
+                            "the run directory itself")  # fmt: skip
+        elif not _RETRY_NAME.match(d.name):
+            problems.append(f"{d}: not a retry gpuaccept run writes ({RETRY_PREFIX}<k>, k = 1, 2, ...)")
+        elif not d.is_dir():
+            problems.append(f"{d}: not a directory (gpuaccept run makes {RETRY_PREFIX}<k>/ for a retry)")
+        else:
+            found[int(d.name.removeprefix(RETRY_PREFIX))] = d
+    out = []
+    for k in sorted(found):
+        d = found[k]
+        if k != len(out) + 1:
+            problems.append(f"{d}: attempt {k + 1} without attempt {k} ({RETRY_PREFIX}{k - 1}): gpuaccept run numbers "
+                            "its retries 1, 2, ...")  # fmt: skip
+            break
         try:
-            checks = rules.load_json_input(d / RETRIED_FILE, "the list of retried checks", list)
-        except rules.DocumentError:
-            continue
-        found.append((int(k) + 1, d, [str(c) for c in checks]))
-    return sorted(found)
+            checks = rules.load_json_input(d / RETRIED_FILE, "the list of retried checks", list, within=run_dir)
+        except rules.DocumentError as err:
+            problems.append(f"{err} (gpuaccept run writes it before it measures anything again)")
+            break
+        why = _retried_problem(checks)
+        if why:
+            problems.append(f"{d / RETRIED_FILE}: {why}")
+            break
+        out.append((k + 1, d, list(checks)))
+    return out, problems
+
+
+def _retried_problem(checks: list[Any]) -> str:
+    if not checks:
+        return "names no check: gpuaccept run measures again only the checks that failed out of band"
+    unknown = [c for c in checks if not isinstance(c, str) or c not in CHECKS]
+    if unknown:
+        return f"{unknown[0]!r} is not a check gpuaccept knows"
+    if len(set(checks)) != len(checks):
+        return "names a check twice"
+    return ""
 
 
 @dataclass
@@ -164,22 +229,21 @@ def _facts_end(run_dir: Path, input_errors: list[str]) -> dict[str, Any] | None:
     if run_dir.name.startswith(RETRY_PREFIX):
         run_dir = run_dir.parent
     path = run_dir / FACTS_END_FILE
-    if not path.exists():
+    if not os.path.lexists(path):  # a link is found, and refused when read
         return None
-    facts, problems = read_facts(path)
+    facts, problems = read_facts(path, within=run_dir)
     input_errors.extend(problems)
     return facts if not problems else None
 
 
 def _testcases(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every test case of every run the report records, each judged: ReFrame runs a test case again
+    (``--max-retries``) only after it failed, and the checks fail in ReFrame only on a fault (a crash, a tool that
+    said its answer was wrong), so an earlier failure is never replaced by a later pass (docs/judge.md, "Retries")."""
     cases = []
     for run in report.get("runs", []):
         cases.extend(tc for tc in run.get("testcases", []) if not tc.get("fixture"))
-    # With --max-retries only the last run of a test case counts: later runs replace earlier ones.
-    latest: dict[str, dict[str, Any]] = {}
-    for tc in cases:
-        latest[str(tc.get("unique_name") or tc.get("name"))] = tc
-    return list(latest.values())
+    return cases
 
 
 def _cases(report: dict[str, Any] | None, suite: str, run_dir: str | Path | None) -> list[Case]:
@@ -207,19 +271,20 @@ def _cases(report: dict[str, Any] | None, suite: str, run_dir: str | Path | None
         elif result in ("pass", "fail"):
             check = CHECKS[case.check]
             dirs = _output_dirs(tc, moved)
-            case.document = _document(_find(dirs, check.result_file))
+            within = roots(run_dir) if run_dir is not None else None
+            case.document = _document(_find(dirs, check.result_file), within)
             # The power sampler's document: required of a check the table says is sampled, read wherever one was
             # written (any check can run under the sampler: -S sample_power=true).
             power_path = _find(dirs, POWER_FILE)
-            if check.power_sampled or power_path.exists():
-                case.power = _document(power_path)
+            if check.power_sampled or os.path.lexists(power_path):
+                case.power = _document(power_path, within)
         cases.append(case)
     return cases
 
 
-def _document(path: Path) -> Document:
+def _document(path: Path, within: tuple[Path, ...] | None) -> Document:
     try:
-        return Document(path, rules.load_document(path))
+        return Document(path, rules.load_document(path, within))
     except rules.DocumentError as err:
         return Document(path, error=str(err))
 
@@ -239,7 +304,7 @@ def _output_dirs(tc: dict[str, Any], moved: list[tuple[Path, Path]]) -> list[Pat
 def _find(dirs: list[Path], name: str) -> Path:
     """The first existing ``name`` among ``dirs``, else where it should have been (the first directory)."""
     for d in dirs:
-        if (d / name).exists():
+        if os.path.lexists(d / name):  # a link is found, and refused when read
             return d / name
     return (dirs[0] if dirs else Path(".")) / name
 
@@ -255,7 +320,8 @@ def _log_lines(run_dir: str | Path | None) -> list[str]:
     if run_dir is None:
         return []
     try:
-        return rules.read_text_input(Path(run_dir) / REFRAME_LOG, "ReFrame's log").splitlines()
+        text = rules.read_text_input(Path(run_dir) / REFRAME_LOG, "ReFrame's log", within=roots(run_dir))
+        return text.splitlines()
     except rules.DocumentError:
         return []
 

@@ -921,6 +921,38 @@ def mismatches(node_type: NodeType, facts: dict[str, Any]) -> list[str]:
     return reasons
 
 
+def wrong_gpus(node_type: NodeType, facts: dict[str, Any]) -> str:
+    """What is wrong with the node's GPUs for its node type ("" when each is of the GPU model the node type names):
+    a GPU whose PCI device id is not the model's (where both say one) or whose name is not among the model's
+    names, or that has neither to tell it by. The reason says what was expected and what was found."""
+    if node_type.sku is not None:
+        names, ids, where = list(node_type.sku.names), list(node_type.sku.pci_device_ids), node_type.sku.path
+    else:  # a self-contained gpuaccept.references/1 file names the model by NVML's name alone
+        names, ids, where = [str(node_type.match.get("gpu_model"))], [], node_type.path
+    wanted = {i.upper() for i in ids}
+    gpus = [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
+    wrong = []
+    for g in gpus:
+        name, device = g.get("name"), g.get("pci_device_id")
+        by_id = bool(device) and bool(wanted)
+        if (by_id and str(device).upper() not in wanted) or (name is not None and name not in names) or (
+            name is None and not by_id
+        ):
+            wrong.append(g)
+    if not wrong:
+        return ""
+    ordered = f"{names[0]} (" + (f"PCI device id {', '.join(ids)}; " if ids else "") + f"{where})"
+    found: dict[str, list[str]] = {}
+    for g in wrong:
+        found.setdefault(_gpu_label(g), []).append(str(g.get("index")))
+    seen = "; ".join(f"GPU {', '.join(idx)}: {label}" for label, idx in sorted(found.items()))
+    return (
+        f"node type {node_type.name} is {node_type.gpu_count} x {ordered}; the node has {seen}: it was "
+        "built with other GPUs than its node type names. Judge it as the node type of its GPUs (gpuaccept detect), "
+        "or have it built as ordered"
+    )
+
+
 def detect_sku(reference_dir: str | Path, facts: dict[str, Any]) -> GpuSku:
     """The GPU SKU of every GPU of the node, from NVML's PCI device id (or name); an error when the GPUs are
     of no known SKU or of several."""

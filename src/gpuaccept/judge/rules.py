@@ -19,15 +19,13 @@ gpuaccept.judge.health_rules.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
+from gpuaccept import textinput
 from gpuaccept.layout import BENCH_SCHEMA
 
 MAX_DOCUMENT_BYTES = 256 << 20  # the largest document a tool writes is a few MB (the bandwidth sweep)
@@ -95,57 +93,38 @@ class DocumentError(Exception):
     """A benchmark document (or another input the judge reads) is missing or not what it must be."""
 
 
-def read_text_input(path: Path, what: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
-    """A file's text for the judge: regular files only (a FIFO or device would hang or never end), at most
-    ``max_bytes``, UTF-8; every problem raises DocumentError naming the file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise DocumentError(f"{path}: {what} is missing") from None
-    except OSError as err:
-        raise DocumentError(f"{path}: cannot open {what}: {err.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DocumentError(f"{path}: {what} is not a regular file")
-        if info.st_size == 0:
-            raise DocumentError(f"{path}: {what} is empty (the tool was stopped or could not write it)")
-        if info.st_size > max_bytes:
-            raise DocumentError(f"{path}: {what} is {info.st_size} bytes, more than the {max_bytes} allowed")
-        with os.fdopen(fd, "rb") as handle:
-            fd = -1
-            data = handle.read(max_bytes + 1)
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise DocumentError(f"{path}: {what} is not UTF-8 text (byte {err.start})") from None
+def read_text_input(
+    path: Path, what: str, max_bytes: int = MAX_DOCUMENT_BYTES, within: Path | tuple[Path, ...] | None = None
+) -> str:
+    """A file's text for the judge (gpuaccept.textinput.read_text: a regular file, never through a symbolic link,
+    at most ``max_bytes``, UTF-8, inside ``within``); every problem raises DocumentError naming the file."""
+    return textinput.read_text(path, what, DocumentError, max_bytes, within)
 
 
-def load_json_input(path: Path, what: str, kind: type = dict) -> Any:
+def load_json_input(path: Path, what: str, kind: type = dict, within: Path | tuple[Path, ...] | None = None) -> Any:
     """A JSON input of the judge (a benchmark document, ReFrame's report, the node facts): read as
-    ``read_text_input`` does, parsed, and of the JSON type ``kind``."""
-    text = read_text_input(path, what)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DocumentError(f"{path}:{err.lineno}: {what} is not valid JSON: {err.msg}") from None
-    if not isinstance(doc, kind):
-        expected = "an object" if kind is dict else kind.__name__
-        raise DocumentError(f"{path}: {what} is a JSON {type(doc).__name__}, expected {expected}")
+    ``read_text_input`` does, parsed strictly (gpuaccept.textinput.parse_json: no key twice, no NaN, no number out
+    of range, no deep nesting), and of the JSON type ``kind``."""
+    return textinput.load_json(path, what, DocumentError, kind, MAX_DOCUMENT_BYTES, within)
+
+
+def load_document(path: Path, within: Path | tuple[Path, ...] | None = None) -> dict[str, Any]:
+    """A benchmark document, schema-checked (DOCUMENT_SCHEMA); DocumentError names the file and the problem.
+    ``within``: the run directory (or directories) it must lie in."""
+    doc = load_json_input(path, "the benchmark document", within=within)
+    problem = schema_problem(doc)
+    if problem:
+        raise DocumentError(f"{path}: {problem}")
     return doc
 
 
-def load_document(path: Path) -> dict[str, Any]:
-    """A benchmark document, schema-checked (DOCUMENT_SCHEMA); DocumentError names the file and the problem."""
-    doc = load_json_input(path, "the benchmark document")
+def schema_problem(doc: Any) -> str:
+    """What makes ``doc`` no ``gpuaccept.bench/1`` document by DOCUMENT_SCHEMA ("" when it is one)."""
     error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(doc))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise DocumentError(f"{path}: not a {BENCH_SCHEMA} document: at {where}: {error.message[:300]}")
-    return doc
+    if error is None:
+        return ""
+    where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+    return f"not a {BENCH_SCHEMA} document: at {where}: {error.message[:300]}"
 
 
 def document_problems(doc: dict[str, Any], path: Path, gpus_seen_by_node: int | None) -> list[str]:

@@ -2,8 +2,9 @@
 node_exporter's textfile) that ``gpuaccept summarize``, ``gpuaccept run``, the suite role and Slurm use.
 
 Every input problem (ReFrame's report missing or malformed, the facts file unreadable, a benchmark document
-missing or invalid) ends in a written REJECTED verdict that names the file and the problem, and refreshed
-metrics; a run directory that does not exist is an error, never created. One writer at a time per run
+missing or invalid, a file changed since the run wrote its manifest, a retry folder gpuaccept run did not write)
+ends in a written REJECTED verdict that names the file and the problem, and refreshed metrics; a run directory
+that does not exist is an error, never created. One writer at a time per run
 directory (a lock file in it), stale temporary files of a killed writer removed first.
 
 The stages in order (docs/judge.md, "From a run directory to a verdict"): load (gpuaccept.judge.load), validate
@@ -15,15 +16,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
+from gpuaccept import layout, manifest, textinput
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
 from gpuaccept.judge import exporter, load, validate, verdict
 from gpuaccept.layout import FACTS_FILE, METRICS_FILE, REPORT_FILE, VERDICT_FILE
 
-LOCK_FILE = ".gpuaccept.lock"
+LOCK_FILE = layout.LOCK_FILE
 
 
 def judge_run(
@@ -41,35 +42,60 @@ def judge_run(
     """The verdict of ``run_dir`` from its ReFrame ``report``, with the checks its retries measured again
     (``retry-<k>/``, load.retries) taken from the last attempt (verdict.merge_retry); writes nothing. The
     arguments are verdict.build's; a retry is judged with ``expected_gpus`` and ``adjust`` alone (its report is
-    its own, the run's input problems are the run's). A retry that left no report is said on stderr and left out:
-    the earlier attempt stands."""
-    # Load: the run, then each retry with its own report.
-    given = load.Run(report, facts, node_type, suite, expected_gpus, report_error, list(input_errors or []))
+    its own, the run's input problems are the run's). Before anything is judged, the run directory is checked
+    against its manifest (gpuaccept.manifest): a file changed, added or missing since the run, a retry folder
+    gpuaccept run did not write, or a retry that left no report is a failed input naming it (the earlier attempt
+    stands); a run without a manifest gets a row saying so."""
+    run_dir = Path(run_dir)
+    errors = list(input_errors or [])
+    # Load: the manifest of the run (and of a Slurm run's work directory that holds its documents), the run, then
+    # each retry with its own report.
+    warnings = []
+    for root in dict.fromkeys(load.roots(run_dir)):
+        if root == run_dir or root.is_dir():
+            problems, warning = manifest.verify(root)
+            errors += problems
+            warnings += [warning] if warning and root == run_dir else []
+    found, retry_problems = load.retries(run_dir)
+    errors += retry_problems
+    given = load.Run(report, facts, node_type, suite, expected_gpus, report_error, errors)
     first = load.load_run(given, reference_dir, run_dir)
-    again: list[tuple[int, list[str], load.Run]] = []
-    for attempt, retry_dir, checks in load.retries(run_dir):
+    again: list[tuple[int, list[str], load.Run, str]] = []
+    for attempt, retry_dir, checks in found:
         try:
-            retry_report = load.load_report(retry_dir / REPORT_FILE)
+            retry_report = load.load_report(retry_dir / REPORT_FILE, within=run_dir)
         except load.ReportError as err:
-            print(f"gpuaccept: attempt {attempt} of {', '.join(checks)} left no report: {err}", file=sys.stderr)
-            continue
+            first.input_errors.append(f"attempt {attempt} of {', '.join(checks)} left no report: {err} (the earlier "
+                                      "attempt stands)")  # fmt: skip
+            break
         retry = load.load_run(load.Run(retry_report, facts, node_type, suite, expected_gpus), reference_dir, retry_dir)
-        again.append((attempt, checks, retry))
+        again.append((attempt, checks, retry, str(retry_dir.relative_to(run_dir) / layout.RETRIED_FILE)))
     # Validate and judge each attempt; the last attempt of a retried check is the one that counts.
     result = verdict.judge(first, validate.validate(first), adjust)
-    for attempt, checks, retry in again:
-        result = verdict.merge_retry(result, verdict.judge(retry, validate.validate(retry), adjust), checks, attempt)
+    for attempt, checks, retry, source in again:
+        result = verdict.merge_retry(result, verdict.judge(retry, validate.validate(retry), adjust), checks, attempt,
+                                     source)  # fmt: skip
+    result.rows += [verdict.Row("inputs", "manifest", verdict.INFO, reason=w, expected=False) for w in warnings]
     return result
 
 
 def read_recorded(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(recorded verdict, facts, ReFrame's report) of a judged run directory, to judge it again: the facts from
-    its node-facts.json, else those its verdict.json recorded. A missing or malformed verdict.json is the
-    caller's error (OSError, ValueError); a report that cannot be read is load.ReportError."""
-    recorded = json.loads((run_dir / VERDICT_FILE).read_text(encoding="utf-8"))
+    its node-facts.json, else those its verdict.json recorded ({} where node-facts.json cannot be read:
+    :func:`recorded_facts` says why). A missing or malformed verdict.json is the caller's error (ValueError naming
+    it); a report that cannot be read is load.ReportError."""
+    recorded = textinput.load_json(run_dir / VERDICT_FILE, "the recorded verdict", ValueError, within=run_dir)
+    facts, _problems = recorded_facts(run_dir, recorded)
+    return recorded, facts, load.load_report(run_dir / REPORT_FILE, within=load.roots(run_dir))
+
+
+def recorded_facts(run_dir: Path, recorded: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(facts, problems) of a judged run directory: its node-facts.json read strictly from inside it, else the
+    facts its verdict.json recorded."""
     facts_file = run_dir / FACTS_FILE
-    facts = json.loads(facts_file.read_text(encoding="utf-8")) if facts_file.exists() else recorded.get("facts") or {}
-    return recorded, facts, load.load_report(run_dir / REPORT_FILE)
+    if facts_file.exists():
+        return load.read_facts(facts_file, within=run_dir)
+    return recorded.get("facts") or {}, []
 
 
 def rejudge(
@@ -77,8 +103,11 @@ def rejudge(
 ) -> tuple[dict[str, Any], verdict.Verdict]:
     """(recorded verdict, verdict now): a judged run directory judged again (:func:`judge_run`) against
     ``reference_dir``, with the node type and suite it was judged with; writes nothing."""
-    recorded, facts, report = read_recorded(run_dir)
-    v = judge_run(run_dir, report, facts, reference_dir, recorded["node_type"], recorded["suite"], adjust=adjust)
+    recorded = textinput.load_json(run_dir / VERDICT_FILE, "the recorded verdict", ValueError, within=run_dir)
+    facts, problems = recorded_facts(run_dir, recorded)
+    report = load.load_report(run_dir / REPORT_FILE, within=load.roots(run_dir))
+    v = judge_run(run_dir, report, facts, reference_dir, str(recorded.get("node_type")), str(recorded.get("suite")),
+                  input_errors=problems, adjust=adjust)  # fmt: skip
     return recorded, v
 
 
@@ -113,10 +142,14 @@ def judge_run_dir(
         # Load (the facts and ReFrame's report here, the rest in judge_run), validate and judge: judge_run.
         input_errors: list[str] = []
         if facts is None:
-            facts, input_errors = load.read_facts(facts_file or run_dir / FACTS_FILE)
+            facts, input_errors = load.read_facts(facts_file or run_dir / FACTS_FILE,
+                                                  within=None if facts_file else run_dir)  # fmt: skip
+        else:
+            problem = load.facts_problem(facts)
+            facts, input_errors = ({}, [f"the node facts: {problem}"]) if problem else (facts, [])
         report, load_error = None, None
         try:
-            report = load.load_report(run_dir / REPORT_FILE)
+            report = load.load_report(run_dir / REPORT_FILE, within=load.roots(run_dir))
         except load.ReportError as err:
             load_error = None if nothing_selected else str(err)
         if node_type_error:

@@ -33,7 +33,21 @@ class Findings:
 
 def validate(run: Run) -> list[Findings]:
     """The findings of each test case of ``run``, in its order."""
-    return [validate_case(case, run.facts, run.node_type, run.expected_gpus, run.facts_end) for case in run.cases]
+    return [_validated(case, run) for case in run.cases]
+
+
+# What a rule raises on a schema-valid document whose other parts are not what its tool writes (a list where an
+# object belongs, a string where a number does): the check fails naming the file, nothing raises past the judge.
+MALFORMED = (AttributeError, KeyError, IndexError, TypeError, ValueError)
+
+
+def _validated(case: Case, run: Run) -> Findings:
+    try:
+        return validate_case(case, run.facts, run.node_type, run.expected_gpus, run.facts_end)
+    except MALFORMED as err:
+        where = ", ".join(str(d.path) for d in (case.document, case.power) if d is not None) or case.check
+        return Findings(failed=f"{where}: not what the check's tool writes, the judge's rules cannot read it "
+                               f"({type(err).__name__}: {str(err)[:200]})")  # fmt: skip
 
 
 def _variable(tc: dict[str, Any], name: str) -> str:

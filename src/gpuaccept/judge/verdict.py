@@ -22,13 +22,13 @@ from typing import Any
 import tabulate
 
 from gpuaccept import __version__
-from gpuaccept.judge import bounds, load, metric_table, pergpu, validate
+from gpuaccept.judge import bounds, load, metric_table, pergpu, retry, validate
 from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 
 # ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
 from gpuaccept.judge.load import ReportError as ReportError  # noqa: PLC0414
 from gpuaccept.judge.load import load_report as load_report  # noqa: PLC0414
-from gpuaccept.judge.references import NodeType
+from gpuaccept.judge.references import NodeType, wrong_gpus
 from gpuaccept.judge.validate import Findings
 
 PASS, FAIL, NOT_RUN, WAIVED, INFO = "pass", "fail", "not_run", "waived", "info"
@@ -107,6 +107,8 @@ class Verdict:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Verdict:
+        """A recorded verdict, ACCEPTED or not by its rows (``decide``, the judge's rule), never by its ``verdict``
+        field: gpuaccept.judge.readback says where the two disagree."""
         if not isinstance(doc, dict):
             raise ValueError(f"not a gpuaccept verdict (a JSON {type(doc).__name__}, expected an object)")
         if doc.get("schema") != SCHEMA:
@@ -118,12 +120,13 @@ class Verdict:
 
     @classmethod
     def _from_json(cls, doc: dict[str, Any]) -> Verdict:
+        rows = [Row(**r) for r in doc["rows"]]
         return cls(
             node=doc["node"],
             node_type=doc["node_type"],
             suite=doc["suite"],
-            accepted=doc["verdict"] == PASS,
-            rows=[Row(**r) for r in doc["rows"]],
+            accepted=bool(doc["node_type"]) and decide(rows),
+            rows=rows,
             started_unix=doc.get("started_unix"),
             finished_unix=doc.get("finished_unix"),
             reframe_version=doc.get("reframe_version"),
@@ -310,9 +313,11 @@ def _judge_case(
         row = Row(key, None, NOT_RUN, reason=f"ran, not judged: {why_no_refs}")
     elif failed_metrics:
         row = Row(key, None, FAIL, reason="a metric failed its reference: " + ", ".join(map(str, failed_metrics)))
-        # Figures outside their bands alone (each with a value: not a missing metric or unit): worth measuring again.
+        # Figures outside their bands alone (each with a value: not a missing metric or unit), each a performance
+        # figure (a count, a residual is a fault: judge/retry.py): worth measuring again.
         row.out_of_band = all(
             r.value is not None and (r.lower_bound is not None or r.upper_bound is not None)
+            and retry.retryable(key, r.metric)
             for r in rows if r.status == FAIL
         )
     else:
@@ -390,6 +395,12 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
         )
         count = float(claim)
         rows.append(Row("node", "gpu_count", PASS if ok else FAIL, float(seen_gpus), "", count, count, count, reason))
+    # The GPUs are the model the node type names (its PCI device id and name), whatever their figures.
+    if node_type is not None and node_type.gpu_count > 0 and seen_gpus:
+        wrong = wrong_gpus(node_type, facts)
+        rows.append(Row("node", "gpu_model", FAIL if wrong else PASS, reason=wrong))
+    if run.limits.unknown:  # no datasheet bounds the figures: they alone cannot accept the node
+        rows.append(Row("references", "datasheet", NOT_RUN, reason=CANNOT_JUDGE + run.limits.unknown))
 
     session = (run.report or {}).get("session_info", {})
     for check in in_suite(suite):
@@ -448,6 +459,19 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
 OPTIONAL_NOT_RUN = "an optional check: judged when it runs, and its absence rejects nothing"
 
 
+#: How a row that keeps a node from being judged at all begins (gpuaccept run exits 3 when it is all that stops it).
+CANNOT_JUDGE = "cannot judge: "
+
+
+def cannot_judge(v: Verdict) -> str:
+    """Why a node that was not accepted cannot be judged (its reason), or "": rows saying ``CANNOT_JUDGE`` (no
+    datasheet bounds its GPU model's figures) and nothing else that rejects it. A node with any failed check is
+    rejected, not unjudgeable."""
+    blocking = [r for r in v.rows if r.expected and r.status in (FAIL, NOT_RUN)]
+    said = [r for r in blocking if r.reason.startswith(CANNOT_JUDGE)]
+    return said[0].reason if said and len(said) == len(blocking) and not v.accepted else ""
+
+
 EXPECTED, WHERE_INSTALLED, UNREFERENCED = "expected", "judged where installed", "no references"
 
 
@@ -488,17 +512,21 @@ def out_of_band_checks(v: Verdict) -> list[str]:
     return sorted({r.check for r in v.rows if r.metric is None and r.status == FAIL and r.out_of_band and r.expected})
 
 
-def merge_retry(first: Verdict, retry: Verdict, checks: list[str], attempt: int) -> Verdict:
-    """``first`` with the rows of ``checks`` taken from ``retry`` (attempt number ``attempt``): the last
-    measurement is judged, and a check that passes only now carries a warning naming what the earlier attempts
-    measured, so a flaky node stays visible (in the table and as gpuaccept_check_attempts in Prometheus)."""
+def merge_retry(first: Verdict, retry: Verdict, checks: list[str], attempt: int, source: str = "") -> Verdict:
+    """``first`` with the rows of ``checks`` taken from ``retry`` (attempt number ``attempt``, its list of checks
+    in ``source``): the last measurement is judged, and a check that passes only now carries a warning naming what
+    the earlier attempts measured, so a flaky node stays visible (in the table and as gpuaccept_check_attempts in
+    Prometheus). Only a check whose earlier attempt failed out of band is replaced, and only by an attempt that
+    ran it: a fault is never measured again (judge/retry.py), and a retry that did not run the check leaves the
+    earlier attempt standing, with the reason."""
     keep = [r for r in first.rows if r.check not in checks]
     earlier = {c: [r for r in first.rows if r.check == c] for c in checks}
     rows = list(keep)
     for c in checks:
         new = [r for r in retry.rows if r.check == c]
-        if not new:  # the retry did not run it: the earlier attempt stands
-            rows.extend(earlier[c])
+        stands = _earlier_stands(earlier[c], new, attempt, source or f"attempt {attempt}")
+        if stands is not None:
+            rows.extend(stands)
             continue
         was = [r for r in earlier[c] if r.metric and r.status == FAIL]
         said = "; ".join(f"{_shown(r)} {_fmt(r.value, r.unit)} ({r.reason})" for r in was)
@@ -514,6 +542,36 @@ def merge_retry(first: Verdict, retry: Verdict, checks: list[str], attempt: int)
     rows.sort(key=lambda r: order.get(r.check, len(order)))  # stable: each check's rows stay in order
     accepted = bool(first.node_type) and not any(r.check == "references" and r.status == FAIL for r in rows)
     return dataclasses.replace(first, rows=rows, accepted=accepted and decide(rows))
+
+
+def _is_fault(r: Row) -> bool:
+    """A check row that failed on anything but figures outside their bands, or did not run although expected."""
+    return r.metric is None and r.expected and (r.status == NOT_RUN or (r.status == FAIL and not r.out_of_band))
+
+
+def _earlier_stands(earlier: list[Row], new: list[Row], attempt: int, source: str) -> list[Row] | None:
+    """The earlier attempt's rows of a check, with why a retry does not replace them; None when it does: the
+    earlier attempt failed out of band alone and the retry ran the check, or the retry found a fault (a fault in
+    any attempt counts)."""
+    checks = [r for r in earlier if r.metric is None]
+    faults = [r for r in checks if _is_fault(r)]
+    ran = [r for r in new if r.metric is None and r.status in (PASS, FAIL)]
+    if not faults and any(_is_fault(r) for r in ran):
+        return None
+    if not checks or (not any(r.status == FAIL for r in checks) and not faults):
+        return list(earlier)  # it passed (judged against other references than the run was): nothing to replace
+    if not faults and ran:
+        return None
+    if faults:
+        why = f" ({source} measures it again, but a fault is never measured again: that attempt is not judged)"
+    else:
+        said = next((r.reason for r in new if r.metric is None and r.reason), "not in its report")
+        why = f" (attempt {attempt} did not run it: {said})"
+    out = [dataclasses.replace(r) for r in earlier]
+    for r in out:
+        if r.metric is None and r.status != PASS:
+            r.reason += why
+    return out
 
 
 BASELINE_HINT = (

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import fnmatch
-import json
 import math
 import statistics
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from gpuaccept import textinput
 from gpuaccept.judge import metric_table
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.references import GPU_DIR, GPU_SCHEMA, NODE_BASELINE_SCHEMA, SCHEMA, SCHEMA_V1
@@ -54,12 +54,7 @@ def find_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
         # Passed checks keep their document in ReFrame's output tree, failed ones in the stage tree; with
         # --keep-stage-files both hold a copy, so documents are told apart by when and where they ran.
         for path in sorted(Path(run_dir).rglob(name)):
-            try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
-                raise ValueError(f"{path}: not a benchmark JSON document: {err}") from None
-            if not isinstance(doc, dict):
-                raise ValueError(f"{path}: not a benchmark JSON document (not a JSON object)")
+            doc = textinput.load_json(path, "the benchmark document", ValueError)
             key = (
                 doc.get("tool"),
                 doc.get("started_utc"),
@@ -84,10 +79,10 @@ def verdict_documents(run_dirs: list[Path], check: str) -> list[dict[str, Any]]:
         for path in sorted(Path(run_dir).rglob(VERDICT_FILE)):
             if any(path.parent.rglob(name)):
                 continue  # the document itself is there: find_documents reads it
+            verdict = textinput.load_json(path, "the verdict", ValueError)
             try:
-                verdict = json.loads(path.read_text(encoding="utf-8"))
                 rows = [r for r in verdict["rows"] if r["check"] == check and r.get("metric")]
-            except (OSError, ValueError, KeyError, TypeError) as err:  # ValueError: bad JSON or not UTF-8
+            except (KeyError, TypeError) as err:
                 raise ValueError(f"{path}: not a gpuaccept verdict: {err}") from None
             metrics: dict[str, dict[str, Any]] = {}
             per_gpu: dict[int, dict[str, Any]] = {}  # a per-GPU row's figure, as gpu_metrics holds it

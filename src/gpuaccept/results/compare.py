@@ -14,7 +14,6 @@ not measure are listed first.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,7 +21,8 @@ from typing import Any
 
 import tabulate
 
-from gpuaccept.judge import load, verdict
+from gpuaccept import textinput
+from gpuaccept.judge import load, summarize
 from gpuaccept.judge.references import ReferenceError, load_node_type
 from gpuaccept.layout import FACTS_FILE, REPORT_FILE, VERDICT_FILE
 
@@ -84,11 +84,8 @@ def find_verdicts(paths: list[Path], every_run: bool = False) -> list[tuple[Path
         if not files:
             raise ValueError(f"{path}: no {VERDICT_FILE} under it (run 'gpuaccept summarize' on its run directories)")
         for f in files:
-            try:
-                doc = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
-                raise ValueError(f"{f}: cannot read the verdict: {err}") from None
-            if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            doc = textinput.load_json(f, "the verdict", ValueError)
+            if doc.get("schema") != SCHEMA:
                 raise ValueError(f"{f}: not a gpuaccept verdict (schema {SCHEMA!r} expected)")
             found.append((f, doc))
     if every_run:
@@ -112,13 +109,15 @@ def _rejudged_rows(run: Path, doc: dict[str, Any], reference_dir: str | Path | N
     if not (run / REPORT_FILE).exists():
         return recorded
     facts_file = run / FACTS_FILE
-    facts, problems = load.read_facts(facts_file) if facts_file.exists() else (doc.get("facts") or {}, [])
+    facts, problems = (load.read_facts(facts_file, within=run) if facts_file.exists()
+                       else (doc.get("facts") or {}, []))  # fmt: skip
     try:
-        report, report_error = load.load_report(run / REPORT_FILE), None
+        report, report_error = load.load_report(run / REPORT_FILE, within=load.roots(run)), None
     except load.ReportError as err:
         report, report_error = None, str(err)
-    v = verdict.build(report, facts, reference_dir, str(doc.get("node_type")), str(doc.get("suite")),
-                      report_error=report_error, run_dir=run, input_errors=problems)  # fmt: skip
+    # Judged as gpuaccept summarize judges it: its manifest checked, its retries merged.
+    v = summarize.judge_run(run, report, facts, reference_dir, str(doc.get("node_type")), str(doc.get("suite")),
+                            report_error=report_error, input_errors=problems)  # fmt: skip
     return [asdict(r) for r in v.rows]
 
 

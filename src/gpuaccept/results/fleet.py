@@ -13,14 +13,14 @@ accepted as a whole, and the summary names each node, GPU and field.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tabulate
 
-from gpuaccept.judge import config_drift, health_rules, references
+from gpuaccept import textinput
+from gpuaccept.judge import config_drift, health_rules, readback, references
 from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
 from gpuaccept.layout import FACTS_FILE, VERDICT_FILE
 from gpuaccept.probe import gpuconfig
@@ -49,30 +49,31 @@ class FleetError(ValueError):
 
 def _entry(path: Path) -> Entry:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
-        raise FleetError(f"{path}: cannot read the verdict: {err}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise FleetError(
-            f"{path}: not a gpuaccept verdict (schema {doc.get('schema') if isinstance(doc, dict) else None!r})"
-        )
+        doc = readback.read(path, FleetError)
+    except FleetError as err:
+        raise FleetError(f"{path}: cannot read the verdict: {str(err).removeprefix(f'{path}: ')}") from None
+    if doc.get("schema") != SCHEMA:
+        raise FleetError(f"{path}: not a gpuaccept verdict (schema {doc.get('schema')!r})")
     rows, failed = doc.get("rows") or [], doc.get("failed_checks") or []
     broken = _unreadable(rows, failed)
     if broken:  # counted as not accepted, and the summary goes on for the other nodes
         return Entry(path.parent.parent.name, str(doc.get("node_type") or ""), str(doc.get("suite") or ""), UNREADABLE,
                      run=path.parent.name, reason=f"{path}: verdict unreadable: {broken}")  # fmt: skip
-    failed = list(failed)
+    # The verdict by its rows (the judge's rule), whatever its 'verdict' and 'failed_checks' fields say.
+    failed = readback.failed_checks(doc)
     not_run_rows = {r.get("check") for r in rows if r.get("metric") is None and r.get("status") == NOT_RUN}
     not_run = sorted(not_run_rows & set(failed))
+    edited = readback.disagreement(doc)
     return Entry(
         node=path.parent.parent.name,  # the directory the playbook fetched to: the inventory name
-        node_type=doc.get("node_type", ""),
-        suite=doc.get("suite", ""),
-        verdict=PASS if doc.get("verdict") == PASS else FAIL,
+        node_type=str(doc.get("node_type") or ""),
+        suite=str(doc.get("suite") or ""),
+        verdict=PASS if readback.accepted(doc) else FAIL,
         failed_checks=failed,
         not_run_checks=not_run,
         run=path.parent.name,
         finished_unix=doc.get("finished_unix"),
+        reason=f"{path}: {edited}" if edited else "",
     )
 
 
@@ -132,8 +133,8 @@ def _node_facts(results: Path, entries: list[Entry]) -> dict[str, tuple[str, dic
         if not e.run:
             continue
         try:
-            facts = json.loads((results / e.node / e.run / FACTS_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            facts = textinput.load_json(results / e.node / e.run / FACTS_FILE, "the node facts", ValueError)
+        except ValueError:
             continue
         if isinstance(facts, dict) and (e.node not in out or e.run > out[e.node][2]):
             out[e.node] = (e.node_type, facts, e.run)
@@ -219,13 +220,20 @@ def table(entries: list[Entry]) -> str:
             e.node_type or "-",
             e.suite or "-",
             {PASS: "ACCEPTED", FAIL: "REJECTED", UNREADABLE: "UNREADABLE"}.get(e.verdict, "MISSING"),
-            ", ".join(
-                [
-                    *[c for c in e.failed_checks if c not in e.not_run_checks],
-                    *[f"{c} (not run)" for c in e.not_run_checks],
-                ]
+            "; ".join(
+                x
+                for x in (
+                    ", ".join(
+                        [
+                            *[c for c in e.failed_checks if c not in e.not_run_checks],
+                            *[f"{c} (not run)" for c in e.not_run_checks],
+                        ]
+                    ),
+                    e.reason,
+                )
+                if x
             )
-            or (e.reason or "-"),
+            or "-",
             e.run or "-",
         )
         for e in entries

@@ -17,7 +17,6 @@ import copy
 import datetime as dt
 import html
 import io
-import json
 import math
 import os
 import re
@@ -30,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import __version__, atomic
+from gpuaccept import __version__, atomic, textinput
+from gpuaccept.judge import readback
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
 from gpuaccept.results import burnin_plot, report_headline, report_pergpu
@@ -79,9 +79,9 @@ FACTS_KEYS = {"hostname", "gpus", "driver_version", "numa_nodes", "logical_cpus"
 
 
 def _read_json(path: Path) -> tuple[Any, str]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8")), ""
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+    try:  # read strictly, as the judge reads it: a key twice, NaN, deep nesting is no document
+        return textinput.parse_json(path.read_text(encoding="utf-8")), ""
+    except (OSError, textinput.JsonError, UnicodeDecodeError) as err:
         return None, f"not readable as JSON: {err}"
 
 
@@ -1033,6 +1033,13 @@ def inventory(groups: list[Group]) -> str:
     return _table(head, rows, "inventory")
 
 
+def _failed_checks(v: dict[str, Any]) -> list[str]:
+    try:
+        return readback.failed_checks(v)
+    except ValueError:
+        return ["(rows unreadable)"]
+
+
 def verdict_summary(groups: list[Group]) -> str:
     rows = []
     for g in groups:
@@ -1043,9 +1050,14 @@ def verdict_summary(groups: list[Group]) -> str:
                     counts[r["status"]] = counts.get(r["status"], 0) + 1
             started = v.get("started_unix")
             when = dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ") if started else None
+            # By its rows, as the judge decides (gpuaccept.judge.readback), whatever its 'verdict' field says.
+            try:
+                passed, edited = readback.accepted(v), readback.disagreement(v)
+            except ValueError as err:
+                passed, edited = False, f"its rows cannot be read ({err})"
             mark = Markup(
-                f'<span class="{"pass" if v["verdict"] == "pass" else "fail"}">'
-                f"{'ACCEPTED' if v['verdict'] == 'pass' else 'REJECTED'}</span>"
+                f'<span class="{"pass" if passed else "fail"}">{"ACCEPTED" if passed else "REJECTED"}</span>'
+                + (f" ({html.escape(edited)})" if edited else "")
             )
             rows.append(
                 [
@@ -1056,7 +1068,7 @@ def verdict_summary(groups: list[Group]) -> str:
                     when,
                     v.get("duration_s"),
                     mark,
-                    ", ".join(v.get("failed_checks") or []) or "-",
+                    ", ".join(_failed_checks(v)) or "-",
                     ", ".join(f"{k} {n}" for k, n in sorted(counts.items())),
                 ]
             )

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuaccept.judge import bounds, link, references
+from gpuaccept.judge import bounds, link, readback, references
 from gpuaccept.layout import REFERENCE_DIR
 from gpuaccept.probe import peaks
 
@@ -465,6 +465,22 @@ def _reasons(v: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def accepted(v: dict[str, Any]) -> bool:
+    """Whether a recorded verdict accepts its node, by its rows (the judge's rule, gpuaccept.judge.readback), never
+    by its ``verdict`` field; rows that cannot be read accept nothing."""
+    try:
+        return readback.accepted(v)
+    except ValueError:
+        return False
+
+
+def _disagreement(v: dict[str, Any]) -> str:
+    try:
+        return readback.disagreement(v)
+    except ValueError as err:
+        return f"its rows cannot be read ({err})"
+
+
 def verdict_lines(group: Group, limit: int = 6) -> str:
     """Each verdict in one line (ACCEPTED or REJECTED, node, suite, when), then each reason it gives for a failed
     or not-run expected check, one line each (the first ``limit``; the Verdicts section lists every one)."""
@@ -472,10 +488,13 @@ def verdict_lines(group: Group, limit: int = 6) -> str:
         return "<p class='note'>No verdict among these runs: benchmark documents only, not judged.</p>"
     lines = []
     for v in group.verdicts:
-        ok = v.get("verdict") == "pass"
+        ok = accepted(v)
         word = f"<span class='{'pass' if ok else 'fail'}'>{'ACCEPTED' if ok else 'REJECTED'}</span>"
         where = ", ".join(html.escape(str(x)) for x in (v.get("node"), f"{v.get('suite')} suite", _when(v)))
         lines.append(f"<li class='verdict'>{word} {where}</li>")
+        edited = _disagreement(v)
+        if edited:
+            lines.append(f"<li class='reason'>verdict.json: {html.escape(edited)}</li>")
         reasons = []
         for what, reason in _reasons(v):
             if (what, reason) not in reasons:
@@ -585,7 +604,7 @@ def section(groups: list[Group], baseline: Group, reference_dir: Path | None = N
     parts = ["<section id='headline'>", "<h2 id='decision'>The decision</h2>"]
     summary = []
     for c in columns:
-        ok = sum(1 for v in c.group.verdicts if v.get("verdict") == "pass")
+        ok = sum(1 for v in c.group.verdicts if accepted(v))
         n = len(c.group.verdicts)
         if n == 1:
             verdict = "<span class='pass'>ACCEPTED</span>" if ok else "<span class='fail'>REJECTED</span>"

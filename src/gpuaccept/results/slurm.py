@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import redact, rfmconfig
+from gpuaccept import manifest, redact, rfmconfig
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import summarize, verdict
 from gpuaccept.judge.references import check_name
@@ -241,6 +241,7 @@ def judge(
                 )
             else:
                 write_text_atomic(run_dir / REPORT_FILE, json.dumps(mine, indent=2) + "\n")
+            manifest.write(run_dir)  # the node's files (its documents are in the work directory's manifest)
             # The one judge, as for a node's own run: its facts (gathered on the node through srun; missing
             # facts are a failed input row naming the file), its share of the report, its node type.
             result, _written = summarize.judge_run_dir(
