@@ -31,7 +31,7 @@ from reframe.core.exceptions import SanityError
 
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.layout import PROJECT_ROOT
-from gpuaccept.probe import hpl, hpl_dat
+from gpuaccept.probe import document, hpl, hpl_dat
 from gpuaccept.probe.document import utc_iso
 from gpuaccept.rfm import BenchBuild, BenchCheck
 
@@ -201,7 +201,7 @@ class HplOutputCheck(BenchCheck):
             elapsed_s=(ended - started) if started and ended else None,
             command_line=command,
         )
-        write_text_atomic(os.path.join(self.stagedir, self.result_file), json.dumps(doc, indent=1) + "\n")
+        write_text_atomic(os.path.join(self.stagedir, self.result_file), document.dumps(doc, indent=1))
 
 
 @rfm.simple_test

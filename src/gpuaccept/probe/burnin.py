@@ -602,14 +602,14 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             f"NVML cannot be opened: {err}",
             "install the NVIDIA driver and nvidia-ml-py (the tool environment has it), then rerun",
         )
-        write_text_atomic(output, json.dumps(doc) + "\n")
+        write_text_atomic(output, document.dumps(doc))
         print(f"{TOOL}: NOT RUN: {doc['not_run']['reason']}", file=sys.stderr)
         return EXIT_NOT_RUN
     try:
         sampler = Sampler(session, SAMPLE_INTERVAL_S, set(args.exempt_pid or []))
         if not sampler.gpus:
             doc = not_run_document(argv, started, "NVML sees no GPU", "check nvidia-smi and the driver, then rerun")
-            write_text_atomic(output, json.dumps(doc) + "\n")
+            write_text_atomic(output, document.dumps(doc))
             return EXIT_NOT_RUN
         print(
             f"{TOOL}: {len(sampler.gpus)} GPUs for {sched.duration_s:g} s: GEMM windows of {sched.window_s:g} s"
@@ -628,7 +628,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         doc = build_document(args, argv, sched, memtest, out)
     finally:
         session.close()
-    write_text_atomic(output, json.dumps(doc) + "\n")
+    write_text_atomic(output, document.dumps(doc))
     for g in doc["results"]["per_gpu"]:
         write_text_atomic(output.parent / f"burnin_gpu{g['gpu']}.csv", timeline_csv(g["timeline"]))
     print(summary_line(doc), file=sys.stderr)

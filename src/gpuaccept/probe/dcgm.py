@@ -292,7 +292,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[dict[str, Any], int]
     else:
         diag, not_run, errors = run_dcgmi(level, timeout_s, dcgmi)
     doc = build_document(diag, level, argv, started, time.monotonic() - t0, not_run, errors, command)
-    write_text_atomic(args.output, json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(args.output, document.dumps(doc, indent=1))
     if not_run:
         print(f"NOT RUN: {not_run['reason']}; fix: {not_run['fix']}")
     for e in doc["errors"]:

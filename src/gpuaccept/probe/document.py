@@ -7,6 +7,8 @@ that measures every GPU writes beside its ``metrics`` (:func:`gpu_metrics`)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 import os
 import socket
 import subprocess
@@ -91,3 +93,20 @@ def gpu_metrics(
         if own:
             out.append({"gpu": row["gpu"], "metrics": own})
     return out
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every float that is not finite (NaN, infinity) replaced by None, in nested dicts and lists: a
+    figure that could not be measured is written as null, never as a token that is not JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def dumps(doc: Any, indent: int | None = None) -> str:
+    """A document as strict JSON text with a closing newline, as the judge reads it (non-finite numbers as null)."""
+    return json.dumps(finite(doc), indent=indent, allow_nan=False) + "\n"

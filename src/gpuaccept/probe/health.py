@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import datetime as dt
-import json
 import os
 import pwd
 import re
@@ -642,7 +641,7 @@ def run(args: Any, argv: list[str]) -> tuple[dict[str, Any], int]:
         raise ValueError(f"--load-s {load_s}: must be between 0 and 60 seconds")
     parse_since(args.xid_since)  # a bad --xid-since is a bad command line, before anything runs
     doc, status = probe(args.expected_gpus, args.xid_since, load_s, set(args.exempt_pid or []), argv)
-    write_text_atomic(args.output, json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(args.output, document.dumps(doc, indent=1))
     for e in doc["errors"]:
         print(f"error: {e}")
     kernel_log = doc["results"]["kernel_log"]

@@ -956,7 +956,7 @@ def main(argv: list[str] | None = None) -> int:
             doc.update(_failed(f"{type(err).__name__}: {err}"))
             code = 1
     doc["elapsed_s"] = time.perf_counter() - t0
-    write_text_atomic(args.output, json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(args.output, document.dumps(doc, indent=1))
     for e in doc["errors"]:
         print(f"{TOOL}: {socket.gethostname()}: {e}", file=sys.stderr)
     for e in doc["verification"]["failures"]:

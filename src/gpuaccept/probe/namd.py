@@ -540,7 +540,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "elapsed_s": time.perf_counter() - t0,
         }
     )
-    write_text_atomic(args.output, json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(args.output, document.dumps(doc, indent=1))
     for e in errors + failures:
         print(f"{TOOL}: {socket.gethostname()}: {e}", file=sys.stderr)
     return 1 if errors else (2 if failures else 0)

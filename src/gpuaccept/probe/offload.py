@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuaccept.atomic import OutputError, write_text_atomic
+from gpuaccept.probe import document
 from gpuaccept.probe.overlap import Link
 
 #: The host GEMM each GPU precision is compared with.
@@ -307,7 +308,7 @@ def rewrite_document(
     try:
         doc = _load(path)
         annotate(doc)
-        write_text_atomic(output or path, json.dumps(doc, indent=1) + "\n")
+        write_text_atomic(output or path, document.dumps(doc, indent=1))
     except (OSError, OutputError, OffloadError) as err:
         print(f"{prog}: {err}", file=sys.stderr)
         return 1

@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import json
 import math
 import os
 import shutil
@@ -556,7 +555,7 @@ def run(
     """Run ``command`` under the sampler, write the document to ``output``; return the command's exit status
     (127 when it cannot be started, 128 + signal when it was killed by one)."""
     doc, status = measure(command, interval, argv, backend_name)
-    write_text_atomic(output, json.dumps(doc) + "\n")
+    write_text_atomic(output, bench_document.dumps(doc))
     print(summary_line(doc), file=sys.stderr)
     return status
 

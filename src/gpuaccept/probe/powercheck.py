@@ -277,7 +277,7 @@ def run(args: Any, argv: list[str]) -> int:
         "verification": {"passed": not failures and not errors, "checked": len(rows), "failures": failures},
         "errors": errors,
     }
-    write_text_atomic(args.output, json.dumps(doc) + "\n")
+    write_text_atomic(args.output, document.dumps(doc))
     for r in rows:
         print(
             f"GPU {r['gpu']}: idle {r['idle_median_w']} W, load median {r['load_median_w']} W (limit "
