@@ -323,6 +323,23 @@ def test_crc_growth_fails_above_the_node_types_allowance_only():
     assert len(growth(snapshot(), after, {"nvlink_crc_growth_max": 10})[2]) == 1
 
 
+def timed(facts, when):
+    facts["gathered_unix"] = when
+    return facts
+
+
+def test_crc_growth_is_judged_as_a_rate_over_the_suite_where_the_snapshots_have_times():
+    """CRC errors a healthy link counts under load (28-86 per link in 75 s on the lent 4 x H200 node) pass;
+    faster than DCGM's 100 per second fails; replays still fail at one."""
+    before = timed(snapshot(), 1000.0)
+    assert growth(before, timed(snapshot({0: {"counters": {(3, "crc_data"): 86}}}), 1075.0))[2] == []
+    (f,) = growth(before, timed(snapshot({0: {"counters": {(3, "crc_data"): 7600}}}), 1075.0))[2]
+    assert "7600 crc_data errors" in f["message"] and "(allowed: 7500: 100 per second over the 75 s" in f["message"]
+    assert len(growth(before, timed(snapshot({0: {"counters": {(3, "replay"): 1}}}), 1075.0))[2]) == 1
+    slower = {"nvlink_crc_rate_max": 1}
+    assert len(growth(before, timed(snapshot({0: {"counters": {(3, "crc_data"): 86}}}), 1075.0), slower)[2]) == 1
+
+
 def test_counts_before_the_suite_are_noted_and_a_counter_that_went_back_too():
     before = snapshot({0: {"counters": {(1, "crc_data"): 7}}})
     total, _, findings, notes = growth(before, snapshot())

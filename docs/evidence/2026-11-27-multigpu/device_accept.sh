@@ -105,9 +105,15 @@ phase_hpl_scaling() {
   echo "hpl-scaling: exit $?" | tee -a "$OUT/walls.txt"; tail -12 "$OUT/hpl/summary.txt" 2>/dev/null
 }
 
-phase_pack() {
+phase_pack() {  # at most 8 files come back from a call: the logs and every run directory in one archive
   nvidia-smi nvlink -e > "$OUT/nvlink-errors-after.txt" 2>&1
-  tar czf "$OUT/results.tar.gz" --exclude='*/stage/*' results 2>/dev/null
+  local tag; tag=$(date -u +%H%M%S)
+  mkdir -p "$W/pack"
+  tar czf "$W/pack/results.tar.gz" --exclude='*/stage/*' results 2>/dev/null
+  (cd "$OUT" && find . -type f ! -name 'console.log' ! -name 'walls.txt' ! -name 'call-*.tar.gz' -print0 \
+    | tar czf "$W/pack/logs.tar.gz" --null -T - --remove-files)
+  tar cf "$OUT/call-$tag.tar" -C "$W/pack" results.tar.gz logs.tar.gz && rm -f "$W/pack"/*.tar.gz
+  rm -rf "$OUT/hpl"
   ls -la "$OUT"
 }
 

@@ -30,6 +30,7 @@ HEALTH_KEYS = {
     "nvlink_links_up",
     "nvlink_speed_mbps",
     "nvlink_crc_growth_max",
+    "nvlink_crc_rate_max",
     "nvlink_informational",
     "vbios_versions",
     "inforom_image_versions",
@@ -67,8 +68,8 @@ def expectations(node_type: NodeType) -> dict[str, Any]:
         raise _fail(path, doc, "ecc" if "ecc" in doc else None, "health.ecc must be true or false")
     if doc.get("persistence_mode", "any") not in ("enabled", "disabled", "any"):
         raise _fail(path, doc, "persistence_mode", "health.persistence_mode must be enabled, disabled or any")
-    for key in ("nvlink_links_up", "nvlink_speed_mbps", "nvlink_crc_growth_max", "pcie_gen", "pcie_width",
-                "retired_pages_max"):  # fmt: skip
+    for key in ("nvlink_links_up", "nvlink_speed_mbps", "nvlink_crc_growth_max", "nvlink_crc_rate_max", "pcie_gen",
+                "pcie_width", "retired_pages_max"):  # fmt: skip
         value = doc.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise _fail(path, doc, key, f"health.{key} must be an integer >= 0")
