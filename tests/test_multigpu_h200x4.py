@@ -7,6 +7,7 @@ of the same machine; the memory test's self-test names each flipped word."""
 from __future__ import annotations
 
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -92,3 +93,19 @@ def test_the_memory_tests_self_test_names_each_flipped_word():
     failures = doc["verification"]["failures"]
     assert len(failures) == 4 and all("bit 30" in f and "moving_inversions_ones_zeros" in f for f in failures)
     assert {f.split(" (bus")[0] for f in failures} == {f"GPU {i}" for i in range(4)}
+
+
+def test_the_runs_manifest_holds_and_refuses_an_edited_document(runs, tmp_path):
+    """`gpuaccept run` wrote each run's manifest on the GPU machine: judged again, the run shows no manifest row;
+    a GEMM document edited afterwards is refused by name and the node is not accepted."""
+    run = tmp_path / NIGHTLY
+    shutil.copytree(runs / NIGHTLY, run)
+    assert (run / "manifest.json").is_file()
+    assert not [r for r in rejudge(run).rows if r.check == "inputs"]
+    gemm = next(run.rglob("gemm.json"))
+    gemm.write_text(gemm.read_text().replace('"fp64_tflops_min"', '"fp64_tflops_min" ', 1))
+    v = rejudge(run)
+    assert not v.accepted
+    assert any(r.check == "inputs" and r.status == verdict.FAIL and "gemm.json" in r.reason for r in v.rows), (
+        verdict.table(v)
+    )
