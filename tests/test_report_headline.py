@@ -10,9 +10,10 @@ import html
 import json
 import re
 import statistics
+import tarfile
 
 import pytest
-from conftest import H100_DEGRADED, H100_RUNS, H200_RUNS, H200X2, RECORDED
+from conftest import FIXTURES, H100_DEGRADED, H100_RUNS, H200_RUNS, H200X2, RECORDED
 
 from gpuaccept.cli import main
 from gpuaccept.results import report, report_headline, report_pergpu
@@ -238,3 +239,18 @@ def test_pdf_without_chromium_names_the_package(tmp_path, monkeypatch, capsys):
     assert main(args) == 4
     assert "apt-get install chromium" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_node_figure_counts_only_runs_over_every_gpu_of_the_node(tmp_path):
+    """The 4 x H200 node's HPL-CUDA beside its scaling runs on 1 and 2 GPUs (tests/fixtures/multigpu_h200x4): the
+    node's rate is the median of the runs over all four GPUs, never of the smaller ones; the rate per GPU counts
+    them all."""
+    here = FIXTURES / "multigpu_h200x4"
+    with tarfile.open(here / "results.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    run = tmp_path / "results" / "localhost" / "20261127T172659Z-commission"
+    group = report.load_group(f"h200_x4={run},{here / 'hpl_scaling'}")
+    fig = {f.key: f for f in report_headline.FIGURES}
+    node_rate = report_headline.measure(group, fig["hpl_cuda"])
+    assert sorted(round(v, 2) for v in node_rate.values) == [166.23, 180.43, 182.78]  # 2 x 2, 1 x 4, the suite's
+    assert len(report_headline.measure(group, fig["hpl_cuda_gpu"]).values) == 5

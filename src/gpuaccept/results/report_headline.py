@@ -184,11 +184,24 @@ def _system(doc: dict[str, Any]) -> str:
     return str((((doc.get("results") or {}).get("system")) or {}).get("name") or "")
 
 
+def gpus_used(doc: dict[str, Any]) -> int | None:
+    """The GPUs a document's run used: its backend's ``gpus_used`` (HPL), else its device list; None unknown."""
+    backend = (doc.get("parameters") or {}).get("backend") or {}
+    used = backend.get("gpus_used") if isinstance(backend, dict) else None
+    if isinstance(used, int) and not isinstance(used, bool):
+        return used
+    devices = doc.get("devices")
+    return len(devices) if isinstance(devices, list) and devices else None
+
+
 def measure(group: Group, fig: Figure) -> Value:
     """The figure over the column's runs: every verified document of its tool that carries the metric (and, for
     molecular dynamics, simulated its system); where none does, the verdicts' rows of its check (the judge forms
     some figures from two documents, GFLOP/s per watt from the rate and the sampler's power)."""
     docs = [d for d in group.by_tool(fig.tool) if not fig.system or _system(d) == fig.system]
+    if fig.per == "node":  # a node's figure from runs over all of its GPUs (not a scaling run on fewer)
+        gpus = node(group).gpus
+        docs = [d for d in docs if gpus_used(d) in (None, gpus)]
     out = Value()
     for d in docs:
         m = (d.get("metrics") or {}).get(fig.metric)
