@@ -17,6 +17,29 @@ from gpuaccept.judge.references import SCHEMA_V1, MetricReference, load_node_typ
 
 DERIVED = verdict.DERIVED_METRICS
 
+# Where ReFrame leaves each check's output in a run directory.
+OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
+# The H100's accepted evaluation run with every workload (docs/evidence/2026-11-23-h100-evaluation), and each check's
+# document in it: what the rule-by-rule tests copy and change one thing of.
+ACCEPTED_EVALUATION = RECORDED / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
+DOC = {
+    "bandwidth": OUT / "GpuBandwidth" / "bandwidth.json",
+    "gemm": OUT / "GpuGemm" / "gemm.json",
+    "health": OUT / "GpuHealth" / "health.json",
+    "power": OUT / "GpuPower" / "power_check.json",
+    "hplstyle": OUT / "GpuHplStyle" / "hplstyle.json",
+    "hplstyle_power": OUT / "GpuHplStyle" / "power.json",
+    "hpl_host": OUT / "HostHpl" / "hpl_host.json",
+    "md_apoa1": OUT / "MdApoa1_79c8e77b" / "md_apoa1.json",
+}
+
+
+def edit(path: Path, change) -> None:
+    """A JSON document changed in place: ``change`` edits the parsed document, which is written back."""
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
 
 # Checks that no longer exist: their rows in recorded verdicts cannot be judged again (md_openmm, the water box,
 # was retired by issue 14 for md_apoa1; its runs stay in docs/evidence/2026-11-22-h100-openmm as recorded).

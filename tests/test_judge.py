@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
-from judge_support import RETIRED_CHECKS, recorded_runs, references_before_later_checks, references_of_verdict
+from judge_support import (
+    OUT,
+    RETIRED_CHECKS,
+    edit,
+    recorded_runs,
+    references_before_later_checks,
+    references_of_verdict,
+)
 
 from gpuaccept.atomic import OutputError
 from gpuaccept.judge import rules, summarize, verdict
@@ -22,7 +29,6 @@ from gpuaccept.judge.summarize import rejudge
 # The merged harness's accepted commission run and a healthy nightly one (H100, docs/evidence).
 ACCEPTED = next((RECORDED / "2026-11-22-h100-integrated" / "fourth").glob("results/localhost/*-commission"))
 NIGHTLY = RECORDED / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
-OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
 
 
 # HPL-CUDA's GFLOP/s per watt: the sampler's average covers all of xhpl, most of it HPL's residual check on the host
@@ -106,12 +112,6 @@ def judge(run: Path, reference_dir: Path = REFERENCE_DIR, **kw) -> verdict.Verdi
 
 def check_row(v: verdict.Verdict, check: str) -> verdict.Row:
     return next(r for r in v.rows if r.check == check and r.metric is None)
-
-
-def edit(path: Path, change) -> None:
-    doc = json.loads(path.read_text())
-    change(doc)
-    path.write_text(json.dumps(doc))
 
 
 def test_the_healthy_nightly_run_is_accepted(nightly):

@@ -13,36 +13,18 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
-from judge_support import references_before_later_checks
+from judge_support import ACCEPTED_EVALUATION, DOC, edit, references_before_later_checks
 
 from gpuaccept.judge import bounds, metric_table, references, verdict
 
-ACCEPTED_RUN = RECORDED / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
-OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
 NODE_TYPE, SUITE = "h100_sxm5_80gb", "evaluation"
-# Each check's document in the recorded run.
-DOC = {
-    "bandwidth": OUT / "GpuBandwidth" / "bandwidth.json",
-    "gemm": OUT / "GpuGemm" / "gemm.json",
-    "power": OUT / "GpuPower" / "power_check.json",
-    "hplstyle": OUT / "GpuHplStyle" / "hplstyle.json",
-    "hplstyle_power": OUT / "GpuHplStyle" / "power.json",
-    "hpl_host": OUT / "HostHpl" / "hpl_host.json",
-    "md_apoa1": OUT / "MdApoa1_79c8e77b" / "md_apoa1.json",
-}
 
 
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
-    copy = tmp_path / "results" / "vm" / ACCEPTED_RUN.name
-    shutil.copytree(ACCEPTED_RUN, copy)
+    copy = tmp_path / "results" / "vm" / ACCEPTED_EVALUATION.name
+    shutil.copytree(ACCEPTED_EVALUATION, copy)
     return copy
-
-
-def edit(path: Path, change) -> None:
-    doc = json.loads(path.read_text())
-    change(doc)
-    path.write_text(json.dumps(doc))
 
 
 def set_metric(run: Path, doc: str, metric: str, value: float) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
-from judge_support import references_before_later_checks
+from judge_support import OUT, edit, references_before_later_checks
 
 from gpuaccept import layout
 from gpuaccept.cli import main
@@ -19,7 +19,6 @@ from gpuaccept.judge.checks import CHECKS
 from gpuaccept.results import sensitivity
 
 NIGHTLY = RECORDED / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
-OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
 H200X2 = RECORDED / "2026-11-22-h200x2"
 
 
@@ -28,12 +27,6 @@ def nightly(tmp_path):
     run = tmp_path / "results" / "vm" / NIGHTLY.name
     shutil.copytree(NIGHTLY, run)
     return run
-
-
-def edit(path: Path, change) -> None:
-    doc = json.loads(path.read_text())
-    change(doc)
-    path.write_text(json.dumps(doc))
 
 
 def judge(run: Path, **kw) -> verdict.Verdict:

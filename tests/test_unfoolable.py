@@ -19,38 +19,22 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import H100_DEGRADED, H200X2, RECORDED, REFERENCE_DIR
-from judge_support import references_before_later_checks
+from conftest import H100_DEGRADED, H200X2, REFERENCE_DIR
+from judge_support import ACCEPTED_EVALUATION, DOC, OUT, edit, references_before_later_checks
 
 from gpuaccept import layout, run
 from gpuaccept.cli import main
 from gpuaccept.judge import bounds, exporter, load, rules, summarize, validate, verdict
 from gpuaccept.results import fleet
 
-ACCEPTED_RUN = RECORDED / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"
-OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"
 NODE_TYPE, SUITE = "h100_sxm5_80gb", "evaluation"
-DOC = {
-    "bandwidth": OUT / "GpuBandwidth" / "bandwidth.json",
-    "gemm": OUT / "GpuGemm" / "gemm.json",
-    "health": OUT / "GpuHealth" / "health.json",
-    "hplstyle": OUT / "GpuHplStyle" / "hplstyle.json",
-    "hpl_host": OUT / "HostHpl" / "hpl_host.json",
-    "power": OUT / "GpuPower" / "power_check.json",
-}
 
 
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
-    copy = tmp_path / "results" / "vm" / ACCEPTED_RUN.name
-    shutil.copytree(ACCEPTED_RUN, copy)
+    copy = tmp_path / "results" / "vm" / ACCEPTED_EVALUATION.name
+    shutil.copytree(ACCEPTED_EVALUATION, copy)
     return copy
-
-
-def edit(path: Path, change) -> None:
-    doc = json.loads(path.read_text())
-    change(doc)
-    path.write_text(json.dumps(doc))
 
 
 def judge(run_dir: Path, reference_dir: Path | None = None, node_type: str = NODE_TYPE, **kw) -> verdict.Verdict:
@@ -255,7 +239,7 @@ def test_a_node_whose_gpus_differ_from_its_node_type_is_rejected(run_dir, change
 def test_a_gpus_power_is_bounded_by_one_board_on_a_node_of_several():
     """A figure of one GPU is held to one GPU's datasheet, a node's to all of them: 800 W idle on one H100 of two is
     impossible, 800 W for both at once is not."""
-    facts = json.loads((ACCEPTED_RUN / layout.FACTS_FILE).read_text())
+    facts = json.loads((ACCEPTED_EVALUATION / layout.FACTS_FILE).read_text())
     facts["gpus"].append(dict(facts["gpus"][0], index=1))
     limits = bounds.node_limits(facts, REFERENCE_DIR)
     assert limits.gpus == 2 and "maximum board power 700 W" in bounds.problem("power", "idle_power_max_w", 800.0,
@@ -328,7 +312,7 @@ def test_a_datasheet_with_a_key_twice_is_refused(tmp_path):
     peaks_file = refs / "datasheets" / "gpu_peaks.yaml"
     text = peaks_file.read_text()
     peaks_file.write_text(text.replace("    memory_gbps: 3350", "    memory_gbps: 3350\n    memory_gbps: 99999", 1))
-    facts = json.loads((ACCEPTED_RUN / layout.FACTS_FILE).read_text())
+    facts = json.loads((ACCEPTED_EVALUATION / layout.FACTS_FILE).read_text())
     with pytest.raises(bounds.BoundsError, match="'memory_gbps' appears twice"):
         bounds.node_limits(facts, refs)
 
@@ -479,7 +463,7 @@ def test_a_gpu_model_without_a_datasheet_cannot_be_judged(run_dir, tmp_path):
     v = judge(run_dir, refs)
     assert not v.accepted, verdict.table(v)
     # The forged figure fails its band; without it the node still cannot be accepted.
-    shutil.copy(ACCEPTED_RUN / DOC["gemm"], run_dir / DOC["gemm"])
+    shutil.copy(ACCEPTED_EVALUATION / DOC["gemm"], run_dir / DOC["gemm"])
     v = judge(run_dir, refs)
     row = next(r for r in v.rows if (r.check, r.metric) == ("references", "datasheet"))
     assert not v.accepted and row.status == verdict.NOT_RUN, verdict.table(v)
