@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
 
+from gpuaccept import layout
 from gpuaccept.judge import metric_table, verdict
 from gpuaccept.judge.references import SCHEMA_V1, MetricReference, load_node_type
 
@@ -32,6 +33,17 @@ DOC = {
     "hpl_host": OUT / "HostHpl" / "hpl_host.json",
     "md_apoa1": OUT / "MdApoa1_79c8e77b" / "md_apoa1.json",
 }
+
+
+def make_retry(run_dir: Path, k: int, checks: list[str]) -> Path:
+    """A retry directory as gpuaccept run leaves it: the recorded run's report and documents copied, and the list
+    of the checks measured again (written here)."""
+    d = run_dir / f"{layout.RETRY_PREFIX}{k}"
+    d.mkdir()
+    shutil.copytree(run_dir / "reframe", d / "reframe")
+    shutil.copy(run_dir / "reframe-report.json", d / "reframe-report.json")
+    (d / layout.RETRIED_FILE).write_text(json.dumps(checks))
+    return d
 
 
 def edit(path: Path, change) -> None:

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from conftest import ROOT, needs_input
 
+from gpuaccept.manifest import file_sha256
 from gpuaccept.probe import md_apoa1
 
 PLAYBOOK = """\
@@ -40,7 +41,7 @@ def recap_changed(proc: subprocess.CompletedProcess) -> int:
 
 
 def test_the_pinned_checksum_is_that_of_the_shared_input_set():
-    assert md_apoa1.sha256(needs_input("apoa1")) == md_apoa1.APOA1_TARBALL_SHA256
+    assert file_sha256(needs_input("apoa1")) == md_apoa1.APOA1_TARBALL_SHA256
     defaults = yaml.safe_load((ROOT / "roles" / "gpuaccept_md" / "defaults" / "main.yml").read_text())
     assert defaults["gpuaccept_md_apoa1_archive"]["sha256"] == md_apoa1.APOA1_TARBALL_SHA256
 

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
-from judge_support import OUT, edit, references_before_later_checks
+from judge_support import OUT, edit, make_retry, references_before_later_checks
 
-from gpuaccept import layout
 from gpuaccept.cli import main
 from gpuaccept.judge import exporter, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS
@@ -104,18 +103,8 @@ checks:
 # A figure outside its band is measured again before the node is rejected.
 
 
-def retry(run: Path, k: int, checks: list[str]) -> Path:
-    """A retry directory as gpuaccept run leaves it: the recorded run's report and documents, copied."""
-    d = run / f"{layout.RETRY_PREFIX}{k}"
-    d.mkdir()
-    shutil.copytree(run / "reframe", d / "reframe")
-    shutil.copy(run / "reframe-report.json", d / "reframe-report.json")
-    (d / layout.RETRIED_FILE).write_text(json.dumps(checks))
-    return d
-
-
 def test_a_dip_that_passes_on_retry_is_accepted_with_a_warning_and_a_series(nightly):
-    fresh = retry(nightly, 1, ["gemm"])  # attempt 2: the recorded, healthy documents
+    fresh = make_retry(nightly, 1, ["gemm"])  # attempt 2: the recorded, healthy documents
     scale(nightly, "gemm", "fp64_tflops_min", 0.85)  # attempt 1: a dip
     first = verdict.build(verdict.load_report(nightly / "reframe-report.json"),
                           json.loads((nightly / "node-facts.json").read_text()), REFERENCE_DIR, "h100_sxm5_80gb",

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import H100_DEGRADED, H200X2, REFERENCE_DIR
-from judge_support import ACCEPTED_EVALUATION, DOC, OUT, edit, references_before_later_checks
+from judge_support import ACCEPTED_EVALUATION, DOC, OUT, edit, make_retry, references_before_later_checks
 
 from gpuaccept import layout, run
 from gpuaccept.cli import main
@@ -61,17 +61,6 @@ def test_the_recorded_run_is_accepted_as_recorded(run_dir):
 # ------------------------------------------------------------------------------------------------
 # 1. Faults are not noise: a failed verification, a tool's error, a health finding or an impossible figure rejects
 # at once; a retry (even one that passed) never replaces it.
-
-
-def make_retry(run_dir: Path, k: int, checks: list[str]) -> Path:
-    """A retry directory as gpuaccept run leaves it: the recorded (healthy) report and documents copied, and the
-    list of the checks measured again (written here)."""
-    d = run_dir / f"{layout.RETRY_PREFIX}{k}"
-    d.mkdir()
-    shutil.copytree(run_dir / "reframe", d / "reframe")
-    shutil.copy(run_dir / "reframe-report.json", d / "reframe-report.json")
-    (d / layout.RETRIED_FILE).write_text(json.dumps(checks))
-    return d
 
 
 def _xid(doc: dict) -> None:

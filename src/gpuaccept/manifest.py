@@ -47,12 +47,13 @@ def _judge_output(name: str) -> bool:
     return any(name.startswith(f".{out}.") and name.endswith(".tmp") for out in JUDGE_OUTPUTS)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, in hex, read 1 MiB at a time."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    return "sha256:" + digest.hexdigest()
+    return digest.hexdigest()
 
 
 def entries(run_dir: Path) -> dict[str, str]:
@@ -74,7 +75,7 @@ def entries(run_dir: Path) -> dict[str, str]:
             if stat.S_ISLNK(mode):
                 out[rel] = f"link:{os.readlink(path)}"
             elif stat.S_ISREG(mode):
-                out[rel] = _sha256(path)
+                out[rel] = "sha256:" + file_sha256(path)
             else:
                 out[rel] = f"other:{stat.filemode(mode)[0]}"
     return dict(sorted(out.items()))

@@ -37,7 +37,6 @@ Writes one gpuaccept.bench/1 document with ``--output``. Exit status: 0 ran and 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import multiprocessing
@@ -53,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.manifest import file_sha256
 from gpuaccept.probe import document, xplor_charmm
 from gpuaccept.probe import facts as node_facts
 from gpuaccept.probe.nvml import Nvml
@@ -109,14 +109,6 @@ class BenchError(Exception):
 # Inputs
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def find_inputs(where: str | Path, workdir: Path) -> tuple[Path, dict[str, Any]]:
     """The directory holding the five APOA1 files: ``where`` itself, its ``apoa1/`` subdirectory, or
     apoa1.tar.gz (a path to it, or in ``where``) unpacked into ``workdir`` after its sha256 is checked."""
@@ -132,7 +124,7 @@ def find_inputs(where: str | Path, workdir: Path) -> tuple[Path, dict[str, Any]]
             f"APOA1 inputs not found at {where}: need a directory with {', '.join(INPUT_FILES)} or apoa1.tar.gz "
             "(the gpuaccept_md role installs it; tests use ../shared/data/apoa1/apoa1.tar.gz)"
         )
-    digest = sha256(tarball)
+    digest = file_sha256(tarball)
     info.update({"tarball": str(tarball), "tarball_sha256": digest})
     if digest != APOA1_TARBALL_SHA256:
         raise BenchError(f"{tarball}: sha256 {digest} is not that of NAMD's APOA1 input set ({APOA1_TARBALL_SHA256})")
@@ -627,7 +619,7 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Pat
             "(requirements/md.txt) and check that the CUDA libraries (nvrtc, cufft) can be loaded"
         )
     inputs, results["inputs"] = find_inputs(args.inputs, workdir)
-    results["inputs"]["sha256"] = {f: sha256(inputs / f) for f in INPUT_FILES}
+    results["inputs"]["sha256"] = {f: file_sha256(inputs / f) for f in INPUT_FILES}
     system, positions, describe = build_apoa1(inputs)
     cells = args.replicate[0] * args.replicate[1] * args.replicate[2]
     if cells > 1:
