@@ -37,11 +37,9 @@ def test_every_shipped_node_type_references_every_gated_metric_of_its_checks(nod
                 assert derived or check.optional or suite not in coverage.REQUIRED_SUITES, (suite, check.key)
                 continue
             for name in gated_names(check.key):
-                if metric_table.lookup(check.key, name)[1] == metric_table.NODE and derived:
+                if derived and metric_table.layer(check.key, name) == metric_table.NODE:
                     continue
-                if metric_table.lookup(check.key, name) == next(
-                    (m.unit, m.layer) for m in CHECKS[check.key].metrics if name in m.metric_names()
-                ):
+                if metric_table.gated(check.key, name):  # the declaration that owns the name gates it
                     assert name in t.checks[check.key], (node_type, suite, check.key, name)
 
 

@@ -38,21 +38,17 @@ def gaps(node_type: NodeType) -> list[str]:
         check = CHECKS.get(key)
         if check is None:
             continue
-        for metric in check.metrics:
-            if not metric.gated:
+        names = dict.fromkeys(n for m in check.metrics if m.gated for n in m.metric_names())
+        for name in names:
+            # The check's first declaration matching the name owns it (metric_table): it says whether it is gated.
+            if name in refs or not metric_table.gated(key, name):
                 continue
-            for name in metric.metric_names():
-                if name in refs:
-                    continue
-                if metric_table.lookup(key, name) != (metric.unit, metric.layer):
-                    continue  # an earlier declaration of the check owns this name
-                if derived and metric.layer != metric_table.GPU:
-                    continue
-                where = f"reference_values/gpus/{node_type.sku.name}.yaml" if (
-                    metric.layer == metric_table.GPU and node_type.sku is not None
-                ) else str(node_type.path)
-                out.append(
-                    f"{node_type.name}: check {key!r} gates metric {name!r} ({metric.layer} layer) but has no "
-                    f"reference for it: add one to {where}, judged or 'informational: <why>'"
-                )
+            layer = metric_table.layer(key, name)
+            if derived and layer != metric_table.GPU:
+                continue
+            where = node_type.sku.path if layer == metric_table.GPU and node_type.sku is not None else node_type.path
+            out.append(
+                f"{node_type.name}: check {key!r} gates metric {name!r} ({layer} layer) but has no reference for it: "
+                f"add one to {where}, judged or 'informational: <why>'"
+            )
     return out
