@@ -120,7 +120,7 @@ phase_pack() {  # at most 8 files come back from a call: the logs and every run 
 for p in "$@"; do
   name=${p%%:*}; arg=${p#*:}; [ "$arg" = "$p" ] && arg=""
   case $name in
-    setup) need=30 ;; setup-play) need=200 ;; commission) need=300 ;; nightly|foreign) need=110 ;; burnin|burnin-foreign) need=$(( ${arg:-1} * 60 + 100 )) ;;
+    setup) need=30 ;; setup-play) need=200 ;; commission) need=300 ;; nightly|foreign) need=110 ;; burnin|burnin-foreign) need=$(( ${arg:-1} * 60 + ${BURNIN_OVERHEAD:-100} )) ;;
     memtest-selftest) need=40 ;; hpl-scaling) need=200 ;; pack) need=5 ;; *) echo "unknown phase $p"; exit 4 ;;
   esac
   if [ "$(left)" -lt "$need" ]; then step "skipped $p: $(left) s left, it needs $need"; continue; fi
@@ -133,7 +133,12 @@ for p in "$@"; do
     foreign) foreign_start "${arg:-1}" 400; accept "nightly-foreign-gpu${arg:-1}-$(date +%H%M%S)" nightly $(( $(left) - 10 )); foreign_stop ;;
     burnin) accept "burnin-$(date +%H%M%S)" burnin $(( $(left) - 10 )) GPUACCEPT_BURNIN_MINUTES="${arg:-1}" ;;
     burnin-foreign)
-      ( sleep $(( ${arg:-1} * 30 + 40 )); foreign_start 1 $(( ${arg:-1} * 60 )); wait ) &
+      # halfway through the burn-in itself: its stage directory appears when ReFrame starts it (the set-up before
+      # it takes 30 s on a warm machine and about 170 s on a bare one)
+      touch "$W/burnin-mark"
+      ( until find results -path '*-burnin/reframe/stage/*/GpuBurnin' -newer "$W/burnin-mark" -print -quit 2>/dev/null \
+          | grep -q .; do sleep 2; done
+        step "burn-in started"; sleep $(( ${arg:-1} * 30 )); foreign_start 1 $(( ${arg:-1} * 60 )); wait ) &
       bg=$!
       accept "burnin-foreign-$(date +%H%M%S)" burnin $(( $(left) - 10 )) GPUACCEPT_BURNIN_MINUTES="${arg:-1}"
       kill "$bg" 2>/dev/null; pkill -f "foreign load on" 2>/dev/null; wait "$bg" 2>/dev/null ;;
