@@ -167,7 +167,7 @@ def test_new_uncorrectable_ecc_errors_and_a_pending_remap_fail():
     found, _ = findings([built_gpu(0, built_timeline(600, bad))])
     texts = [f.text() for f in found]
     assert any(f"2 uncorrectable ECC errors during the burn-in, the first at 200 s ({utc(200)})" in t for t in texts)
-    assert any(f"a row remapping is pending from at 200 s ({utc(200)})" in t for t in texts)
+    assert any(f"a row remapping is pending from 200 s ({utc(200)})" in t for t in texts)
 
 
 def test_a_pending_remap_from_before_the_burn_in_says_so():
@@ -212,7 +212,7 @@ def test_a_foreign_process_fails_naming_the_gpu_and_when_it_came():
             "used_memory_bytes": 1 << 30}  # fmt: skip
     found, _ = findings([built_gpu(0), built_gpu(1, foreign_processes=[proc])])
     (f,) = [f for f in found if f.rule == "foreign_process"]
-    assert f.gpu == 1 and f"pid 4242 of user root (python3.12), not started by the burn-in, ran on it from at 61 s " \
+    assert f.gpu == 1 and f"pid 4242 of user root (python3.12), not started by the burn-in, ran on it from 61 s " \
         f"({utc(61)}) to 120 s" in f.message and "kill 4242" in f.fix  # fmt: skip
 
 
@@ -224,7 +224,7 @@ def test_a_gpu_lost_mid_run_and_a_sampling_gap_fail():
     for c in tl.COLUMNS:
         del gap[c][100:130]
     found, _ = findings([built_gpu(0, gap)])
-    assert [f.rule for f in found] == ["sampling"] and "no sample for 31 s from at 99 s" in found[0].message
+    assert [f.rule for f in found] == ["sampling"] and "no sample for 31 s from 99 s" in found[0].message
 
 
 def test_a_burn_in_stopped_short_fails():

@@ -83,10 +83,14 @@ class _Gpu:
         self.started = started_unix
         self.timeline = tl.check(g.get("timeline"))
 
-    def at(self, t_s: float | None) -> str:
+    def moment(self, t_s: float | None) -> str:
+        """'312 s (2026-...Z)' into the run; 'an unknown time' without one."""
         if t_s is None:
-            return "at an unknown time"
-        return f"at {t_s:.0f} s ({_utc(self.started, t_s)})"
+            return "an unknown time"
+        return f"{t_s:.0f} s ({_utc(self.started, t_s)})"
+
+    def at(self, t_s: float | None) -> str:
+        return f"at {self.moment(t_s)}"
 
     def finding(self, rule: str, message: str, fix: str) -> Finding:
         return Finding(rule, self.index, f"{self.label}: {message}", fix)
@@ -109,7 +113,7 @@ def _watched(gpu: _Gpu, elapsed_s: float) -> list[Finding]:
         out.append(
             gpu.finding(
                 "sampling",
-                f"no sample for {gap:.0f} s from {gpu.at(start)}: the burn-in did not watch the GPU then",
+                f"no sample for {gap:.0f} s from {gpu.moment(start)}: the burn-in did not watch the GPU then",
                 "look at the node's load (the sampler is one Python thread) and rerun",
             )
         )
@@ -154,7 +158,7 @@ def _memory(gpu: _Gpu) -> list[Finding]:
         seen = tl.first_at_or_above(gpu.timeline, column, 1)
         if seen is not None:
             at_start = seen[0] == gpu.timeline["t_s"][0]
-            when = f"already at the first sample, {gpu.at(seen[0])}" if at_start else f"from {gpu.at(seen[0])}"
+            when = f"already at the first sample, {gpu.at(seen[0])}" if at_start else f"from {gpu.moment(seen[0])}"
             out.append(gpu.finding("row_remapping", f"{what} {when}", fix))
     return out
 
@@ -219,7 +223,7 @@ def _foreign(gpu: _Gpu) -> list[Finding]:
                 "foreign_process",
                 f"compute process pid {p.get('pid')} of user {p.get('user') or 'unknown'}"
                 f" ({p.get('name') or 'executable unknown'}), not started by the burn-in, ran on it from "
-                f"{gpu.at(p.get('first_s'))} to {p.get('last_s', 0):.0f} s",
+                f"{gpu.moment(p.get('first_s'))} to {p.get('last_s', 0):.0f} s",
                 f"stop it (kill {p.get('pid')}) and burn the node in again: a shared GPU's figures are not the GPU's",
             )
         )
