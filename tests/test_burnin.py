@@ -1,11 +1,13 @@
 """The burn-in (docs/checks/burnin.md): its timeline functions, its rules, its figures, its schedule, the load driver
 with its sampler, and its wiring into the suites.
 
-No burn-in has been recorded on a GPU yet: every timeline, window and document below is BUILT HERE IN CODE to
-show one behaviour each (a GPU whose SM clock drops with a thermal reason at t=300 s, an XID, a foreign process,
-a healthy node), not presented as a recording. The driver runs for real against a stand-in NVML (a Python object
-answering as pynvml does) and a stand-in gpuaccept-gemm (a script that sleeps through its window and writes a
-document of gpuaccept-gemm's shape); what they answer is written in this file.
+Every timeline, window and document below is BUILT HERE IN CODE to show one behaviour each (a GPU whose SM clock
+drops with a thermal reason at t=300 s, an XID, a foreign process, a healthy node), not presented as a recording. The
+driver runs for real against a stand-in NVML (a Python object answering as pynvml does) and a stand-in gpuaccept-gemm
+(a script that sleeps through its window and writes a document of gpuaccept-gemm's shape); what they answer is
+written in this file. Burn-ins recorded on GPUs are judged in tests/test_h100_burnin_commission.py (1 x H100,
+healthy), tests/test_multigpu_h200x4.py (4 x H200, healthy) and tests/test_multigpu_h200x2.py (2 x H200, a foreign
+process started on GPU 1 halfway).
 """
 
 from __future__ import annotations
