@@ -32,7 +32,9 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 exec > >(tee -a "$OUT/console.log") 2>&1
 left() { echo $(( BUDGET - (SECONDS - T0) )); }
 step() { echo "[$(date -u +%T) +$((SECONDS - T0))s] $*"; }
-REV=$(cat .gitrev 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The carried revision first: the lent machine's copy of the checkout answers `git rev-parse` with the commit the
+# session started at, not the tree sent (and so do the documents' git_revision: the evidence READMEs say which).
+REV=$(cat .carry/gitrev 2>/dev/null || cat .gitrev 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
 HPL_SHA256=d09c2c708becc4eaa9bd652115243f603fc4f715483bf26dd6b1bd07259ef459
 
 accept() {  # accept NAME SUITE LIMIT [ENV=VALUE...]: make accept, its wall time and last line in walls.txt
