@@ -350,7 +350,7 @@ MUTATIONS: list[Mutation] = [
       "return bool(entries) and all(e.verdict == PASS for e in entries) and not drifted",
       "return bool(entries) and all(e.verdict == PASS for e in entries)", k("tests/test_nvlink.py", "fleet")),
     M("a failed DCGM test", "judge/dcgm_rules.py", 'if status in ("pass", "skip", "not_run"):', "if True:",
-      ("tests/test_dcgm.py",)),
+      ("tests/test_dcgm.py", "tests/test_dcgm_recorded.py")),
     M("an NVLink error counter that grew", "judge/nvlink_rules.py", "if delta > limit:", "if False:",
       ("tests/test_nvlink.py",)),
     M("an NVLink link that went down during the suite", "judge/nvlink_rules.py",

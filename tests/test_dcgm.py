@@ -7,7 +7,8 @@ the layout those files give: DCGM 4 (``"DCGM Diagnostic"``: results per ``entity
 ``test_summary`` per test, ``entity_groups``, ``metadata``) and DCGM 3 (``"DCGM GPU Diagnostic"``, results per
 ``gpu_ids``). The error codes and message texts are DCGM's own (dcgmlib/dcgm_errors.h: DCGM_FR_FAULTY_MEMORY 52,
 "Found %lld faulty memory elements on GPU %u"; DCGM_FR_TEST_SKIPPED 117, "Test %s was skipped."), the values
-(GPU serials, versions) made up. tests/fixtures/dcgm/README.md says how to record a real one.
+(GPU serials, versions) made up. Real outputs, captured by other public projects, are tested in
+tests/test_dcgm_recorded.py; tests/fixtures/dcgm/README.md says how to record one on our own nodes.
 """
 
 from __future__ import annotations
@@ -125,11 +126,12 @@ def test_a_summary_that_failed_without_a_failing_gpu_is_its_own_record():
 
 
 def test_a_dcgm3_output_per_gpu_ids():
+    # DCGM 2/3's dcgmi writes a result's warning as one string (dcgmi/Diag.cpp, HelperJsonAddResult), not a list.
     out = {"DCGM GPU Diagnostic": {"test_categories": [
         {"category": "Deployment", "tests": [{"name": "Denylist", "results": [{"gpu_ids": "0,1", "status": "Pass"}]}]},
         {"category": "Stress", "tests": [{"name": "Targeted Stress", "results": [
             {"gpu_id": "0", "status": "Pass"},
-            {"gpu_id": "1", "status": "Fail", "warnings": ["GPU 1: below the expected rate"]}]}]}],
+            {"gpu_id": "1", "status": "Fail", "warnings": "GPU 1: below the expected rate"}]}]}],
         "version": "3.x (built in the test)"}}  # fmt: skip
     diag = dcgm.parse("Successfully ran diagnostic for group.\n" + json.dumps(out))
     assert [(r["test_key"], r["gpu"], r["status"]) for r in diag.results] == [

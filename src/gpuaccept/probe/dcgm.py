@@ -13,7 +13,8 @@ The output read: DCGM 4's (``{"DCGM Diagnostic": {"test_categories": [{"category
 "results": [{"entity_group", "entity_id", "status", "warnings": [{"warning", "error_id", ...}]}],
 "test_summary": {"status", ...}}]}]}, "entity_groups": [...], "metadata": {...}}``, as NVIDIA's DCGM repository
 describes it in testing/python3/dcgm_diag_schema.json and dcgmi/Diag.cpp writes it), and DCGM 3's (``"DCGM GPU
-Diagnostic"``, each result for ``gpu_ids``/``gpu_id`` with its ``status``). DCGM 4 writes a warning as ``Fail``
+Diagnostic"``, each result for ``gpu_ids``/``gpu_id`` with its ``status``, its ``warnings`` and ``info`` each one
+string; the deployment tests name no GPU). DCGM 4 writes a warning as ``Fail``
 in its JSON (dcgmi/Diag.cpp shows ``Warn`` only in its text table).
 """
 
@@ -77,15 +78,32 @@ def _status(text: Any) -> str:
     return STATUSES.get(str(text).strip().lower(), f"unknown ({text})")
 
 
+def _listed(value: Any) -> list[Any]:
+    """A field DCGM 4 writes as a list and DCGM 2/3's dcgmi as one value (``"info"``, ``"warnings"``), as a list."""
+    if value is None or value == "":
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
 def _messages(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """DCGM's warnings: DCGM 4's objects (``warning``, ``error_id``, ``error_category``, ``error_severity``), or
+    DCGM 2/3's one string (its dcgmi writes the message alone, with no error code)."""
     out = []
-    for w in entry.get("warnings") or []:
+    for w in _listed(entry.get("warnings")):
         if isinstance(w, dict):
             codes = {k: w.get(k) for k in ("error_id", "error_category", "error_severity")}
             out.append({"text": str(w.get("warning") or ""), **codes})
         else:
             out.append({"text": str(w), "error_id": None, "error_category": None, "error_severity": None})
     return out
+
+
+def _value(text: Any) -> Any:
+    """A string DCGM fills with one of its blank values (``<<<NOT_SUPPORTED>>>``, ``<<<NOT_FOUND>>>``,
+    ``<<<NULL>>>``, ``<<<NOT_PERM>>>``: DCGM_STR_* in dcgm_structs.h) as None: a GB10 has no serial to report."""
+    if isinstance(text, str) and text.startswith("<<<") and text.endswith(">>>"):
+        return None
+    return text
 
 
 def _record(category: str, test: str, entry: dict[str, Any], group: str | None, eid: int | None) -> dict[str, Any]:
@@ -99,7 +117,7 @@ def _record(category: str, test: str, entry: dict[str, Any], group: str | None, 
         "status": _status(entry.get("status")),
         "dcgm_status": entry.get("status"),
         "messages": _messages(entry),
-        "info": [str(i) for i in entry.get("info") or []],
+        "info": [str(i) for i in _listed(entry.get("info"))],
     }
 
 
@@ -171,8 +189,8 @@ def parse_doc(doc: Any) -> Diag:
         if isinstance(group, dict) and group.get("entity_group") == "GPU":
             for e in group.get("entities") or []:
                 if isinstance(e, dict):
-                    diag.gpus.append({"index": _int(e.get("entity_id")), "device_id": e.get("device_id"),
-                                      "serial": e.get("serial_num")})  # fmt: skip
+                    diag.gpus.append({"index": _int(e.get("entity_id")), "device_id": _value(e.get("device_id")),
+                                      "serial": _value(e.get("serial_num"))})  # fmt: skip
     if not diag.gpus:  # DCGM 3 lists no entities: the GPUs its results name
         diag.gpus = [{"index": i, "device_id": None, "serial": None}
                      for i in sorted({r["gpu"] for r in diag.results if r["gpu"] is not None})]  # fmt: skip
