@@ -362,7 +362,8 @@ MUTATIONS: list[Mutation] = [
     M("a power limit off its node type's pin", "judge/config_drift.py",
       "if have is None or abs(have - float(want)) > POWER_TOLERANCE_W:", "if False:",
       k("tests/test_nvlink.py", "off_a_pin and power_enforced")),
-    M("a node type lacking a gated reference is a gap", "judge/coverage.py", "if not metric.gated:", "if True:",
+    M("a node type lacking a gated reference is a gap", "judge/coverage.py",
+      "if name in refs or not metric_table.gated(key, name):", "if True:",
       t("tests/test_coverage.py", "test_a_node_type_without_a_gated_reference_fails_gpuaccept_references")),
     # ---- health rules (docs/checks/health.md)
     M("health: the GPU count", "judge/health_rules.py", "if len(gpus) != count:", "if False:",
