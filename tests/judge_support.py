@@ -6,6 +6,7 @@ import atexit
 import functools
 import json
 import shutil
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import yaml
 from conftest import RECORDED, REFERENCE_DIR
 
 from gpuaccept import layout
-from gpuaccept.judge import metric_table, verdict
+from gpuaccept.judge import metric_table, summarize, verdict
 from gpuaccept.judge.references import SCHEMA_V1, MetricReference, load_node_type
 
 DERIVED = verdict.DERIVED_METRICS
@@ -158,3 +159,18 @@ def ref_entry(ref: MetricReference) -> dict:
         if getattr(ref, key) is not None:
             entry[key] = getattr(ref, key)
     return entry
+
+
+def unpack_results(into: Path, *archives: Path) -> Path:
+    """A recorded ``results.tar.gz`` (or several, one per machine start) unpacked into ``into``: the folder of its
+    run directories (``results/localhost``)."""
+    for archive in archives:
+        with tarfile.open(archive) as tar:
+            tar.extractall(into, filter="data")
+    return into / "results" / "localhost"
+
+
+def rejudge_today(run: Path) -> verdict.Verdict:
+    """A recorded run directory judged again against today's shipped references."""
+    _, v = summarize.rejudge(run, REFERENCE_DIR)
+    return v

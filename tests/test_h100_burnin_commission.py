@@ -7,13 +7,13 @@ test and HPL-CUDA included."""
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REFERENCE_DIR
+from conftest import FIXTURES
+from judge_support import rejudge_today, unpack_results
 
-from gpuaccept.judge import summarize, verdict
+from gpuaccept.judge import verdict
 
 HERE = FIXTURES / "h100_burnin_commission"
 BURNIN, COMMISSION = "20261127T193258Z-burnin", "20261127T193646Z-commission"
@@ -22,27 +22,19 @@ SERIAL = "1652724067783"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("h100")
-    with tarfile.open(HERE / "results.tar.gz") as tar:
-        tar.extractall(out, filter="data")
-    return out / "results" / "localhost"
-
-
-def rejudge(run: Path) -> verdict.Verdict:
-    _, v = summarize.rejudge(run, REFERENCE_DIR)
-    return v
+    return unpack_results(tmp_path_factory.mktemp("h100"), HERE / "results.tar.gz")
 
 
 @pytest.mark.parametrize("name", [BURNIN, COMMISSION])
 def test_both_runs_are_accepted_by_todays_references(runs, name):
-    v = rejudge(runs / name)
+    v = rejudge_today(runs / name)
     assert v.accepted, verdict.table(v)
     assert v.node_type == "h100_sxm5_80gb" and len(v.facts["gpus"]) == 1
     assert v.facts["gpus"][0]["serial"] == SERIAL
 
 
 def test_the_burn_in_judged_every_rule_on_the_gpu(runs):
-    v = rejudge(runs / BURNIN)
+    v = rejudge_today(runs / BURNIN)
     rows = {r.metric: r for r in v.rows if r.check == "burnin" and r.gpu == 0}
     for metric in ("tflops_last_over_first_min", "gpu_temp_max_c", "throttle_other_samples", "xid_events",
                    "ecc_uncorrectable_new", "remapped_rows_pending", "gemm_windows_min"):  # fmt: skip
@@ -64,7 +56,7 @@ def test_the_burn_in_sampled_once_a_second_and_alternated_gemm_and_memory_test(r
 
 
 def test_commission_ran_every_expected_check_the_memory_test_and_hpl_cuda_included(runs):
-    v = rejudge(runs / COMMISSION)
+    v = rejudge_today(runs / COMMISSION)
     assert not [r for r in v.rows if r.expected and r.status in (verdict.FAIL, verdict.NOT_RUN)], verdict.table(v)
     checks = {r.check for r in v.rows if r.status == verdict.PASS}
     assert {"memtest", "hpl_cuda", "gemm", "bandwidth", "hplstyle", "power", "health", "cpu_gemm"} <= checks, checks

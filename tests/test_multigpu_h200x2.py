@@ -6,13 +6,13 @@ BF16 matmul started on GPU 1 halfway through is REJECTED on burnin and health na
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REFERENCE_DIR
+from conftest import FIXTURES
+from judge_support import rejudge_today, unpack_results
 
-from gpuaccept.judge import summarize, verdict
+from gpuaccept.judge import verdict
 
 HERE = FIXTURES / "multigpu_h200x2"
 COMMISSION, BURNIN = "20261127T190859Z-commission", "20261127T192119Z-burnin"
@@ -30,16 +30,8 @@ NODE_LEVEL = {("nccl", f"{c}_busbw_gbps_max") for c in ("allreduce", "allgather"
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
     """Both machine starts' results in one folder: start A's commission, start B's burn-in and nightly runs."""
-    out = tmp_path_factory.mktemp("h200x2")
-    for name in ("results-commission.tar.gz", "results.tar.gz"):
-        with tarfile.open(HERE / name) as tar:
-            tar.extractall(out, filter="data")
-    return out / "results" / "localhost"
-
-
-def rejudge(run: Path) -> verdict.Verdict:
-    _, v = summarize.rejudge(run, REFERENCE_DIR)
-    return v
+    archives = (HERE / "results-commission.tar.gz", HERE / "results.tar.gz")
+    return unpack_results(tmp_path_factory.mktemp("h200x2"), *archives)
 
 
 def test_the_fixture_holds_both_machine_starts(runs):
@@ -48,7 +40,7 @@ def test_the_fixture_holds_both_machine_starts(runs):
 
 @pytest.mark.parametrize("name", [COMMISSION, *NIGHTLY])
 def test_the_healthy_runs_are_accepted_by_todays_references(runs, name):
-    v = rejudge(runs / name)
+    v = rejudge_today(runs / name)
     assert v.accepted, verdict.table(v)
     assert v.node_type == "h200_x2" and len(v.facts["gpus"]) == 2
     assert {r.gpu for r in v.rows if r.gpu is not None} == {0, 1}
@@ -57,7 +49,7 @@ def test_the_healthy_runs_are_accepted_by_todays_references(runs, name):
 def test_the_node_level_figures_are_judged_against_the_2_gpu_references(runs):
     """NCCL, peer copies, every GPU at once, HPL-CUDA and the HPL-style LU of the node: judged (measured on this
     machine), not shown as informational."""
-    v = rejudge(runs / COMMISSION)
+    v = rejudge_today(runs / COMMISSION)
     judged = {(r.check, r.metric) for r in v.rows if r.metric and r.status == verdict.PASS and r.gpu is None}
     assert judged >= NODE_LEVEL, verdict.table(v)
     latency = next(r for r in v.rows if (r.check, r.metric) == ("nccl", "allreduce_latency_us"))
@@ -66,13 +58,13 @@ def test_the_node_level_figures_are_judged_against_the_2_gpu_references(runs):
 
 @pytest.mark.parametrize("name", NIGHTLY)
 def test_the_nightly_runs_judge_the_peer_copies_and_every_gpu_at_once(runs, name):
-    v = rejudge(runs / name)
+    v = rejudge_today(runs / name)
     judged = {(r.check, r.metric) for r in v.rows if r.metric and r.status == verdict.PASS and r.gpu is None}
     assert {k for k in NODE_LEVEL if k[0] in ("bandwidth", "gemm")} <= judged, verdict.table(v)
 
 
 def test_a_foreign_load_on_gpu_1_during_the_burn_in_rejects_naming_gpu_1_alone(runs):
-    v = rejudge(runs / BURNIN)
+    v = rejudge_today(runs / BURNIN)
     assert not v.accepted and set(v.failed_checks()) == {"burnin", "health"}, verdict.table(v)
     assert v.node_type == "h200_x2" and len(v.facts["gpus"]) == 2
     burnin = next(r for r in v.rows if r.check == "burnin" and r.metric is None)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REFERENCE_DIR
+from conftest import FIXTURES
+from judge_support import rejudge_today, unpack_results
 
-from gpuaccept.judge import summarize, verdict
+from gpuaccept.judge import verdict
 from gpuaccept.results import scaling
 
 HERE = FIXTURES / "multigpu_h200x4"
@@ -25,20 +25,12 @@ GPU1 = "GPU 1 (bus 00000000:00:07.0, serial 1653924043656)"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("h200x4")
-    with tarfile.open(HERE / "results.tar.gz") as tar:
-        tar.extractall(out, filter="data")
-    return out / "results" / "localhost"
-
-
-def rejudge(run: Path) -> verdict.Verdict:
-    _, v = summarize.rejudge(run, REFERENCE_DIR)
-    return v
+    return unpack_results(tmp_path_factory.mktemp("h200x4"), HERE / "results.tar.gz")
 
 
 @pytest.mark.parametrize("name", [COMMISSION, NIGHTLY, NIGHTLY_2, BURNIN])
 def test_the_healthy_runs_are_accepted_by_todays_references(runs, name):
-    v = rejudge(runs / name)
+    v = rejudge_today(runs / name)
     assert v.accepted, verdict.table(v)
     assert v.node_type == "h200_x4" and len(v.facts["gpus"]) == 4
     gpus = {r.gpu for r in v.rows if r.gpu is not None}
@@ -48,14 +40,14 @@ def test_the_healthy_runs_are_accepted_by_todays_references(runs, name):
 def test_the_node_level_figures_are_judged_against_the_4_gpu_references(runs):
     """NCCL, peer copies, every GPU at once and HPL-CUDA of the node: judged (measured on this machine), not shown
     as informational."""
-    v = rejudge(runs / COMMISSION)
+    v = rejudge_today(runs / COMMISSION)
     judged = {(r.check, r.metric) for r in v.rows if r.metric and r.status == verdict.PASS and r.gpu is None}
     assert {("nccl", "allreduce_busbw_gbps_max"), ("bandwidth", "p2p_read_min"), ("gemm", "fp8_concurrent_tflops_min"),
             ("hpl_cuda", "tflops"), ("hplstyle", "tflops_sum")} <= judged  # fmt: skip
 
 
 def test_a_foreign_load_on_gpu_1_rejects_naming_gpu_1_alone(runs):
-    v = rejudge(runs / FOREIGN)
+    v = rejudge_today(runs / FOREIGN)
     assert not v.accepted and set(v.failed_checks()) == {"gemm", "health", "power"}, verdict.table(v)
     per_gpu_failed = {r.gpu for r in v.rows if r.gpu is not None and r.status == verdict.FAIL}
     assert per_gpu_failed == {1}
@@ -101,10 +93,10 @@ def test_the_runs_manifest_holds_and_refuses_an_edited_document(runs, tmp_path):
     run = tmp_path / NIGHTLY
     shutil.copytree(runs / NIGHTLY, run)
     assert (run / "manifest.json").is_file()
-    assert not [r for r in rejudge(run).rows if r.check == "inputs"]
+    assert not [r for r in rejudge_today(run).rows if r.check == "inputs"]
     gemm = next(run.rglob("gemm.json"))
     gemm.write_text(gemm.read_text().replace('"fp64_tflops_min"', '"fp64_tflops_min" ', 1))
-    v = rejudge(run)
+    v = rejudge_today(run)
     assert not v.accepted
     assert any(r.check == "inputs" and r.status == verdict.FAIL and "gemm.json" in r.reason for r in v.rows), (
         verdict.table(v)
