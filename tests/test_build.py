@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from gpuaccept import run
+
 SRC = ROOT / "reframe_checks" / "src"
 VENV = Path(sys.prefix)
 OPENBLAS_H = Path("/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h")
@@ -164,6 +166,24 @@ def test_bandwidth_quick_sweep_is_recorded_without_a_gpu(gpu_build, tmp_path):
     assert params["sweep_sizes"] == [4**k for k in range(16)]
     assert params["host_sweep_sizes"] == [4**k for k in range(14)]
     assert params["host_max_bytes"] == 64 << 20 and params["size_step"] == 2
+
+
+def test_bandwidth_commission_sweep_is_the_cases_metrics_come_from(gpu_build, tmp_path):
+    """The commission suite's options (run.SUITE_OPTIONS, as ReFrame splits a list variable at its commas): 2^k bytes
+    to 1 GiB, the pinned one-way cases and the device-local copy, the matrix and peers as the defaults have them."""
+    (opts,) = [v for v in run.SUITE_OPTIONS["commission"] if v.startswith("GpuBandwidth.bench_opts=")]
+    out = tmp_path / "bw.json"
+    res = subprocess.run([str(gpu_build / "gpuaccept-bw"), *opts.partition("=")[2].split(","), "--output", str(out)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 1, res.stderr
+    params = json.loads(out.read_text())["parameters"]
+    assert params["cases"] == ["h2d_pinned_oneway", "d2h_pinned_oneway", "d2d_oneway"]
+    assert params["sweep_sizes"] == params["host_sweep_sizes"] == [2**k for k in range(31)]
+    assert params["matrix_bytes"] == 256 << 20 and params["trials"] == 7 and params["target_ms"] == 5
+    # 'metrics' is a name of its own, not a prefix: a case list that merely contains it is refused
+    bad = subprocess.run([str(gpu_build / "gpuaccept-bw"), "--cases", "metrics,d2d_oneway"],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode == 3 and "unknown case 'metrics'" in bad.stderr
 
 
 @pytest.fixture(scope="module")
