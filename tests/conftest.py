@@ -158,3 +158,12 @@ def band_holds(entry: dict, values: list[float], loss: float = 0.10) -> list[str
             problems += [f"{x:.6g} x {1 + loss:g} passes the ceiling {ceil:.6g}" for x in values
                          if x * (1 + loss) <= ceil]  # fmt: skip
     return problems
+
+
+def suite_bench_opts(suite: str, check: str) -> list[str]:
+    """The benchmark options ``gpuaccept run`` gives ``check`` in ``suite`` (run.SUITE_OPTIONS' ``-S
+    <check>.bench_opts=...``), split at its commas as ReFrame splits a list variable."""
+    from gpuaccept import run  # noqa: PLC0415
+
+    (opts,) = [v for v in run.SUITE_OPTIONS[suite] if v.startswith(f"{check}.bench_opts=")]
+    return opts.partition("=")[2].split(",")

@@ -174,3 +174,8 @@ def rejudge_today(run: Path) -> verdict.Verdict:
     """A recorded run directory judged again against today's shipped references."""
     _, v = summarize.rejudge(run, REFERENCE_DIR)
     return v
+
+
+def judged_node_figures(v: verdict.Verdict) -> set[tuple[str, str]]:
+    """(check, metric) of every node-level figure the verdict judged and passed: rows with no GPU, not informational."""
+    return {(r.check, r.metric) for r in v.rows if r.metric and r.status == verdict.PASS and r.gpu is None}

@@ -9,9 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-
-from gpuaccept import run
+from conftest import ROOT, suite_bench_opts
 
 SRC = ROOT / "reframe_checks" / "src"
 VENV = Path(sys.prefix)
@@ -171,9 +169,9 @@ def test_bandwidth_quick_sweep_is_recorded_without_a_gpu(gpu_build, tmp_path):
 def test_bandwidth_commission_sweep_is_the_cases_metrics_come_from(gpu_build, tmp_path):
     """The commission suite's options (run.SUITE_OPTIONS, as ReFrame splits a list variable at its commas): 2^k bytes
     to 1 GiB, the pinned one-way cases and the device-local copy, the matrix and peers as the defaults have them."""
-    (opts,) = [v for v in run.SUITE_OPTIONS["commission"] if v.startswith("GpuBandwidth.bench_opts=")]
     out = tmp_path / "bw.json"
-    res = subprocess.run([str(gpu_build / "gpuaccept-bw"), *opts.partition("=")[2].split(","), "--output", str(out)],
+    res = subprocess.run([str(gpu_build / "gpuaccept-bw"), *suite_bench_opts("commission", "GpuBandwidth"), "--output",
+                          str(out)],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 1, res.stderr
     params = json.loads(out.read_text())["parameters"]

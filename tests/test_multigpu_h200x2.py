@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
-from judge_support import rejudge_today, unpack_results
+from judge_support import judged_node_figures, rejudge_today, unpack_results
 
 from gpuaccept.judge import verdict
 
@@ -50,7 +50,7 @@ def test_the_node_level_figures_are_judged_against_the_2_gpu_references(runs):
     """NCCL, peer copies, every GPU at once, HPL-CUDA and the HPL-style LU of the node: judged (measured on this
     machine), not shown as informational."""
     v = rejudge_today(runs / COMMISSION)
-    judged = {(r.check, r.metric) for r in v.rows if r.metric and r.status == verdict.PASS and r.gpu is None}
+    judged = judged_node_figures(v)
     assert judged >= NODE_LEVEL, verdict.table(v)
     latency = next(r for r in v.rows if (r.check, r.metric) == ("nccl", "allreduce_latency_us"))
     assert latency.status == verdict.INFO  # informational, as on h200_x4
@@ -59,7 +59,7 @@ def test_the_node_level_figures_are_judged_against_the_2_gpu_references(runs):
 @pytest.mark.parametrize("name", NIGHTLY)
 def test_the_nightly_runs_judge_the_peer_copies_and_every_gpu_at_once(runs, name):
     v = rejudge_today(runs / name)
-    judged = {(r.check, r.metric) for r in v.rows if r.metric and r.status == verdict.PASS and r.gpu is None}
+    judged = judged_node_figures(v)
     assert {k for k in NODE_LEVEL if k[0] in ("bandwidth", "gemm")} <= judged, verdict.table(v)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
-from judge_support import rejudge_today, unpack_results
+from judge_support import judged_node_figures, rejudge_today, unpack_results
 
 from gpuaccept.judge import verdict
 from gpuaccept.results import scaling
@@ -41,7 +41,7 @@ def test_the_node_level_figures_are_judged_against_the_4_gpu_references(runs):
     """NCCL, peer copies, every GPU at once and HPL-CUDA of the node: judged (measured on this machine), not shown
     as informational."""
     v = rejudge_today(runs / COMMISSION)
-    judged = {(r.check, r.metric) for r in v.rows if r.metric and r.status == verdict.PASS and r.gpu is None}
+    judged = judged_node_figures(v)
     assert {("nccl", "allreduce_busbw_gbps_max"), ("bandwidth", "p2p_read_min"), ("gemm", "fp8_concurrent_tflops_min"),
             ("hpl_cuda", "tflops"), ("hplstyle", "tflops_sum")} <= judged  # fmt: skip
 

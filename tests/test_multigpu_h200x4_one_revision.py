@@ -10,10 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
-from judge_support import rejudge_today, unpack_results
+from conftest import FIXTURES, suite_bench_opts
+from judge_support import judged_node_figures, rejudge_today, unpack_results
 
-from gpuaccept import run as gpuaccept_run
 from gpuaccept.judge import verdict
 
 HERE = FIXTURES / "multigpu_h200x4_one_revision"
@@ -65,8 +64,7 @@ def test_the_two_machine_starts_had_different_gpus(runs):
 
 def test_the_commission_run_swept_the_host_copies_the_metrics_come_from(runs):
     doc = json.loads(next((runs / COMMISSION).rglob("bandwidth.json")).read_text())
-    (opts,) = [v for v in gpuaccept_run.SUITE_OPTIONS["commission"] if v.startswith("GpuBandwidth.bench_opts=")]
-    assert all(o in doc["command_line"] for o in opts.partition("=")[2].split(","))
+    assert all(o in doc["command_line"] for o in suite_bench_opts("commission", "GpuBandwidth"))
     assert doc["parameters"]["cases"] == ["h2d_pinned_oneway", "d2h_pinned_oneway", "d2d_oneway"]
     assert doc["parameters"]["host_sweep_sizes"] == [2**k for k in range(31)]
     # what the shorter sweep gives is what the whole sweep gave: the judged copies and the host figures
@@ -78,7 +76,7 @@ def test_the_commission_run_swept_the_host_copies_the_metrics_come_from(runs):
 
 def test_the_commission_run_judged_the_node_level_figures(runs):
     v = rejudge_today(runs / COMMISSION)
-    judged = {(r.check, r.metric) for r in v.rows if r.metric and r.status == verdict.PASS and r.gpu is None}
+    judged = judged_node_figures(v)
     assert {("nccl", "allreduce_busbw_gbps_max"), ("bandwidth", "p2p_read_min"), ("gemm", "fp8_concurrent_tflops_min"),
             ("hpl_cuda", "tflops"), ("hplstyle", "tflops_sum"), ("hplstyle", "gflops_per_watt")} <= judged  # fmt: skip
     doc = json.loads(next((runs / COMMISSION).rglob("hpl_cuda.json")).read_text())
