@@ -515,7 +515,10 @@ def test_recorded_grid_runs_pass_hpls_rule_on_one_and_two_h200s():
     """HPL-CUDA's 1 x Q grid on the H200s (tests/fixtures/hpl_grid, from docs/evidence/2026-11-26-hpl-grid): every
     run printed PASSED, on 1 to 4 ranks; one H200 gave 47.06-47.36 TFLOP/s, two 92.13 on a 1 x 2 grid with the
     panel broadcast by NCCL and 85.27-86.21 through host memory;
-    the H200 files report those figures and the band the GPU file proposes (0.94 x 47.14) passes them."""
+    the H200 files report those figures and the band the GPU file proposes (0.94 x 47.14) passes them. The 2 x H200
+    floor (from the NCCL run and the commission suite's two runs) passes the NCCL run and not those through host
+    memory: on a node of several GPUs the commission suite expects NCCL (the nccl check), and HPL-CUDA's panel going
+    through host memory there is a fault of the set-up, about 7 % of the node's rate."""
     from gpuaccept.judge import rules  # noqa: PLC0415
 
     runs = {}
@@ -539,8 +542,9 @@ def test_recorded_grid_runs_pass_hpls_rule_on_one_and_two_h200s():
     assert "47.06 and 47.36" in gpu and "47.14" in gpu and f"{0.94 * 47.14:.1f}" in gpu
     assert all(t > 0.94 * 47.14 for t in one) and 0.9 * min(one) < 0.94 * 47.14
     node = conftest.shipped("h200_x2")["checks"]["hpl_cuda"]["tflops"]
-    assert "92.13" in node["band"] and "85.27-86.21" in node["band"]
-    assert node["value"] * (1 - node["lower"]) < min(85.27, 92.13)  # these runs pass the 2 x H200 floor too
+    floor = node["value"] * (1 - node["lower"])
+    assert "92.13" in node["band"] and "2026-11-26" in node["band"]
+    assert nccl > floor > max(two.values())
 
 
 def test_the_recorded_gpu_run_of_the_hpl_cuda_check_judges_again_to_its_verdict():
