@@ -22,13 +22,14 @@ be what it writes."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import sys
 import textwrap
 from pathlib import Path
 
+from gpuaccept.judge import readback
+from gpuaccept.layout import VERDICT_FILE
 from gpuaccept.results import baseline
 
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_values"
@@ -64,8 +65,8 @@ def run_dirs(paths: list[Path]) -> list[Path]:
     """Each path that is a run directory, and the run directories inside each one that is not."""
     runs: list[Path] = []
     for path in paths:
-        runs.extend([path] if (path / "verdict.json").is_file()
-                    else sorted(p for p in path.iterdir() if (p / "verdict.json").is_file()))  # fmt: skip
+        runs.extend([path] if (path / VERDICT_FILE).is_file()
+                    else sorted(p for p in path.iterdir() if (p / VERDICT_FILE).is_file()))  # fmt: skip
     if not runs:
         raise SystemExit(f"no run directory (with a verdict.json) in {', '.join(map(str, paths))}")
     return runs
@@ -76,9 +77,12 @@ def node_values(runs: list[Path], node_type: str) -> tuple[dict[tuple[str, str],
     HPL-CUDA's scaling run added; and how many runs gave HPL-CUDA's rate."""
     out: dict[tuple[str, str], list[float]] = {}
     for run in runs:
-        doc = json.loads((run / "verdict.json").read_text())
-        if doc.get("node_type") != node_type or doc.get("verdict") != "pass":
-            raise SystemExit(f"{run}: verdict {doc.get('verdict')!r} for node type {doc.get('node_type')!r}; "
+        # read strictly, and ACCEPTED by the judge's own rule over the rows, never by the 'verdict' field beside them
+        doc = readback.read(run / VERDICT_FILE, SystemExit)
+        if doc.get("node_type") != node_type or not readback.accepted(doc) or readback.disagreement(doc):
+            said = "ACCEPTED" if readback.accepted(doc) else "REJECTED"
+            raise SystemExit(f"{run}: {said} by its rows for node type {doc.get('node_type')!r}"
+                             f"{'; ' + readback.disagreement(doc) if readback.disagreement(doc) else ''}; "
                              f"only ACCEPTED runs of {node_type} give its references")  # fmt: skip
         for row in doc["rows"]:
             key = (row["check"], row.get("metric"))

@@ -6,11 +6,12 @@ rejected run is refused rather than taken into a reference."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, REFERENCE_DIR, ROOT, band_holds, shipped
-from judge_support import unpack_results
+from judge_support import edit, unpack_results
 
 spec = importlib.util.spec_from_file_location("derive_node_refs", ROOT / "scripts" / "derive_node_refs.py")
 derive_node_refs = importlib.util.module_from_spec(spec)
@@ -77,3 +78,12 @@ def test_a_rejected_run_is_refused_not_taken_into_a_reference(recorded):
         derive_node_refs.node_values([rejected], "h200_x4")
     with pytest.raises(SystemExit, match="only ACCEPTED runs of h200_x2"):  # and a run of another node type
         derive_node_refs.node_values([recorded["h200_x4"] / "20261127T172659Z-commission"], "h200_x2")
+
+
+def test_a_run_is_accepted_by_its_rows_not_by_the_verdict_field_beside_them(recorded, tmp_path):
+    """A rejected run whose 'verdict' field was edited to pass is still refused: the judge's rule over the rows
+    (gpuaccept.judge.readback) decides, as everywhere else a recorded verdict is read."""
+    run = shutil.copytree(recorded["h200_x4"] / "20261127T173640Z-nightly", tmp_path / "edited")
+    edit(run / "verdict.json", lambda doc: doc.update(verdict="pass", failed_checks=[]))
+    with pytest.raises(SystemExit, match="REJECTED by its rows"):
+        derive_node_refs.node_values([run], "h200_x4")
