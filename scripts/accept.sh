@@ -65,13 +65,33 @@ case ${host_only,,} in 1 | true | yes) extra+=(-e gpuaccept_host_only=true) ;; e
 [ -n "${WHEELHOUSE:-}" ] && extra+=(-e "gpuaccept_toolenv_wheelhouse=$(realpath "$WHEELHOUSE")")
 [ -n "${GPUACCEPT_BURNIN_MINUTES:-}" ] && extra+=(-e "gpuaccept_burnin_minutes=$GPUACCEPT_BURNIN_MINUTES")
 
+# The progress lines of the runs this call starts (gpuaccept run writes <run>/progress.log as each check starts
+# and ends), printed as they come; once more at the end for the last lines.
+show_progress() {
+  local f n
+  declare -A shown=()
+  while :; do
+    while IFS= read -r f; do
+      n=$(wc -l <"$f")
+      [ "$n" -gt "${shown[$f]:-0}" ] && tail -n "+$(( ${shown[$f]:-0} + 1 ))" "$f" | head -n "$(( n - ${shown[$f]:-0} ))"
+      shown[$f]=$n
+    done < <(find results -newer "$marker" -name progress.log 2>/dev/null | sort)
+    [ -e "$marker.done" ] && return
+    sleep 2
+  done
+}
+
 scripts/venv.sh || finish 3 "the tool environment could not be made (scripts/venv.sh, above)"
 marker=$(mktemp)
 log=$(mktemp)
-trap 'rm -f "$marker" "$log"' EXIT
+trap 'rm -f "$marker" "$marker.done" "$log"' EXIT
+show_progress &
+follower=$!
 LC_ALL=C.UTF-8 ANSIBLE_CONFIG=ansible.cfg "$VENV/bin/ansible-playbook" -i "$inventory" "playbooks/$suite.yml" \
   -e "gpuaccept_toolenv_venv=$(realpath "$VENV")" "${extra[@]}" "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+touch "$marker.done"
+wait "$follower"
 
 # Each run leaves its exit status beside its verdict (gpuaccept run): rejected beats cannot judge beats accepted.
 statuses=$(find results -newer "$marker" -name exit-status -exec cut -d' ' -f1 {} + 2>/dev/null | sort -u)

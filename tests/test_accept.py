@@ -126,3 +126,24 @@ def test_the_burnin_suite_and_its_length_reach_the_playbook(tree):
     assert res.returncode == 0, res.stdout + res.stderr
     call = (tree / "calls").read_text()
     assert "playbooks/burnin.yml" in call and "-e gpuaccept_burnin_minutes=2" in call
+
+
+def test_the_checks_progress_is_shown_as_the_play_runs(tree):
+    """gpuaccept run's progress.log, printed while the play still runs (the play itself prints nothing then)."""
+    run = tree / "results" / "localhost" / "20261125T000000Z-nightly"
+    play = tree / ".venv" / "bin" / "ansible-playbook"
+    play.write_text(f"""#!/bin/bash
+mkdir -p {run}
+echo "gpuaccept: [1/2] GpuHealth started; 0 s elapsed" >> {run}/progress.log
+sleep 3
+echo "PLAY STILL RUNNING"
+echo "gpuaccept: [1/2] GpuHealth OK in 3 s; 3 s elapsed" >> {run}/progress.log
+echo "0 accepted" > {run}/exit-status
+exit 0
+""")
+    res = accept(tree, "0 0", "nightly")
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout.splitlines()
+    started = out.index("gpuaccept: [1/2] GpuHealth started; 0 s elapsed")
+    assert started < out.index("PLAY STILL RUNNING") < out.index("gpuaccept: [1/2] GpuHealth OK in 3 s; 3 s elapsed")
+    assert out[-1] == "accept: exit 0 (accepted)"

@@ -26,6 +26,7 @@ METRICS_FILE = "gpuaccept.prom"  # the Prometheus textfile of the verdict
 CONFIG_FILE = "reframe_settings.py"  # the ReFrame configuration gpuaccept run writes when none is given
 REFRAME_LOG = "reframe.log"  # ReFrame's debug log (the configuration's file handler)
 REFRAME_OUT = "reframe.out"  # ReFrame's console output (stdout and stderr) of the run
+PROGRESS_FILE = "progress.log"  # a line as each check starts and ends (gpuaccept.progress), as ReFrame runs
 RETRIED_FILE = "retried.json"  # in <run>/retry-<k>/: the checks measured again there
 RETRY_PREFIX = "retry-"  # <run>/retry-<k>/: attempt k+1 of the checks that failed on figures out of band
 MANIFEST_FILE = "manifest.json"  # the sha256 of every file the run wrote (gpuaccept.manifest)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import helptext, layout, manifest, redact, rfmconfig, textinput
+from gpuaccept import helptext, layout, manifest, progress, redact, rfmconfig, textinput
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
@@ -37,6 +37,7 @@ from gpuaccept.layout import (
     CONFIG_FILE,
     FACTS_END_FILE,
     FACTS_FILE,
+    PROGRESS_FILE,
     PROJECT_ROOT,
     REFRAME_OUT,
     REPORT_FILE,
@@ -245,10 +246,16 @@ class ReframeOutcome:
     nothing_selected: bool = False
 
 
-def run_reframe(argv: list[str], run_dir: Path, timeout_s: float, log: Path) -> ReframeOutcome:
+def run_reframe(
+    argv: list[str], run_dir: Path, timeout_s: float, log: Path, expected: dict[str, float] | None = None
+) -> ReframeOutcome:
     """Run ReFrame in ``run_dir`` (its reframe.log goes there) with its output in ``log``; SIGTERM at the
-    time limit (ReFrame cancels its jobs), SIGKILL ``KILL_AFTER_S`` later."""
+    time limit (ReFrame cancels its jobs), SIGKILL ``KILL_AFTER_S`` later. ``expected`` (seconds per test case):
+    show each check's start and end as it runs (gpuaccept.progress), also in ``run_dir``/progress.log."""
     env = {**os.environ, "LC_ALL": "C.UTF-8", "RFM_REPORT_JUNIT": ""}
+    if expected is not None:
+        with progress.Watcher(log, run_dir / PROGRESS_FILE, expected, lambda line: print(line, flush=True)):
+            return run_reframe(argv, run_dir, timeout_s, log)
     with open(log, "w", encoding="utf-8") as out:
         out.write("$ " + shlex.join(argv) + "\n")
         out.flush()
@@ -284,6 +291,16 @@ def run_reframe(argv: list[str], run_dir: Path, timeout_s: float, log: Path) -> 
             tail = " | ".join(line.strip() for line in text.strip().splitlines()[-3:])
             outcome.report_error = f"ReFrame exited {rc} without a report (see {log}): {tail}"
     return outcome
+
+
+def expected_times(run_dir: Path, args: argparse.Namespace) -> dict[str, float]:
+    """What each check is expected to take (gpuaccept.progress): the node's newest earlier run of the suite, and the
+    burn-in its asked length."""
+    times = progress.earlier_times(run_dir, args.suite)
+    minutes = burnin_minutes(args)
+    if args.suite == "burnin" and minutes is not None:
+        times["GpuBurnin"] = minutes * 60
+    return times
 
 
 def _load_facts(path: str | None) -> dict[str, Any]:
@@ -370,7 +387,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                             not args.no_suite_options, args.quick, extra)  # fmt: skip
         timeout_s = suite_timeout_s(args)
         print(f"   reframe (time limit {timeout_s:g} s), output in {run_dir / 'reframe.out'}")
-        outcome = run_reframe(argv, run_dir, timeout_s, run_dir / REFRAME_OUT)
+        outcome = run_reframe(argv, run_dir, timeout_s, run_dir / REFRAME_OUT, expected_times(run_dir, args))
         if gathered_here:
             record_end_facts(run_dir)
     except rfmconfig.ConfigError as err:
@@ -476,7 +493,8 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
         print(f"   {', '.join(checks)}: a figure outside its band; measuring again (attempt {k + 1} of "
               f"{args.retries + 1}, {retry_dir})")  # fmt: skip
         pattern = f"^({'|'.join(names)})( |$)"
-        run_reframe(argv_for(retry_dir, ["-n", pattern]), retry_dir, timeout_s, retry_dir / REFRAME_OUT)
+        run_reframe(argv_for(retry_dir, ["-n", pattern]), retry_dir, timeout_s, retry_dir / REFRAME_OUT,
+                    expected_times(run_dir, args))  # fmt: skip
         if end_facts:
             record_end_facts(run_dir)
         manifest.write(run_dir)  # the run's files with this retry's
