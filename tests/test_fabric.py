@@ -3,7 +3,8 @@ documents (Documentation/ABI/stable/sysfs-class-infiniband for ports/<n>/{state,
 counters/, hw_counters/}; Documentation/infiniband/sysfs.txt for the per-port pkeys/ table; Documentation/ABI/
 testing/sysfs-class-net for carrier_changes). No real HCA is read here: none of the machines lent to this project
 has one. The values written are the kernel's formats ("4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)", "0x8001").
-The ib_write_bw output read is a real published one (tests/fixtures/fabric/README.md)."""
+The ib_write_bw outputs read are real: a published loopback, and Debian's ib_write_bw without a device
+(tests/fixtures/fabric/README.md)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from gpuaccept.judge.load import Case, Document
 from gpuaccept.probe import fabric, fabric_doc, perftest
 
 BW_OUTPUT = FIXTURES / "fabric" / "yandex-cloud-docs_ib_write_bw_loopback.txt"
+NO_DEVICE = FIXTURES / "fabric" / "debian-perftest-4.5_no_device.txt"
 # The port counters the kernel documents under counters/ (a subset: those the rules and the tests touch, and data).
 COUNTERS = ("symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_xmit_discards",
             "port_xmit_data", "port_rcv_data", "excessive_buffer_overrun_errors")  # fmt: skip
@@ -279,7 +281,7 @@ def test_the_window_is_the_node_facts_where_they_hold_a_reading(tmp_path, module
 def test_an_hca_below_the_floor_fails_and_one_that_could_not_run_too(tmp_path, modules, node_type):
     bw = bw_passing()
     bw["runs"][3]["gbps"] = 301.2
-    bw["runs"][5].update(gbps=None, error="no result table in ib_write_bw's output (Couldn't allocate MR)")
+    bw["runs"][5].update(gbps=None, error=perftest.parse_bw(NO_DEVICE.read_text())["error"])
     j = judge(node_type, make_node(tmp_path), modules, bw=bw)
     assert [f.where for f in j.findings] == ["mlx5_ib3", "mlx5_ib5"] and rules(j) == ["ib_write_bw"]
     assert "301.2 Gb/s" in j.findings[0].message and "below the floor 360 Gb/s" in j.findings[0].message
@@ -380,9 +382,23 @@ def test_the_real_published_output_parses():
 
 
 def test_an_output_without_a_table_is_an_error_not_a_figure():
-    parsed = perftest.parse_bw(" Couldn't allocate MR\n Failed to create MR\n")
-    assert parsed["rows"] == [] and "no result table" in parsed["error"] and "allocate MR" in parsed["error"]
-    assert perftest.gbps(parsed) is None
+    parsed = perftest.parse_bw(NO_DEVICE.read_text())
+    assert parsed["rows"] == [] and parsed["error"].startswith("no result table in ib_write_bw's output (")
+    assert "Unable to find the Infiniband/RoCE device" in parsed["error"] and perftest.gbps(parsed) is None
+
+
+@pytest.mark.skipif(not shutil.which("ib_write_bw"), reason="perftest not installed (scripts/deps.sh installs it)")
+def test_the_runner_against_the_real_ib_write_bw_without_a_device(tmp_path, modules, monkeypatch):
+    """Debian's ib_write_bw run for an HCA this machine does not have (a built tree names it): the run's error
+    carries what perftest said, and no figure."""
+    if Path("/sys/class/infiniband/mlx5_ib0").exists():
+        pytest.skip("this machine has an mlx5_ib0: the loopback would really run")
+    monkeypatch.setattr(perftest, "SERVER_START_S", 0.2)
+    bw = perftest.run_all(fabric.read(make_node(tmp_path / "sys", hcas=1), modules), gpus=8)
+    run = bw["runs"][0]
+    assert bw["available"] and run["gbps"] is None and "Infiniband/RoCE device" in run["error"]
+    if not bw["cuda"]:  # Debian's build has no CUDA: host memory, said so
+        assert run["memory"] == "host (this perftest has no CUDA)" and not any("--use_cuda" in a for a in run["client"])
 
 
 def test_the_command_is_azures_loopback_with_what_differs_recorded():

@@ -25,7 +25,6 @@ from gpuaccept.probe import fabric
 RULES = {
     "no_fabric": "the node type expects a fabric and the node has no HCA",
     "port_count": "fewer ports of the expected link layer than the node type has",
-    "link_layer": "a port of another link layer than the node type's",
     "port_state": "a port not ACTIVE",
     "phys_state": "a port's physical link not LinkUp",
     "port_rate": "a port slower than the node type's rate",
@@ -40,8 +39,8 @@ RULES = {
 }
 FIX = {
     "no_fabric": "check that the HCAs are seated and their driver (mlx5_core, mlx5_ib) loaded: ibv_devinfo, lspci",
-    "port_count": "ibstat for the missing ports; reseat the HCA or its cable; check the driver loaded every HCA",
-    "link_layer": "set the port's link type (mlxconfig LINK_TYPE_P1) to the node type's and reboot",
+    "port_count": "ibstat for the missing ports; reseat the HCA or its cable; check the driver loaded every HCA and "
+    "each port's link type (mlxconfig LINK_TYPE_P1)",
     "port_state": "a port not ACTIVE: check the subnet manager sees it (ibstat, sminfo); reseat or replace the cable",
     "phys_state": "check the cable and the switch port (ibstat, iblinkinfo); reseat or replace the cable or "
     "transceiver; a port in Polling has no link to the switch",

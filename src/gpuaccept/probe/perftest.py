@@ -126,6 +126,8 @@ def run_one(server: list[str], client: list[str], timeout_s: float = TIMEOUT_S) 
     server_out = _stop(proc)
     parsed = parse_bw(text)
     error = parsed["error"] or (f"{TOOL} exited {rc}" if rc not in (0, None) else None)
+    if not error and gbps(parsed) is None:
+        error = f"{TOOL} reported {parsed['unit']}, not Gb/sec (--report_gbits)"
     if error and server_out.strip():
         error += f"; server: {' | '.join(server_out.strip().splitlines()[-2:])[:300]}"
     return {"gbps": None if error else gbps(parsed), "error": error, "rows": parsed["rows"],
