@@ -18,6 +18,7 @@ import yaml
 from conftest import FIXTURES, REFERENCE_DIR
 
 from gpuaccept.judge import fabric_expect, fabric_judge, references, validate
+from gpuaccept.judge import rules as document_rules
 from gpuaccept.judge.checks import CHECKS, in_suite
 from gpuaccept.judge.load import Case, Document
 from gpuaccept.probe import fabric, fabric_doc, perftest
@@ -182,6 +183,19 @@ def test_the_snapshot_is_written_atomically_as_json(tmp_path, modules):
     doc = json.loads(out.read_text())
     assert doc["schema"] == fabric.SNAPSHOT_SCHEMA and len(doc["hcas"]) == 2
     assert not list(out.parent.glob(".*"))  # no temporary file left beside it
+
+
+def test_the_probe_command_writes_a_document_the_judge_reads(tmp_path, modules):
+    root = make_node(tmp_path / "sys", hcas=2)
+    out = tmp_path / "fabric.json"
+    assert fabric_doc.main(["probe", "--output", str(out), "--sysfs", str(root), "--proc-modules", str(modules),
+                            "--no-ib-write-bw", "--gpus", "0"]) == 0  # fmt: skip
+    doc = document_rules.load_document(out)  # the judge's strict reader and the gpuaccept.bench/1 schema
+    assert doc["tool"] == "gpuaccept-fabric" and doc["metrics"]["ports_active"] == {"value": 2, "unit": "count",
+                                                                                    "better": "higher"}
+    assert "not run (--no-ib-write-bw" in doc["waived"]["ib_write_bw_min_gbps"]
+    assert [h["name"] for h in doc["results"]["before"]["hcas"]] == ["mlx5_ib0", "mlx5_ib1"]
+    assert document_rules.document_problems(doc, out, None) == []
 
 
 # ------------------------------------------------------------------------------------------------
