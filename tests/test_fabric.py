@@ -281,6 +281,21 @@ def test_a_carrier_change_over_the_suite_is_a_flap(tmp_path, modules, node_type)
     assert rules(j) == ["link_flap"] and "ib5 changed carrier 2 times" in j.findings[0].message
 
 
+def test_an_hca_gone_during_the_suite_fails_and_is_never_not_run(tmp_path, modules, node_type):
+    def unplug(root: Path) -> None:
+        shutil.rmtree(root / "class" / "infiniband" / "mlx5_ib7")
+
+    j = judge(node_type, make_node(tmp_path), modules, unplug)
+    assert rules(j) == ["port_count", "port_missing"] and not j.not_run
+    assert any(f.where == "mlx5_ib7 port 1" and "not after it" in f.message for f in j.findings)
+
+    def unplug_all(root: Path) -> None:
+        shutil.rmtree(root / "class" / "infiniband")
+
+    j = judge(node_type, make_node(tmp_path / "b"), modules, unplug_all)
+    assert "port_missing" in rules(j) and not j.not_run
+
+
 def test_the_window_is_the_node_facts_where_they_hold_a_reading(tmp_path, modules, node_type):
     """The suite's window (node facts before and after) is judged, not the check's own readings."""
     root = make_node(tmp_path)

@@ -37,7 +37,8 @@ def assess(
     after = results.get("after") if isinstance(results.get("after"), dict) else {}
     bw = results.get("ib_write_bw") if isinstance(results.get("ib_write_bw"), dict) else {}
     out = Judged()
-    if not after.get("hcas"):
+    before, end, which = fabric_growth.window(doc, facts, facts_end)
+    if not after.get("hcas") and not (isinstance(before, dict) and before.get("hcas")):
         why = after.get("why") or "no InfiniBand or RoCE HCA read"
         if expect.get("ports"):
             out.findings.append(Finding("no_fabric", "", f"{why}; the node type expects {expect['ports']} ports"))
@@ -49,7 +50,6 @@ def assess(
     out.findings += fabric_rules.gpudirect_findings(after, bw, expect)
     bw_findings, why_bw = fabric_rules.bandwidth_findings(bw, expect)
     out.findings += bw_findings
-    before, end, which = fabric_growth.window(doc, facts, facts_end)
     if isinstance(before, dict) and isinstance(end, dict):
         grown, total = fabric_growth.growth(before, end, expect, out.notes)
         out.findings += grown
