@@ -25,6 +25,9 @@ PACKAGES=(
   hpcc                      # the host HPL (tests/test_hpl.py, tests/test_reframe_cpu.py)
   openmpi-bin               # mpirun: the MPI check with several ranks on one host (tests/test_mpi.py)
   libopenmpi-dev            # mpicc and mpi.h for the MPI benchmark (tests/test_mpi.py)
+  # Fabric
+  perftest                  # ib_write_bw: the fabric runner against the real binary (tests/test_fabric.py); a
+                            # Soft-RoCE loopback where the kernel has rdma_rxe (tests/test_fabric_softroce.py)
   # Metrics
   prometheus                # promtool and a real Prometheus (tests/test_exporter.py, test_prometheus_*.py)
   prometheus-node-exporter  # its textfile collector reads gpuaccept.prom (tests/test_exporter.py)

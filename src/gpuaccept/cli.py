@@ -18,7 +18,16 @@ from pathlib import Path
 
 from gpuaccept import __version__, cli_fleet, helptext, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
-from gpuaccept.judge import coverage, health_rules, metric_table, readback, references, summarize, verdict
+from gpuaccept.judge import (
+    coverage,
+    fabric_expect,
+    health_rules,
+    metric_table,
+    readback,
+    references,
+    summarize,
+    verdict,
+)
 from gpuaccept.judge.checks import CHECKS, SUITES
 from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, REFERENCE_DIR, REPORT_FILE, VERDICT_FILE
 from gpuaccept.probe import burnin, crosscheck, dcgm, facts, health, overlap, peaks, power, powercheck
@@ -80,6 +89,7 @@ def cmd_references(args: argparse.Namespace) -> int:
         gaps += coverage.gaps(t)
         if "health" in t.extra:
             health_rules.expectations(t)  # validated here too, so that a bad health: section fails before a suite runs
+        fabric_expect.expectations(t)  # likewise the fabric: section (docs/checks/fabric.md)
         layers = [r.layer for m in t.checks.values() for r in m.values()]
         gpu = f"{t.gpu_count} x {t.sku.name} ({t.sku.path}), " if t.sku else ""
         print(

@@ -39,8 +39,8 @@ SHIPPED_PEAKS = REFERENCE_DIR / peaks.DEFAULT_PATH
 POWER_READING_ACCURACY = 0.05
 
 # Units of figures that are above zero on every node that measured anything: rates, times, power, energy, memory.
-POSITIVE_UNITS = ("TFLOP/s", "GFLOP/s", "GB/s", "GFLOP/s/W", "ns/day", "ns/day/kW", "us", "s", "s/step", "W", "J",
-                  "kJ", "GiB")  # fmt: skip
+POSITIVE_UNITS = ("TFLOP/s", "GFLOP/s", "GB/s", "Gb/s", "GFLOP/s/W", "ns/day", "ns/day/kW", "us", "s", "s/step", "W",
+                  "J", "kJ", "GiB")  # fmt: skip
 # 'count' and 'ratio' figures can be zero (no XID event, a residual of 0), never negative.
 
 # The smallest reference value in each unit that still judges something: orders of magnitude below any figure of a
@@ -49,7 +49,7 @@ POSITIVE_UNITS = ("TFLOP/s", "GFLOP/s", "GB/s", "GFLOP/s/W", "ns/day", "ns/day/k
 # lower-is-better one rejects every node. A ratio is held to it only where higher is better (a 'lower' band): a
 # residual or an energy difference can truly be 1e-6.
 REFERENCE_FLOOR = {
-    "TFLOP/s": 0.01, "GFLOP/s": 0.1, "GB/s": 0.01, "GFLOP/s/W": 0.01, "ns/day": 1e-4, "ns/day/kW": 1e-3,
+    "TFLOP/s": 0.01, "GFLOP/s": 0.1, "GB/s": 0.01, "Gb/s": 0.1, "GFLOP/s/W": 0.01, "ns/day": 1e-4, "ns/day/kW": 1e-3,
     "us": 0.01, "s": 1e-3, "s/step": 1e-6, "W": 1.0, "J": 1e-3, "kJ": 1e-6, "GiB": 1e-3, "count": 1.0,
     "ratio": 1e-3,
 }  # fmt: skip

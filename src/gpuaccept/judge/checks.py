@@ -57,7 +57,7 @@ class Check:
     # The judge's rules beyond the generic ones (gpuaccept.judge.rules): "hpl" (HPL's residual rule), "throttle"
     # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules), "memtest" (every word of
     # every GPU's memory held what was written), "burnin" (gpuaccept.judge.burnin_rules), "dcgm" (every failed DCGM
-    # diagnostic result: gpuaccept.judge.dcgm_rules).
+    # diagnostic result: gpuaccept.judge.dcgm_rules), "fabric" (gpuaccept.judge.fabric_judge).
     rules: tuple[str, ...] = ()
     # Run under the power sampler: its document (layout.POWER_FILE) joins the check's, with GFLOP/s per watt of this
     # metric ("" none).
@@ -327,6 +327,27 @@ CHECKS: dict[str, Check] = {
                 Metric("nvlink_links_up_min", "count", GPU, gated=False),
                 Metric("nvlink_error_growth", "count", GPU, gated=False),  # the judge's, from the facts
                 Metric("config_drift", "count", GPU, gated=False),  # the judge's: fields off the pins
+            ),
+        ),
+        # The InfiniBand / RoCE fabric of the node (docs/checks/fabric.md): ports, partition keys, GPUDirect RDMA, each
+        # HCA's ib_write_bw loopback and the port counters over the suite, judged by gpuaccept.judge.fabric_judge.
+        # Optional: a node type expects it where it lists 'checks: fabric:' (most nodes under test have no HCA).
+        Check(
+            "fabric",
+            "InfiniBand/RoCE fabric: ports ACTIVE and LinkUp at the expected rate, partition keys, GPUDirect RDMA, "
+            "ib_write_bw loopback per HCA, port error counters and link flaps over the suite",
+            ("commission", "multinode"),
+            False,
+            "fabric.json",
+            optional=True,
+            rules=("fabric",),
+            doc="fabric.md",
+            owner=NODE,
+            metrics=(
+                Metric("ib_write_bw_min_gbps", "Gb/s", NODE, gated=False),  # the slowest HCA's loopback
+                Metric("ports_active", "count", NODE, gated=False),
+                Metric("fabric_findings", "count", NODE, gated=False),  # the judge's: the rules that failed
+                Metric("fabric_error_growth", "count", NODE, gated=False),  # the judge's: error counters' growth
             ),
         ),
         # NVIDIA's own diagnostic (docs/checks/dcgm.md): optional, as a site may not install DCGM; every result it

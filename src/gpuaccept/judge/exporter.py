@@ -21,6 +21,7 @@ from gpuaccept.layout import METRICS_FILE
 # benchmark unit -> (Prometheus base-unit suffix, factor to that unit)
 UNITS: dict[str, tuple[str, float]] = {
     "GB/s": ("bytes_per_second", 1e9),
+    "Gb/s": ("bytes_per_second", 1e9 / 8),  # a network rate in gigabits (perftest's --report_gbits: the fabric check)
     "us": ("seconds", 1e-6),
     "s": ("seconds", 1.0),
     "TFLOP/s": ("flops", 1e12),

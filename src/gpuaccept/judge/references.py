@@ -383,7 +383,7 @@ _MATCH = {
         "cpu_model": {"type": "string"},
     },
 }
-_EXTRA = {"health": {"type": "object"}, "power": {"type": "object"}}
+_EXTRA = {"health": {"type": "object"}, "power": {"type": "object"}, "fabric": {"type": "object"}}
 _STRING = {"type": "string"}
 _SOURCES = {"type": "object", "additionalProperties": _SOURCE}
 _SOME_CHECKS = {**_CHECKS, "minProperties": 1}
@@ -391,8 +391,8 @@ _SOME_CHECKS = {**_CHECKS, "minProperties": 1}
 
 def _file_schema(schema: str, **properties: Any) -> dict[str, Any]:
     """A reference file's JSON schema: an object with these keys and no others, ``schema`` naming it; every key is
-    required but ``match`` (where ``gpu`` and ``gpu_count`` stand instead), ``health`` and ``power``."""
-    optional = ("health", "power") if "gpu" not in properties else ("match", "health", "power")
+    required but ``match`` (where ``gpu`` and ``gpu_count`` stand instead), ``health``, ``power`` and ``fabric``."""
+    optional = ("health", "power", "fabric") if "gpu" not in properties else ("match", "health", "power", "fabric")
     return {
         "type": "object",
         "required": ["schema", *(key for key in properties if key not in optional)],
@@ -718,7 +718,7 @@ def load_file(path: str | Path) -> NodeType:
     match = doc.get("match") or _Mapping()
     _validate_match(path, match)
     sources = {k: dict(v) for k, v in doc["sources"].items()}
-    extra = {key: doc[key] for key in ("health", "power") if key in doc}
+    extra = {key: doc[key] for key in ("health", "power", "fabric") if key in doc}
     if doc["schema"] == SCHEMA_V1:
         if match["gpu_count"] > 0 and "gpu_model" not in match:
             raise _fail(path, match, None, "match: required key 'gpu_model' is missing")

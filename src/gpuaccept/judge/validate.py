@@ -2,8 +2,9 @@
 (gpuaccept.judge.load) through the rules of its check, with no file read. What ReFrame recorded (skipped, no
 result, failed before sanity), the document's own word (gpuaccept.judge.rules: errors, verification, the GPUs
 it saw), the power sampler's document joined, HPL's residuals, throttling, the health rules (with NVLink and the
-pinned configuration), DCGM's results and the burn-in's rules give the problems of the case, and the metrics and
-waived metrics it reports. Judging them against references is the next stage (gpuaccept.judge.verdict.judge).
+pinned configuration), DCGM's results, the fabric's rules and the burn-in's rules give the problems of the case,
+and the metrics and waived metrics it reports. Judging them against references is the next stage
+(gpuaccept.judge.verdict.judge).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuaccept.judge import burnin_rules, dcgm_rules, health_rules, pergpu, rules
+from gpuaccept.judge import burnin_rules, dcgm_rules, fabric_judge, health_rules, pergpu, rules
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.load import Case, Run
 from gpuaccept.judge.references import NodeType, ReferenceError
@@ -125,6 +126,17 @@ def validate_case(
                                                  "unit": "count"}}
                 for d in doc.get("devices") or [] if isinstance(d, dict) and isinstance(d.get("index"), int)
             }  # fmt: skip
+    if "fabric" in check.rules and node_type is not None:
+        try:
+            fab = fabric_judge.assess(doc, node_type, facts, facts_end)
+        except ReferenceError as err:
+            fab = fabric_judge.Judged(cannot_look=f"cannot judge the fabric: {err}")
+        if fab.not_run:
+            return Findings(not_run=fab.not_run)
+        problems += [f.text() for f in fab.findings]
+        metrics.update(fab.metrics)
+        waived.update(fab.waived)
+        not_run = fab.cannot_look or None
     if "burnin" in check.rules:
         burnin_findings, not_run = burnin_rules.assess(doc)
         problems += [f.text() for f in burnin_findings]

@@ -1,7 +1,8 @@
 """Node facts: CPU, NUMA nodes and NVIDIA GPUs, read through NVML (nvidia-ml-py), or ``nvidia-smi`` where NVML
 cannot be loaded: each GPU's identity and PCIe link, its configuration (VBIOS, InfoROM, ECC, persistence, power
-limits, MIG: gpuaccept.probe.gpuconfig) and its NVLink links with their error counters (gpuaccept.probe.nvlink).
-Read-only: nothing here changes a GPU setting."""
+limits, MIG: gpuaccept.probe.gpuconfig) and its NVLink links with their error counters (gpuaccept.probe.nvlink);
+and the InfiniBand / RoCE ports with their counters (gpuaccept.probe.fabric). Read-only: nothing here changes a
+GPU setting."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuaccept.probe import gpuconfig, nvlink
+from gpuaccept.probe import fabric, gpuconfig, nvlink
 from gpuaccept.probe.nvml import Nvml
 
 SMI_FIELDS = (
@@ -211,6 +212,9 @@ def gather() -> dict[str, Any]:
         "driver_version": None,
         "cuda_driver_version": None,
         "gpus": [],
+        # The InfiniBand / RoCE ports and their counters (gpuaccept.probe.fabric): the fabric check's counters
+        # are judged from this reading before the suite to the one after it (node-facts-end.json).
+        "fabric": fabric.read(),
         "gathered_unix": round(time.time(), 3),
     }
     errors = []
