@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, cli_fleet, helptext, redact, run, textinput
+from gpuaccept import __version__, across_run, cli_fleet, helptext, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import coverage, health_rules, metric_table, readback, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
@@ -653,6 +653,7 @@ def parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_report)
 
     cli_fleet.register(sub, default_reference_dir())
+    across_run.register(sub, default_reference_dir())
     run.add_subparser(sub, default_reference_dir())
     crosscheck.add_subparser(sub)
     dcgm.add_subparser(sub)

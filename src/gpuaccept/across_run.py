@@ -1,0 +1,195 @@
+"""``gpuaccept across``: NCCL between nodes in the isolation modes, every raw document kept, one summary written
+atomically, a table printed (docs/checks/across-nodes.md). The launches are gpuaccept.across_launch's, the modes
+gpuaccept.results.across_modes', the decisions gpuaccept.judge.across_rules'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import tabulate
+import yaml
+
+from gpuaccept import across_launch
+from gpuaccept.atomic import make_dirs, write_text_atomic
+from gpuaccept.judge import across_rules
+from gpuaccept.judge.across_rules import Floor, GroupFigure
+from gpuaccept.results import across_doc, across_modes, across_schedule, slurm
+
+EXIT_REJECTED, EXIT_NOT_RUN = 1, 3
+SUMMARY_FILE = "across.json"
+
+
+class AcrossError(ValueError):
+    """Bad input to gpuaccept across (hosts, floors); the message names the file or option."""
+
+
+def read_hosts(args: argparse.Namespace) -> list[str]:
+    """The nodes: an Ansible inventory's hosts, a Slurm allocation's (``scontrol show hostnames``), or a file of
+    one host a line (``#`` comments)."""
+    if args.inventory:
+        inv = slurm.load_inventory(args.inventory)
+        hosts = sorted((inv.get("_meta") or {}).get("hostvars") or {})
+    elif args.slurm:
+        nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
+        if not nodelist:
+            raise AcrossError("--slurm: SLURM_JOB_NODELIST is not set: run inside an allocation (salloc, sbatch)")
+        res = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise AcrossError(f"scontrol show hostnames {nodelist} failed: {res.stderr.strip()}")
+        hosts = res.stdout.split()
+    else:
+        try:
+            text = Path(args.hosts).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise AcrossError(f"--hosts {args.hosts}: cannot read it: {err}") from None
+        hosts = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+        hosts = [h for h in hosts if h]
+    if args.limit:
+        wanted = args.limit.split(",")
+        hosts = [h for h in hosts if h in wanted]
+    if not hosts:
+        raise AcrossError("no hosts to measure")
+    across_schedule.every_pair(hosts[:2])  # a name twice or empty is refused by the schedules
+    return hosts
+
+
+def load_floor(path: Path, node_type: str) -> Floor | None:
+    """The node type's floor between nodes from a floors file (``floors: {<node type>: {value, source}}``; docs/
+    checks/across-nodes.md), None where it has none."""
+    if not node_type or not path.exists():
+        return None
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise AcrossError(f"{path}: cannot read the floors: {err}") from None
+    entry = (doc.get("floors") or {}).get(node_type) if isinstance(doc, dict) else None
+    if entry is None:
+        return None
+    value, source = entry.get("value") if isinstance(entry, dict) else None, (entry or {}).get("source")
+    if not isinstance(value, (int, float)) or value <= 0 or not source:
+        raise AcrossError(f"{path}: floors: {node_type}: a positive 'value' (GB/s) and a 'source' are required")
+    return Floor(float(value), str(source))
+
+
+class Runner:
+    """Runs rounds through a launcher and keeps every launch's document and record."""
+
+    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+        self.args, self.work, self.rounds = args, work, []  # type: ignore[var-annotated]
+        self.raw = make_dirs(work / "raw")
+
+    def launch(self, groups: list[tuple[str, ...]], mode: str, layout: str = "groups") -> list[GroupFigure]:
+        a = self.args
+        out = self.raw / f"{len(self.rounds) + 1:03d}-{mode}.json"
+        launch = across_launch.build(a.launcher, groups, a.tool, out, self.raw, a.ranks_per_node, layout,
+                                     not a.no_ring, a.launcher_arg or [])  # fmt: skip
+        for name, text in launch.files.items():
+            write_text_atomic(name, text)
+        started = time.monotonic()
+        try:
+            res = subprocess.run(launch.argv, env={**os.environ, **launch.env, "LC_ALL": "C"}, capture_output=True,
+                                 text=True, timeout=a.timeout_s, check=False)  # fmt: skip
+            rc, tail = res.returncode, (res.stderr or res.stdout)[-2000:]
+        except subprocess.TimeoutExpired:
+            rc, tail = 124, f"no result within {a.timeout_s} s"
+        except OSError as err:
+            rc, tail = 127, f"cannot start {launch.argv[0]}: {err}"
+        write_text_atomic(out.with_suffix(".log"), tail)
+        got = across_doc.read(out, groups, mode, rail=layout == "rail")
+        if rc != 0 and not out.exists():
+            got = [GroupFigure(f.nodes, None, None, f"launch exited {rc}: {tail.strip()[-300:]}", mode)
+                   for f in got]  # fmt: skip
+        self.rounds.append({"mode": mode, "groups": [list(g) for g in groups], "argv": launch.argv,
+                            "env": launch.env, "exit_status": rc, "seconds": round(time.monotonic() - started, 3),
+                            "document": str(out)})  # fmt: skip
+        return got
+
+
+def measure_all(args: argparse.Namespace, hosts: list[str], runner: Runner, floor: Floor | None) -> list[GroupFigure]:
+    """The modes asked for, in order, then the follow-up mode where the judge found something wrong."""
+    figures: list[GroupFigure] = []
+    modes = args.modes.split(",")
+    for mode in modes:
+        if mode == "rail":
+            figures += runner.launch([tuple(hosts)], "rail", layout="rail")
+        elif mode == "world":
+            figures += runner.launch([tuple(hosts)], "world", layout="world")
+        else:
+            measure = lambda groups, m=mode: runner.launch(groups, m)  # noqa: E731
+            whole = next((f for f in figures if f.mode == "world"), None)
+            figures += across_modes.run(mode, hosts, measure, floor, args.node_type, whole)
+    verdict = across_rules.judge(hosts, figures, floor, args.node_type)
+    follow = args.on_failure
+    if follow != "none" and follow not in modes and (verdict.failed or not verdict.accepted) and len(hosts) > 2:
+        whole = next((f for f in figures if f.mode == "world"), None)
+        measure = lambda groups: runner.launch(groups, follow)  # noqa: E731
+        figures += across_modes.run(follow, hosts, measure, floor, args.node_type, whole)
+    return figures
+
+
+def table(verdict: across_rules.Judgement) -> str:
+    rows = [(r.subject, r.status.upper(), r.reason) for r in verdict.all_rows()]
+    return tabulate.tabulate(rows, headers=["node", "verdict", "reason"], maxcolwidths=[None, None, 90])
+
+
+def cmd_across(args: argparse.Namespace) -> int:
+    hosts = read_hosts(args)
+    floor = load_floor(Path(args.floors), args.node_type)
+    run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-across"
+    work = make_dirs(Path(args.results) / "_across" / run_id)
+    runner = Runner(args, work)
+    figures = measure_all(args, hosts, runner, floor) if len(hosts) > 1 else []
+    verdict = across_rules.judge(hosts, figures, floor, args.node_type)
+    summary: dict[str, Any] = {
+        "schema": "gpuaccept.across/1", "hosts": hosts, "node_type": args.node_type, "launcher": args.launcher,
+        "modes": args.modes.split(","), "on_failure": args.on_failure,
+        "floor": None if floor is None else {"value": floor.value, "unit": floor.unit, "source": floor.source},
+        "rounds": runner.rounds, "figures": [vars(f) | {"nodes": list(f.nodes)} for f in figures],
+        "cost_rounds": {m: across_schedule.rounds(m, len(hosts)) for m in across_schedule.MODES},
+        "judgement": verdict.to_json(),
+    }  # fmt: skip
+    write_text_atomic(work / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    try:
+        from gpuaccept.results import across_heatmap  # noqa: PLC0415  (matplotlib: the report's requirements)
+
+        for path in across_heatmap.write(summary, work):
+            print(f"heat map: {path}")
+    except ImportError as err:
+        print(f"heat map: not drawn ({err})")
+    print(table(verdict))
+    print(f"\nsummary: {work / SUMMARY_FILE}")
+    if verdict.accepted:
+        return 0
+    return EXIT_REJECTED if verdict.failed else EXIT_NOT_RUN
+
+
+def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> None:
+    sp = sub.add_parser("across", help="NCCL between nodes: the whole set, rails, pairs, halving; names the bad node")
+    src = sp.add_mutually_exclusive_group(required=True)
+    src.add_argument("--hosts", help="a file of host names, one a line")
+    src.add_argument("--inventory", help="an Ansible inventory (or its ansible-inventory --list JSON)")
+    src.add_argument("--slurm", action="store_true", help="this Slurm allocation's nodes (scontrol show hostnames)")
+    sp.add_argument("--limit", help="only these hosts (comma-separated)")
+    sp.add_argument("--launcher", choices=across_launch.LAUNCHERS, default="mpirun", help="default: %(default)s")
+    sp.add_argument("--launcher-arg", action="append", help="one more argument to the launcher (repeatable)")
+    sp.add_argument("--tool", default="gpuaccept-nccl", help="the gpuaccept-nccl executable (default: %(default)s)")
+    sp.add_argument("--ranks-per-node", type=int, default=1, help="ranks (GPUs) per node (default: %(default)s)")
+    sp.add_argument("--modes", default="world,quick", help="comma-separated, in order: world, rail, pairwise, "
+                    "quick, halving (default: %(default)s)")  # fmt: skip
+    sp.add_argument("--on-failure", default="halving", choices=("halving", "pairwise", "quick", "none"),
+                    help="the mode run when the judge finds a fault (default: %(default)s)")  # fmt: skip
+    sp.add_argument("--node-type", default="", help="the node type whose floor between nodes applies")
+    sp.add_argument("--floors", default=str(reference_dir_default / "across" / "floors.yaml"),
+                    help="the floors file (default: %(default)s)")  # fmt: skip
+    sp.add_argument("--no-ring", action="store_true", help="let NCCL choose its algorithm (default: --ring)")
+    sp.add_argument("--timeout-s", type=float, default=600.0, help="per launch (default: %(default)s)")
+    sp.add_argument("--results", default="results", help="writes <results>/_across/<run id>/ (default: %(default)s)")
+    sp.set_defaults(func=cmd_across)

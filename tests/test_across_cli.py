@@ -1,0 +1,103 @@
+"""gpuaccept across end to end without a GPU: the launch command lines built by the pure builder, and the CLI
+driving a stand-in ``mpirun`` that the test writes: it reads the emulate launcher's command line (each emulated
+node's NCCL_HOSTID, the tool's --comm and --output) and writes gpuaccept-nccl's multi-process document in the
+layout docs/benchmark-json.md gives, its figures from the simulated fleet of tests/across_sim.py (node-03 at 0.6
+of the bandwidth)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import textwrap
+
+import pytest
+
+from gpuaccept import across_launch, cli
+
+FAKE_MPIRUN = textwrap.dedent('''\
+    #!{python}
+    import json, os, random, sys
+    argv = sys.argv[1:]
+    hosts = [a.split("=", 1)[1] for a in argv if a.startswith("NCCL_HOSTID=")]
+    comm = argv[argv.index("--comm") + 1]
+    out = argv[argv.index("--output") + 1]
+    bad = set(os.environ.get("FAKE_BAD", "").split(","))
+    rng = random.Random(out)
+    if comm == "world":
+        spans = [(0, len(hosts) - 1)]
+    else:
+        spans = [tuple(map(int, s.split("-"))) for s in comm.split(":", 1)[1].split(",")]
+    groups = []
+    for i, (lo, hi) in enumerate(spans):
+        members = hosts[lo:hi + 1]
+        bw = 370.0 * (0.6 if bad & set(members) else 1.0) * rng.gauss(1.0, 0.01)
+        lat = 12.0 * (len(members) - 1) * rng.gauss(1.0, 0.01)
+        groups.append({{"group": i, "label": "+".join(f"{{r}}@{{h}}" for r, h in zip(range(lo, hi + 1), members)),
+                       "ranks": list(range(lo, hi + 1)), "hosts": members, "size": len(members), "rail": None,
+                       "metrics": {{"allreduce_busbw_gbps_max": {{"value": round(bw, 2), "unit": "GB/s"}},
+                                   "allreduce_latency_us": {{"value": round(lat, 2), "unit": "us"}}}}, "waived": {{}}}})
+    doc = {{"schema": "gpuaccept.bench/1", "tool": "gpuaccept-nccl", "parameters": {{"mode": "multi_process",
+           "comm": comm}}, "results": {{"ranks": [{{"rank": r, "host": h, "hostname": "ci", "errors": []}}
+           for r, h in enumerate(hosts)], "groups": groups}}, "verification": {{"passed": True, "failures": []}},
+           "errors": []}}
+    with open(out, "w") as f:
+        json.dump(doc, f)
+''')
+
+
+def test_launch_commands():
+    mpi = across_launch.build("mpirun", [("a", "b"), ("c", "d")], "gpuaccept-nccl", "/w/001-quick.json", "/w", 8)
+    assert mpi.argv[:6] == ["mpirun", "--hostfile", "/w/001-quick.hosts", "-np", "32", "--map-by"]
+    assert mpi.files == {"/w/001-quick.hosts": "a slots=8\nb slots=8\nc slots=8\nd slots=8\n"}
+    assert ["--comm", "groups:0-15,16-31"] == mpi.argv[mpi.argv.index("--comm"):][:2]
+    assert "tcp://a:29517" in mpi.argv and mpi.argv[-1] == "--ring"
+    srun = across_launch.build("srun", [("n1", "n2")], "t", "/w/002-world.json", "/w", 2, layout="world")
+    assert srun.env == {"SLURM_HOSTFILE": "/w/002-world.tasks"} and srun.files["/w/002-world.tasks"] == "n1\nn1\nn2\nn2\n"
+    assert "--distribution=arbitrary" in srun.argv and "--ntasks=4" in srun.argv and "world" in srun.argv
+    emu = across_launch.build("emulate", [("x", "y")], "t", "/w/o.json", "/w", 1)
+    assert emu.argv.count(":") == 1 and "NCCL_HOSTID=x" in emu.argv and "NCCL_HOSTID=y" in emu.argv
+    with pytest.raises(across_launch.LaunchError, match="share a node"):
+        across_launch.build("mpirun", [("a", "b"), ("b", "c")], "t", "/w/o.json", "/w")
+    with pytest.raises(across_launch.LaunchError, match="launcher"):
+        across_launch.build("pdsh", [("a", "b")], "t", "/w/o.json", "/w")
+
+
+@pytest.fixture
+def fake_mpirun(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "mpirun"
+    script.write_text(FAKE_MPIRUN.format(python=sys.executable))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("bad", "code"), [("node-03", 1), ("", 0)])
+def test_across_names_the_bad_node_end_to_end(fake_mpirun, monkeypatch, capsys, bad, code):
+    monkeypatch.setenv("FAKE_BAD", bad)
+    hosts = fake_mpirun / "hosts.txt"
+    hosts.write_text("# the set\n" + "".join(f"node-{i:02d}\n" for i in range(1, 9)))
+    results = fake_mpirun / "results"
+    rc = cli.main(["across", "--hosts", str(hosts), "--launcher", "emulate", "--results", str(results)])
+    out = capsys.readouterr().out
+    assert rc == code, out
+    (work,) = (results / "_across").iterdir()
+    summary = json.loads((work / "across.json").read_text())
+    assert summary["judgement"]["named"] == ([bad] if bad else [])
+    assert all(r["exit_status"] == 0 for r in summary["rounds"])
+    assert len(list((work / "raw").glob("*.json"))) == len(summary["rounds"])
+    if bad:
+        assert "node-03: pair" in out and "% of the best" in out
+        assert (work / "across-pairs.png").stat().st_size > 1000 and (work / "across-pairs.svg").exists()
+        assert {r["mode"] for r in summary["rounds"]} >= {"world", "quick"}
+
+
+def test_across_bad_input(tmp_path, capsys):
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("a\na\n")
+    assert cli.main(["across", "--hosts", str(hosts), "--results", str(tmp_path)]) == 4
+    assert "listed twice" in capsys.readouterr().err
+    assert cli.main(["across", "--hosts", str(tmp_path / "none"), "--results", str(tmp_path)]) == 4
