@@ -54,7 +54,8 @@ def test_launch_commands():
     assert ["--comm", "groups:0-15,16-31"] == mpi.argv[mpi.argv.index("--comm"):][:2]
     assert "tcp://a:29517" in mpi.argv and mpi.argv[-1] == "--ring"
     srun = across_launch.build("srun", [("n1", "n2")], "t", "/w/002-world.json", "/w", 2, layout="world")
-    assert srun.env == {"SLURM_HOSTFILE": "/w/002-world.tasks"} and srun.files["/w/002-world.tasks"] == "n1\nn1\nn2\nn2\n"
+    assert srun.env == {"SLURM_HOSTFILE": "/w/002-world.tasks"}
+    assert srun.files["/w/002-world.tasks"] == "n1\nn1\nn2\nn2\n"
     assert "--distribution=arbitrary" in srun.argv and "--ntasks=4" in srun.argv and "world" in srun.argv
     emu = across_launch.build("emulate", [("x", "y")], "t", "/w/o.json", "/w", 1)
     assert emu.argv.count(":") == 1 and "NCCL_HOSTID=x" in emu.argv and "NCCL_HOSTID=y" in emu.argv
