@@ -112,6 +112,16 @@ def test_every_rule_names_its_source():
         assert rule.source and ("ClusterKit" in rule.source or "Azure" in rule.source)
 
 
+def test_a_slow_rail_fails_the_set_naming_the_rail():
+    nodes = ["a", "b", "c"]
+    rails = [GroupFigure(tuple(nodes), bw, 20.0, mode="rail", rail=i) for i, bw in enumerate([48.0, 47.5, 30.1, 48.2])]
+    pairs = [GroupFigure(p, 370.0, 12.0, mode="pairwise") for p in (("a", "b"), ("b", "c"), ("a", "c"))]
+    v = across_rules.judge(nodes, [*rails, *pairs])
+    assert v.failed and [r.subject for r in v.rails if r.status == "fail"] == ["rail 2"]
+    assert "rail 2 all-reduce bus bandwidth 30.1 GB/s, 62 % of the best rail 48.2 GB/s" in v.rails[2].reason
+    assert v.named() == []
+
+
 # ---- simulated fleets, every mode ------------------------------------------------------------------------------
 
 CASES = [(n, bad) for n in (8, 16, 64) for bad in ((), (3,), (1, 2), (2, n - 2))]

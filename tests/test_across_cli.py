@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from gpuaccept import across_launch, cli
+from gpuaccept import across_launch, across_run, cli
+from gpuaccept.layout import REFERENCE_DIR
 
 FAKE_MPIRUN = textwrap.dedent('''\
     #!{python}
@@ -102,3 +103,16 @@ def test_across_bad_input(tmp_path, capsys):
     assert cli.main(["across", "--hosts", str(hosts), "--results", str(tmp_path)]) == 4
     assert "listed twice" in capsys.readouterr().err
     assert cli.main(["across", "--hosts", str(tmp_path / "none"), "--results", str(tmp_path)]) == 4
+
+
+def test_floors_file(tmp_path):
+    shipped = REFERENCE_DIR / "across" / "floors.yaml"
+    assert across_run.load_floor(shipped, "h100_sxm5_80gb_x8") is None  # none shipped: held to the best pair
+    site = tmp_path / "floors.yaml"
+    site.write_text("schema: gpuaccept.across-floors/1\nfloors:\n  h100_x8:\n    value: 300\n    source: site run 12\n")
+    floor = across_run.load_floor(site, "h100_x8")
+    assert floor is not None and floor.value == 300.0 and floor.source == "site run 12"
+    site.write_text("schema: gpuaccept.across-floors/1\nfloors:\n  h100_x8:\n    value: 300\n")
+    with pytest.raises(across_run.AcrossError, match="'source' are required"):
+        across_run.load_floor(site, "h100_x8")
+

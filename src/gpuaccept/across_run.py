@@ -9,21 +9,22 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import tabulate
-import yaml
 
-from gpuaccept import across_launch
+from gpuaccept import across_launch, textinput
 from gpuaccept.atomic import make_dirs, write_text_atomic
 from gpuaccept.judge import across_rules
 from gpuaccept.judge.across_rules import Floor, GroupFigure
 from gpuaccept.results import across_doc, across_modes, across_schedule, slurm
 
 EXIT_REJECTED, EXIT_NOT_RUN = 1, 3
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SUMMARY_FILE = "across.json"
 
 
@@ -50,31 +51,38 @@ def read_hosts(args: argparse.Namespace) -> list[str]:
             text = Path(args.hosts).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
             raise AcrossError(f"--hosts {args.hosts}: cannot read it: {err}") from None
-        hosts = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-        hosts = [h for h in hosts if h]
+        hosts = []
+        for n, line in enumerate(text.splitlines(), 1):
+            host = line.split("#", 1)[0].strip()
+            if host and not HOST_NAME.fullmatch(host):
+                raise AcrossError(f"--hosts {args.hosts}:{n}: {host[:60]!r} is not a host name")
+            hosts += [host] if host else []
     if args.limit:
         wanted = args.limit.split(",")
         hosts = [h for h in hosts if h in wanted]
     if not hosts:
         raise AcrossError("no hosts to measure")
-    across_schedule.every_pair(hosts[:2])  # a name twice or empty is refused by the schedules
+    across_schedule.check_nodes(hosts)  # a name twice is refused
     return hosts
 
 
+FLOORS_SCHEMA = "gpuaccept.across-floors/1"
+
+
 def load_floor(path: Path, node_type: str) -> Floor | None:
-    """The node type's floor between nodes from a floors file (``floors: {<node type>: {value, source}}``; docs/
-    checks/across-nodes.md), None where it has none."""
-    if not node_type or not path.exists():
+    """The node type's floor between nodes from a floors file (``floors: {<node type>: {value, source}}``;
+    reference_values/across/floors.yaml), None where it names none; a bad file is an error naming it."""
+    if not node_type:
         return None
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as err:
-        raise AcrossError(f"{path}: cannot read the floors: {err}") from None
-    entry = (doc.get("floors") or {}).get(node_type) if isinstance(doc, dict) else None
+    doc = textinput.load(path, "floors between nodes", textinput.YAML, AcrossError)
+    if not isinstance(doc, dict) or doc.get("schema") != FLOORS_SCHEMA or not isinstance(doc.get("floors"), dict):
+        raise AcrossError(f"{path}: not a floors file (schema: {FLOORS_SCHEMA}, floors: a mapping)")
+    entry = doc["floors"].get(node_type)
     if entry is None:
         return None
-    value, source = entry.get("value") if isinstance(entry, dict) else None, (entry or {}).get("source")
-    if not isinstance(value, (int, float)) or value <= 0 or not source:
+    value = entry.get("value") if isinstance(entry, dict) else None
+    source = entry.get("source") if isinstance(entry, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or not source:
         raise AcrossError(f"{path}: floors: {node_type}: a positive 'value' (GB/s) and a 'source' are required")
     return Floor(float(value), str(source))
 

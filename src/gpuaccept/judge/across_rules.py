@@ -89,7 +89,8 @@ class Row:
 @dataclass
 class Judgement:
     nodes: list[Row] = field(default_factory=list)
-    groups: list[Row] = field(default_factory=list)
+    groups: list[Row] = field(default_factory=list)  # each pair's and group's row (shown, decided through nodes)
+    rails: list[Row] = field(default_factory=list)  # each rail's: a slow rail fails the set, naming the GPU index
     whole_set: Row | None = None
     best_pair_gbps: float | None = None
     best_pair_latency_us: float | None = None
@@ -103,7 +104,7 @@ class Judgement:
         return all(r.status == PASS for r in self.all_rows()) and bool(self.nodes)
 
     def all_rows(self) -> list[Row]:
-        return [*self.nodes, *([self.whole_set] if self.whole_set else [])]
+        return [*self.nodes, *self.rails, *([self.whole_set] if self.whole_set else [])]
 
     def named(self) -> list[str]:
         return [r.subject for r in self.nodes if r.status == FAIL]
@@ -117,6 +118,7 @@ class Judgement:
             "whole_set": asdict(self.whole_set) if self.whole_set else None,
             "nodes": [asdict(r) for r in self.nodes],
             "groups": [asdict(r) for r in self.groups],
+            "rails": [asdict(r) for r in self.rails],
             "rules": {k: asdict(r) for k, r in RULES.items()},
         }
 
@@ -296,8 +298,8 @@ def judge(
     out.best_pair_gbps, out.best_pair_latency_us = best_pair(judged)
     ref_bw, ref_lat, ref_what = group_references(judged)
     problems = {id(f): figure_problem(f, ref_bw, ref_lat, floor, node_type, ref_what) for f in judged}
-    out.groups = _rail_rows([f for f in figures if f.rail is not None])
-    out.groups += [Row(f.label, FAIL if problems[id(f)] else PASS, problems[id(f)], f.busbw_gbps,
+    out.rails = _rail_rows([f for f in figures if f.rail is not None])
+    out.groups = [Row(f.label, FAIL if problems[id(f)] else PASS, problems[id(f)], f.busbw_gbps,
                        "pair_bandwidth" if len(f.nodes) == 2 else "group_bandwidth") for f in judged]  # fmt: skip
     worlds = [f for f in plain if f.mode == "world"]
     world = worlds[-1] if worlds else None

@@ -27,7 +27,7 @@ class ScheduleError(ValueError):
     """A node list no schedule can be made of (a node named twice, an empty name)."""
 
 
-def _checked(nodes: Sequence[str]) -> list[str]:
+def check_nodes(nodes: Sequence[str]) -> list[str]:
     seen: set[str] = set()
     for node in nodes:
         if not node:
@@ -41,7 +41,7 @@ def _checked(nodes: Sequence[str]) -> list[str]:
 def every_pair(nodes: Sequence[str]) -> list[Round]:
     """Every pair of nodes exactly once, in rounds of disjoint pairs (circle method: node 0 stays, the others turn
     one place per round). Fewer than 2 nodes: no round."""
-    ring: list[str | None] = list(_checked(nodes))
+    ring: list[str | None] = list(check_nodes(nodes))
     if len(ring) < 2:
         return []
     if len(ring) % 2:
@@ -59,7 +59,7 @@ def quick_pairs(nodes: Sequence[str]) -> list[Round]:
     """Each node in at least one pair, most in two with different partners: (0,1), (2,3), ... then (1,2), (3,4),
     ..., with (N-1, 0) closing the second round at even N. Two nodes: one round of one pair (a second would repeat
     it); three: every pair; fewer: none."""
-    nodes = _checked(nodes)
+    nodes = check_nodes(nodes)
     n = len(nodes)
     if n < 2:
         return []
