@@ -139,8 +139,6 @@ def _named(n, bad_bw=(), bad_lat=(), mode="pairwise", seed=7):
 @pytest.mark.parametrize("mode", ["pairwise", "quick", "halving"])
 @pytest.mark.parametrize(("n", "bad"), CASES)
 def test_every_bad_node_named_and_no_good_one(mode, n, bad):
-    if mode == "pairwise" and n == 64 and bad not in ((), (3,)):
-        pytest.skip("2016 pairs: the 64-node pairwise case runs once, with one bad node")
     f, verdict = _named(n, bad, mode=mode)
     expected = sorted(f.nodes[i] for i in bad)
     assert sorted(verdict.named()) == expected, [r.reason for r in verdict.nodes if r.status != PASS]

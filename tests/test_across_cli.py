@@ -103,6 +103,9 @@ def test_across_bad_input(tmp_path, capsys):
     assert cli.main(["across", "--hosts", str(hosts), "--results", str(tmp_path)]) == 4
     assert "listed twice" in capsys.readouterr().err
     assert cli.main(["across", "--hosts", str(tmp_path / "none"), "--results", str(tmp_path)]) == 4
+    capsys.readouterr()
+    assert cli.main(["across", "--hosts", str(hosts), "--modes", "world,ring", "--results", str(tmp_path)]) == 4
+    assert "--modes world,ring: unknown ring" in capsys.readouterr().err
 
 
 def test_floors_file(tmp_path):
@@ -116,3 +119,25 @@ def test_floors_file(tmp_path):
     with pytest.raises(across_run.AcrossError, match="'source' are required"):
         across_run.load_floor(site, "h100_x8")
 
+
+
+def test_halving_follows_a_whole_set_under_its_floor(fake_mpirun, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_BAD", "node-11")
+    hosts = fake_mpirun / "hosts.txt"
+    hosts.write_text("".join(f"node-{i:02d}\n" for i in range(1, 17)))
+    floors = fake_mpirun / "floors.yaml"
+    floors.write_text("schema: gpuaccept.across-floors/1\nfloors:\n  t:\n    value: 340\n    source: a site's\n")
+    results = fake_mpirun / "results"
+    rc = cli.main(["across", "--hosts", str(hosts), "--launcher", "emulate", "--modes", "world", "--node-type", "t",
+                   "--floors", str(floors), "--results", str(results)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    (work,) = (results / "_across").iterdir()
+    summary = json.loads((work / "across.json").read_text())
+    assert summary["judgement"]["named"] == ["node-11"]
+    modes = [r["mode"] for r in summary["rounds"]]
+    assert modes[0] == "world" and set(modes[1:]) == {"halving"}
+    confirmed = [f["nodes"] for f in summary["figures"] if f["mode"] == "confirm"]
+    assert any("node-11" in pair for pair in confirmed)
+    assert len(summary["rounds"]) <= 1 + across_run.across_schedule.rounds("halving", 16) + 1
+    assert "under t's floor 340.0 GB/s (a site's)" in summary["judgement"]["whole_set"]["reason"]

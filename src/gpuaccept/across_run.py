@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -87,12 +88,30 @@ def load_floor(path: Path, node_type: str) -> Floor | None:
     return Floor(float(value), str(source))
 
 
+def run_command(argv: list[str], env: dict[str, str], timeout_s: float) -> tuple[int, str]:
+    """Exit status and the output's tail of one launch; past ``timeout_s`` its whole process group is killed (the
+    launcher and what it started here) and the status is 124."""
+    try:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)  # fmt: skip
+    except OSError as err:
+        return 127, f"cannot start {argv[0]}: {err}"
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, out[-4000:]
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return 124, f"{out[-3000:]}\nno result within {timeout_s:g} s: the launch was killed"
+
+
 class Runner:
-    """Runs rounds through a launcher and keeps every launch's document and record."""
+    """Runs rounds through a launcher and keeps every launch's document, output and record."""
 
     def __init__(self, args: argparse.Namespace, work: Path) -> None:
-        self.args, self.work, self.rounds = args, work, []  # type: ignore[var-annotated]
+        self.args = args
         self.raw = make_dirs(work / "raw")
+        self.rounds: list[dict[str, Any]] = []
 
     def launch(self, groups: list[tuple[str, ...]], mode: str, layout: str = "groups") -> list[GroupFigure]:
         a = self.args
@@ -102,41 +121,41 @@ class Runner:
         for name, text in launch.files.items():
             write_text_atomic(name, text)
         started = time.monotonic()
-        try:
-            res = subprocess.run(launch.argv, env={**os.environ, **launch.env, "LC_ALL": "C"}, capture_output=True,
-                                 text=True, timeout=a.timeout_s, check=False)  # fmt: skip
-            rc, tail = res.returncode, (res.stderr or res.stdout)[-2000:]
-        except subprocess.TimeoutExpired:
-            rc, tail = 124, f"no result within {a.timeout_s} s"
-        except OSError as err:
-            rc, tail = 127, f"cannot start {launch.argv[0]}: {err}"
+        rc, tail = run_command(launch.argv, {**os.environ, **launch.env, "LC_ALL": "C"}, a.timeout_s)
         write_text_atomic(out.with_suffix(".log"), tail)
         got = across_doc.read(out, groups, mode, rail=layout == "rail")
-        if rc != 0 and not out.exists():
-            got = [GroupFigure(f.nodes, None, None, f"launch exited {rc}: {tail.strip()[-300:]}", mode)
-                   for f in got]  # fmt: skip
+        if rc != 0 and not any(f.error for f in got):  # a failed launch never passes on the figures it left
+            why = f"the launch exited {rc}: {' '.join(tail.split())[-300:]}"
+            got = [GroupFigure(f.nodes, f.busbw_gbps, f.latency_us, why, mode, f.rail, f.source) for f in got]
         self.rounds.append({"mode": mode, "groups": [list(g) for g in groups], "argv": launch.argv,
                             "env": launch.env, "exit_status": rc, "seconds": round(time.monotonic() - started, 3),
-                            "document": str(out)})  # fmt: skip
+                            "document": str(out), "output": str(out.with_suffix(".log"))})  # fmt: skip
         return got
 
 
+def follow_up_needed(verdict: across_rules.Judgement) -> bool:
+    """Whether the modes run left a fault unexplained: a node the judge could not place, or a slow whole set or
+    rail with no node named."""
+    unplaced = any(r.status == across_rules.NOT_RUN for r in verdict.nodes)
+    set_rows = [*verdict.rails, *([verdict.whole_set] if verdict.whole_set else [])]
+    unexplained = any(r.status == across_rules.FAIL for r in set_rows)
+    return unplaced or (unexplained and not verdict.named())
+
+
 def measure_all(args: argparse.Namespace, hosts: list[str], runner: Runner, floor: Floor | None) -> list[GroupFigure]:
-    """The modes asked for, in order, then the follow-up mode where the judge found something wrong."""
+    """The modes asked for, in order, then the follow-up mode where they left a fault unexplained."""
     figures: list[GroupFigure] = []
     modes = args.modes.split(",")
     for mode in modes:
-        if mode == "rail":
-            figures += runner.launch([tuple(hosts)], "rail", layout="rail")
-        elif mode == "world":
-            figures += runner.launch([tuple(hosts)], "world", layout="world")
+        if mode in ("rail", "world"):
+            figures += runner.launch([tuple(hosts)], mode, layout=mode)
         else:
             measure = lambda groups, m=mode: runner.launch(groups, m)  # noqa: E731
             whole = next((f for f in figures if f.mode == "world"), None)
             figures += across_modes.run(mode, hosts, measure, floor, args.node_type, whole)
     verdict = across_rules.judge(hosts, figures, floor, args.node_type)
     follow = args.on_failure
-    if follow != "none" and follow not in modes and (verdict.failed or not verdict.accepted) and len(hosts) > 2:
+    if follow != "none" and follow not in modes and len(hosts) > 2 and follow_up_needed(verdict):
         whole = next((f for f in figures if f.mode == "world"), None)
         measure = lambda groups: runner.launch(groups, follow)  # noqa: E731
         figures += across_modes.run(follow, hosts, measure, floor, args.node_type, whole)
@@ -149,6 +168,10 @@ def table(verdict: across_rules.Judgement) -> str:
 
 
 def cmd_across(args: argparse.Namespace) -> int:
+    unknown = [m for m in args.modes.split(",") if m not in across_schedule.MODES]
+    if unknown:
+        known = ", ".join(across_schedule.MODES)
+        raise AcrossError(f"--modes {args.modes}: unknown {', '.join(unknown)} (one of {known})")
     hosts = read_hosts(args)
     floor = load_floor(Path(args.floors), args.node_type)
     run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-across"
