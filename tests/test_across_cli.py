@@ -1,8 +1,8 @@
 """gpuaccept across end to end without a GPU: the launch command lines built by the pure builder, and the CLI
-driving a stand-in ``mpirun`` that the test writes: it reads the emulate launcher's command line (each emulated
-node's NCCL_HOSTID, the tool's --comm and --output) and writes gpuaccept-nccl's multi-process document in the
-layout docs/benchmark-json.md gives, its figures from the simulated fleet of tests/across_sim.py (node-03 at 0.6
-of the bandwidth)."""
+driving a stand-in ``mpirun`` that the test writes: it reads the mpirun launcher's command line (the hostfile, the
+tool's --comm and --output, GPUACCEPT_BOOTSTRAP in its environment) and writes gpuaccept-nccl's multi-process
+document in the layout docs/benchmark-json.md gives, its figures from a model of the fleet (the node named in
+FAKE_BAD at 0.6 of the bandwidth, 1 % noise)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ FAKE_MPIRUN = textwrap.dedent('''\
     #!{python}
     import json, os, random, sys
     argv = sys.argv[1:]
-    hosts = [a.split("=", 1)[1] for a in argv if a.startswith("NCCL_HOSTID=")]
+    if "GPUACCEPT_BOOTSTRAP" not in os.environ or argv[argv.index("-x") + 1] != "GPUACCEPT_BOOTSTRAP":
+        sys.exit("no GPUACCEPT_BOOTSTRAP for the ranks")
+    lines = open(argv[argv.index("--hostfile") + 1]).read().split()
+    hosts = [h for h in lines if "=" not in h]
     comm = argv[argv.index("--comm") + 1]
     out = argv[argv.index("--output") + 1]
     bad = set(os.environ.get("FAKE_BAD", "").split(","))
@@ -53,13 +56,16 @@ def test_launch_commands():
     assert mpi.argv[:6] == ["mpirun", "--hostfile", "/w/001-quick.hosts", "-np", "32", "--map-by"]
     assert mpi.files == {"/w/001-quick.hosts": "a slots=8\nb slots=8\nc slots=8\nd slots=8\n"}
     assert ["--comm", "groups:0-15,16-31"] == mpi.argv[mpi.argv.index("--comm"):][:2]
-    assert "tcp://a:29517" in mpi.argv and mpi.argv[-1] == "--ring"
+    assert mpi.argv[-1] == "--ring" and "--multi-process" in mpi.argv
     srun = across_launch.build("srun", [("n1", "n2")], "t", "/w/002-world.json", "/w", 2, layout="world")
-    assert srun.env == {"SLURM_HOSTFILE": "/w/002-world.tasks"}
+    assert srun.env["SLURM_HOSTFILE"] == "/w/002-world.tasks"
     assert srun.files["/w/002-world.tasks"] == "n1\nn1\nn2\nn2\n"
     assert "--distribution=arbitrary" in srun.argv and "--ntasks=4" in srun.argv and "world" in srun.argv
-    emu = across_launch.build("emulate", [("x", "y")], "t", "/w/o.json", "/w", 1)
-    assert emu.argv.count(":") == 1 and "NCCL_HOSTID=x" in emu.argv and "NCCL_HOSTID=y" in emu.argv
+    assert srun.env["GPUACCEPT_BOOTSTRAP"] == "n1:29517" and mpi.env == {"GPUACCEPT_BOOTSTRAP": "a:29517"}
+    emu = across_launch.build("emulate", [("x", "y"), ("z", "w")], "t", "/w/o.json", "/w", 1, gpus=8, python="py")
+    assert emu.argv[:9] == ["py", "-m", "gpuaccept.nccl_emulate", "--ranks", "4", "--gpus", "8", "--hosts", "4"]
+    assert emu.argv[9:] == ["--", "t", "--comm", "groups:0-1,2-3", "--output", "/w/o.json", "--ring"]
+    assert emu.aliases == {"emuhost0": "x", "emuhost1": "y", "emuhost2": "z", "emuhost3": "w"}
     with pytest.raises(across_launch.LaunchError, match="share a node"):
         across_launch.build("mpirun", [("a", "b"), ("b", "c")], "t", "/w/o.json", "/w")
     with pytest.raises(across_launch.LaunchError, match="launcher"):
@@ -83,7 +89,7 @@ def test_across_names_the_bad_node_end_to_end(fake_mpirun, monkeypatch, capsys, 
     hosts = fake_mpirun / "hosts.txt"
     hosts.write_text("# the set\n" + "".join(f"node-{i:02d}\n" for i in range(1, 9)))
     results = fake_mpirun / "results"
-    rc = cli.main(["across", "--hosts", str(hosts), "--launcher", "emulate", "--results", str(results)])
+    rc = cli.main(["across", "--hosts", str(hosts), "--launcher", "mpirun", "--results", str(results)])
     out = capsys.readouterr().out
     assert rc == code, out
     (work,) = (results / "_across").iterdir()
@@ -128,7 +134,7 @@ def test_halving_follows_a_whole_set_under_its_floor(fake_mpirun, monkeypatch, c
     floors = fake_mpirun / "floors.yaml"
     floors.write_text("schema: gpuaccept.across-floors/1\nfloors:\n  t:\n    value: 340\n    source: a site's\n")
     results = fake_mpirun / "results"
-    rc = cli.main(["across", "--hosts", str(hosts), "--launcher", "emulate", "--modes", "world", "--node-type", "t",
+    rc = cli.main(["across", "--hosts", str(hosts), "--launcher", "mpirun", "--modes", "world", "--node-type", "t",
                    "--floors", str(floors), "--results", str(results)])  # fmt: skip
     out = capsys.readouterr().out
     assert rc == 1, out

@@ -35,7 +35,7 @@ WHOAMI = textwrap.dedent("""\
     args="$*" out=""
     while [ $# -gt 0 ]; do [ "$1" = --output ] && out=$2; shift; done
     addr=$(ip -4 -o addr show eth0 | awk '{print $4}')
-    echo "$(hostname) $addr $args" > "$out.rank$OMPI_COMM_WORLD_RANK"
+    echo "$(hostname) $addr $GPUACCEPT_BOOTSTRAP $args" > "$out.rank$OMPI_COMM_WORLD_RANK"
 """)
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -101,7 +101,9 @@ def test_mpirun_launch_reaches_both_namespaces(namespaces):
     # ranks 0-1 on n1, 2-3 on n2 (the hostfile's order and slots), each with its namespace's own name and address
     assert [s[0] for s in seen] == ["n1", "n1", "n2", "n2"]
     assert [s[1] for s in seen] == [f"{subnet}.1/24"] * 2 + [f"{subnet}.2/24"] * 2
-    assert "groups:0-3" in seen[0] and f"tcp://n1:{across_launch.BOOTSTRAP_PORT}" in seen[0]
+    # every rank is told where rank 0 listens (mpirun -x), and gets the tool's arguments
+    assert {s[2] for s in seen} == {f"n1:{across_launch.BOOTSTRAP_PORT}"}
+    assert all("groups:0-3" in s and "--multi-process" in s for s in seen)
 
 
 def test_mpi_ping_pong_between_the_namespaces(namespaces):

@@ -8,13 +8,17 @@ names them. Launchers:
 - ``mpirun``: Open MPI with a hostfile of the round (``HOST slots=R``), ranks by slot in the file's order.
 - ``srun``: inside a Slurm allocation; ``--distribution=arbitrary`` with ``SLURM_HOSTFILE`` (one line per task)
   fixes which node each rank lands on.
-- ``emulate``: every rank on this machine, each node's ranks given their own ``NCCL_HOSTID`` (NCCL then treats
-  them as separate hosts and connects them through its network transport, not shared memory or P2P): Open MPI's
-  colon-separated application contexts, one per emulated node.
+- ``emulate``: every rank on this machine, each node's ranks an emulated host of their own (gpuaccept.nccl_emulate:
+  its own ``NCCL_HOSTID``, NCCL's sockets over loopback as the only path, rank r on GPU r mod ``gpus``). The document
+  names the hosts ``emuhost<i>``, the round's i-th node (``Launch.aliases``). What it measures is loopback TCP and
+  the CPU driving it, not a network.
+
+Rank 0 listens for the others at ``GPUACCEPT_BOOTSTRAP`` (HOST:PORT), set in every rank's environment.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +31,9 @@ TOOL_MULTI_PROCESS = "--multi-process"
 TOOL_COMM = "--comm"
 TOOL_RING = "--ring"
 TOOL_OUTPUT = "--output"
-TOOL_BOOTSTRAP = "--bootstrap"
+BOOTSTRAP_ENV = "GPUACCEPT_BOOTSTRAP"
 BOOTSTRAP_PORT = 29517
+EMULATOR = "gpuaccept.nccl_emulate"  # python -m: N ranks on this machine, each its own NCCL host
 
 
 class LaunchError(ValueError):
@@ -41,6 +46,7 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)  # added to the launcher's environment
     files: dict[str, str] = field(default_factory=dict)  # path -> text to write before launching (hostfiles)
     hosts: list[str] = field(default_factory=list)  # the round's hosts in rank order
+    aliases: dict[str, str] = field(default_factory=dict)  # the document's host name -> the node it stands for
 
 
 def comm_spec(groups: Sequence[Sequence[str]], ranks_per_node: int, layout: str = "groups") -> str:
@@ -55,9 +61,9 @@ def comm_spec(groups: Sequence[Sequence[str]], ranks_per_node: int, layout: str 
     return "groups:" + ",".join(spans)
 
 
-def tool_argv(tool: str, comm: str, output: str | Path, bootstrap_host: str, ring: bool = True) -> list[str]:
-    argv = [tool, TOOL_MULTI_PROCESS, TOOL_COMM, comm, TOOL_OUTPUT, str(output),
-            TOOL_BOOTSTRAP, f"tcp://{bootstrap_host}:{BOOTSTRAP_PORT}"]  # fmt: skip
+def tool_argv(tool: str, comm: str, output: str | Path, ring: bool = True, multi: bool = True) -> list[str]:
+    """The tool's own arguments (``multi``: with --multi-process, which the emulator adds itself)."""
+    argv = [tool, *([TOOL_MULTI_PROCESS] if multi else []), TOOL_COMM, comm, TOOL_OUTPUT, str(output)]
     return argv + ([TOOL_RING] if ring else [])
 
 
@@ -71,9 +77,12 @@ def build(
     layout: str = "groups",
     ring: bool = True,
     launcher_args: Sequence[str] = (),
+    gpus: int = 0,
+    python: str = sys.executable,
 ) -> Launch:
     """The launch of one round: ``groups`` (disjoint, 2 or more nodes each; ``layout`` world or rail: one group)
-    through ``launcher``, the tool writing ``output``; hostfiles go under ``work_dir``."""
+    through ``launcher``, the tool writing ``output``; hostfiles go under ``work_dir``. ``gpus``: emulate's GPUs on
+    this machine (0: one per rank)."""
     if launcher not in LAUNCHERS:
         raise LaunchError(f"launcher {launcher!r}: one of {', '.join(LAUNCHERS)}")
     if ranks_per_node < 1:
@@ -84,22 +93,23 @@ def build(
     if any(len(g) < 2 for g in groups):
         raise LaunchError(f"a group of fewer than 2 nodes measures nothing between nodes: {groups}")
     total = len(hosts) * ranks_per_node
-    # Rank 0 listens for the others: on its own host, or this machine when every rank is here.
-    boot = "127.0.0.1" if launcher == "emulate" else hosts[0]
-    tool_cmd = tool_argv(tool, comm_spec(groups, ranks_per_node, layout), output, boot, ring)
+    comm = comm_spec(groups, ranks_per_node, layout)
     tag = Path(output).stem
+    if launcher == "emulate":
+        argv = [python, "-m", EMULATOR, "--ranks", str(total), "--gpus", str(gpus or total), "--hosts",
+                str(len(hosts)), *launcher_args, "--", *tool_argv(tool, comm, output, ring, multi=False)]  # fmt: skip
+        return Launch(argv, {}, {}, hosts, {f"emuhost{i}": h for i, h in enumerate(hosts)})
+    # Rank 0 listens for the others on its own host.
+    boot = {BOOTSTRAP_ENV: f"{hosts[0]}:{BOOTSTRAP_PORT}"}
+    tool_cmd = tool_argv(tool, comm, output, ring)
     if launcher == "mpirun":
         hostfile = str(Path(work_dir) / f"{tag}.hosts")
         text = "".join(f"{h} slots={ranks_per_node}\n" for h in hosts)
-        argv = ["mpirun", "--hostfile", hostfile, "-np", str(total), "--map-by", "slot", *launcher_args, *tool_cmd]
-        return Launch(argv, {}, {hostfile: text}, hosts)
-    if launcher == "srun":
-        hostfile = str(Path(work_dir) / f"{tag}.tasks")
-        text = "".join(f"{h}\n" for h in hosts for _ in range(ranks_per_node))
-        argv = ["srun", f"--nodes={len(hosts)}", f"--ntasks={total}", "--distribution=arbitrary",
-                f"--nodelist={','.join(hosts)}", *launcher_args, *tool_cmd]  # fmt: skip
-        return Launch(argv, {"SLURM_HOSTFILE": hostfile}, {hostfile: text}, hosts)
-    argv = ["mpirun", "--host", f"localhost:{total}", *launcher_args]
-    for i, h in enumerate(hosts):
-        argv += [*([":"] if i else []), "-np", str(ranks_per_node), "-x", f"NCCL_HOSTID={h}", *tool_cmd]
-    return Launch(argv, {}, {}, hosts)
+        argv = ["mpirun", "--hostfile", hostfile, "-np", str(total), "--map-by", "slot", "-x", BOOTSTRAP_ENV,
+                *launcher_args, *tool_cmd]  # fmt: skip
+        return Launch(argv, boot, {hostfile: text}, hosts)
+    hostfile = str(Path(work_dir) / f"{tag}.tasks")
+    text = "".join(f"{h}\n" for h in hosts for _ in range(ranks_per_node))
+    argv = ["srun", f"--nodes={len(hosts)}", f"--ntasks={total}", "--distribution=arbitrary",
+            f"--nodelist={','.join(hosts)}", *launcher_args, *tool_cmd]  # fmt: skip
+    return Launch(argv, {"SLURM_HOSTFILE": hostfile, **boot}, {hostfile: text}, hosts)

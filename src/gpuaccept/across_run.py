@@ -117,13 +117,13 @@ class Runner:
         a = self.args
         out = self.raw / f"{len(self.rounds) + 1:03d}-{mode}.json"
         launch = across_launch.build(a.launcher, groups, a.tool, out, self.raw, a.ranks_per_node, layout,
-                                     not a.no_ring, a.launcher_arg or [])  # fmt: skip
+                                     not a.no_ring, a.launcher_arg or [], a.gpus)  # fmt: skip
         for name, text in launch.files.items():
             write_text_atomic(name, text)
         started = time.monotonic()
         rc, tail = run_command(launch.argv, {**os.environ, **launch.env, "LC_ALL": "C"}, a.timeout_s)
         write_text_atomic(out.with_suffix(".log"), tail)
-        got = across_doc.read(out, groups, mode, rail=layout == "rail")
+        got = across_doc.read(out, groups, mode, layout == "rail", launch.aliases)
         if rc != 0 and not any(f.error for f in got):  # a failed launch never passes on the figures it left
             why = f"the launch exited {rc}: {' '.join(tail.split())[-300:]}"
             got = [GroupFigure(f.nodes, f.busbw_gbps, f.latency_us, why, mode, f.rail, f.source) for f in got]
@@ -213,6 +213,8 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
     sp.add_argument("--launcher-arg", action="append", help="one more argument to the launcher (repeatable)")
     sp.add_argument("--tool", default="gpuaccept-nccl", help="the gpuaccept-nccl executable (default: %(default)s)")
     sp.add_argument("--ranks-per-node", type=int, default=1, help="ranks (GPUs) per node (default: %(default)s)")
+    sp.add_argument("--gpus", type=int, default=0, help="emulate: this machine's GPUs, rank r on GPU r mod GPUS "
+                    "(default: one per rank)")  # fmt: skip
     sp.add_argument("--modes", default="world,quick", help="comma-separated, in order: world, rail, pairwise, "
                     "quick, halving (default: %(default)s)")  # fmt: skip
     sp.add_argument("--on-failure", default="halving", choices=("halving", "pairwise", "quick", "none"),

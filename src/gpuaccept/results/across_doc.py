@@ -10,7 +10,7 @@ measure, with the reason.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,11 @@ def _nodes(hosts: list[Any], where: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(hosts))
 
 
-def figures(doc: Any, path: str | Path = "", mode: str = "") -> list[GroupFigure]:
-    """Every group of one document as the judge's figures."""
+def figures(
+    doc: Any, path: str | Path = "", mode: str = "", aliases: Mapping[str, str] | None = None
+) -> list[GroupFigure]:
+    """Every group of one document as the judge's figures; ``aliases``: the node each host name stands for (an
+    emulated host's ``emuhost<i>``)."""
     where = str(path) or "the document"
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
         raise DocumentError(f"{where}: not a gpuaccept-nccl document (no 'results' object)")
@@ -54,6 +57,7 @@ def figures(doc: Any, path: str | Path = "", mode: str = "") -> list[GroupFigure
         if not isinstance(g, dict):
             raise DocumentError(f"{where}: results.groups[{i}] is not an object")
         nodes = _nodes(g.get("hosts"), f"{where}: results.groups[{i}]")
+        nodes = tuple((aliases or {}).get(n, n) for n in nodes)
         errors = [f"rank {r} ({(ranks.get(r) or {}).get('hostname', '?')}): {e}"
                   for r in g.get("ranks") or [] for e in (ranks.get(r) or {}).get("errors") or []]  # fmt: skip
         label = g.get("label")
@@ -68,12 +72,14 @@ def figures(doc: Any, path: str | Path = "", mode: str = "") -> list[GroupFigure
     return out
 
 
-def read(path: Path, groups: Sequence[Sequence[str]], mode: str, rail: bool = False) -> list[GroupFigure]:
+def read(
+    path: Path, groups: Sequence[Sequence[str]], mode: str, rail: bool = False, aliases: Mapping[str, str] | None = None
+) -> list[GroupFigure]:
     """The figures of the run that was to measure ``groups`` (rail: one group per rail over them), from its
     document at ``path``; a missing or unreadable document fails each group with the reason."""
     try:
         doc = textinput.load_json(path, "gpuaccept-nccl's document", DocumentError)
-        got = figures(doc, path, mode)
+        got = figures(doc, path, mode, aliases)
     except DocumentError as err:
         return [GroupFigure(tuple(g), None, None, str(err), mode, None, str(path)) for g in groups]
     if rail:
