@@ -270,7 +270,8 @@ def _whole_set(world: GroupFigure, best_bw: float | None, floor: Floor | None, n
                    "no pair was measured to hold it to", value, "whole_set")  # fmt: skip
     status = PASS if value >= rule.value * best_bw else FAIL
     return Row("whole set", status, f"{what}, {_pct(value, best_bw)} of the best pair {best_bw:.1f} GB/s "
-               f"({'at least' if status == PASS else 'under'} {rule.value:.0%}; no floor for {node_type or 'it'})",
+               f"({'at least' if status == PASS else 'under'} {rule.value:.0%}; "
+               + (f"no floor for {node_type})" if node_type else "no node type given, so no floor)"),
                value, "whole_set")  # fmt: skip
 
 

@@ -45,9 +45,10 @@ def figure(summary: dict[str, Any]):  # type: ignore[no-untyped-def]
             if label.get_text() in named:
                 label.set_color("red")
                 label.set_fontweight("bold")
-    for h in named:
-        i = hosts.index(h)
-        ax.add_patch(plt.Rectangle((-0.5, i - 0.5), len(hosts), 1, fill=False, edgecolor="red", linewidth=1.5))
+    for node in named:
+        i = hosts.index(node)
+        for xy, w, h in (((-0.5, i - 0.5), len(hosts), 1), ((i - 0.5, -0.5), 1, len(hosts))):  # its row and column
+            ax.add_patch(plt.Rectangle(xy, w, h, fill=False, edgecolor="red", linewidth=1.5))
     ax.set_title("pairs between nodes" + (f"; named: {', '.join(sorted(named))}" if named else ""))
     fig.tight_layout()
     return fig

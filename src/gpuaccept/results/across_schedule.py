@@ -94,6 +94,8 @@ def rounds(mode: str, n: int, suspects: int = 1) -> int:
         return n - 1 if n % 2 == 0 else n
     if mode == "quick":
         return {2: 1, 3: 3}.get(n, 2)
+    if n <= 3:  # nothing to halve: every pair
+        return rounds("pairwise", n)
     levels, size = 0, n
     while size > 3:  # the larger half of a group of `size` nodes
         size, levels = math.ceil(size / 2), levels + 1
