@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import H100_RUNS
 
 from gpuaccept import across_launch, across_run, cli
 from gpuaccept.layout import REFERENCE_DIR
@@ -147,3 +148,25 @@ def test_halving_follows_a_whole_set_under_its_floor(fake_mpirun, monkeypatch, c
     assert any("node-11" in pair for pair in confirmed)
     assert len(summary["rounds"]) <= 1 + across_run.across_schedule.rounds("halving", 16) + 1
     assert "under t's floor 340.0 GB/s (a site's)" in summary["judgement"]["whole_set"]["reason"]
+
+
+def test_the_report_shows_the_pairs_and_the_named_node(fake_mpirun, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_BAD", "node-05")
+    hosts = fake_mpirun / "hosts.txt"
+    hosts.write_text("".join(f"node-{i:02d}\n" for i in range(1, 7)))
+    results = fake_mpirun / "results"
+    assert cli.main(["across", "--hosts", str(hosts), "--launcher", "mpirun", "--results", str(results)]) == 1
+    (summary,) = (results / "_across").glob("*/across.json")
+    runs = fake_mpirun / "runs"
+    runs.mkdir()
+    (runs / "cpu_gemm.json").write_text(next(H100_RUNS.rglob("cpu_gemm.json")).read_text())  # a recorded document
+    page_path = fake_mpirun / "r.html"
+    assert cli.main(["report", "--output", str(page_path), "--across", str(summary), f"h100={runs}"]) == 0
+    page = page_path.read_text()
+    section = page[page.index("id='across'") : page.index("id='per-gpu'")]
+    assert "node-05: pair" in section and "FAIL" in section and "data:image/png;base64," in section
+    capsys.readouterr()
+    bad = fake_mpirun / "bad.json"
+    bad.write_text('{"schema": "x"}')
+    assert cli.main(["report", "--output", str(page_path), "--across", str(bad), f"h100={runs}"]) == 4
+    assert "not a gpuaccept across summary" in capsys.readouterr().err

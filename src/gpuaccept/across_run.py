@@ -27,6 +27,7 @@ from gpuaccept.results import across_doc, across_modes, across_schedule, slurm
 EXIT_REJECTED, EXIT_NOT_RUN = 1, 3
 HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SUMMARY_FILE = "across.json"
+SUMMARY_SCHEMA = "gpuaccept.across/1"  # gpuaccept.results.across_heatmap.SCHEMA reads it
 
 
 class AcrossError(ValueError):
@@ -180,7 +181,7 @@ def cmd_across(args: argparse.Namespace) -> int:
     figures = measure_all(args, hosts, runner, floor) if len(hosts) > 1 else []
     verdict = across_rules.judge(hosts, figures, floor, args.node_type)
     summary: dict[str, Any] = {
-        "schema": "gpuaccept.across/1", "hosts": hosts, "node_type": args.node_type, "launcher": args.launcher,
+        "schema": SUMMARY_SCHEMA, "hosts": hosts, "node_type": args.node_type, "launcher": args.launcher,
         "modes": args.modes.split(","), "on_failure": args.on_failure,
         "floor": None if floor is None else {"value": floor.value, "unit": floor.unit, "source": floor.source},
         "rounds": runner.rounds, "figures": [vars(f) | {"nodes": list(f.nodes)} for f in figures],

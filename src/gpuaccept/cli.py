@@ -389,7 +389,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError("--pdf prints with headless Chromium, and none is on PATH: apt-get install chromium (Debian's "
                          "package; or name a Chromium with GPUACCEPT_CHROMIUM)")  # fmt: skip
     groups = [report.load_group(spec) for spec in args.inputs]
-    text = report.build(groups, args.title, args.baseline, args.generated, Path(args.reference_dir))
+    from gpuaccept.results import across_heatmap  # noqa: PLC0415 (matplotlib, as above)
+
+    across = [(path, across_heatmap.load(Path(path))) for path in args.across or []]
+    text = report.build(groups, args.title, args.baseline, args.generated, Path(args.reference_dir), across)
     write_text_atomic(args.output, text)
     if args.pdf:
         report.print_pdf(Path(args.output), Path(args.pdf))
@@ -649,6 +652,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--baseline", help="the label ratios are taken against (default: the first input)")
     sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")
     sp.add_argument("--pdf", help="also print the report to this PDF with headless Chromium (Debian: chromium)")
+    sp.add_argument("--across", action="append", help="a gpuaccept across summary (across.json) to show, its pair "
+                    "heat map and each node's verdict (repeatable)")  # fmt: skip
     refdir(sp)
     sp.set_defaults(func=cmd_report)
 

@@ -5,17 +5,17 @@ an HTML fragment the evaluation report can embed (``html_section``)."""
 from __future__ import annotations
 
 import base64
+import html
 import io
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
+from gpuaccept import textinput
 from gpuaccept.atomic import finish, make_dirs
+
+SCHEMA = "gpuaccept.across/1"  # the summary gpuaccept across writes
 
 
 def matrix(summary: dict[str, Any]) -> tuple[list[str], list[list[float]]]:
@@ -31,7 +31,20 @@ def matrix(summary: dict[str, Any]) -> tuple[list[str], list[list[float]]]:
     return hosts, m
 
 
-def figure(summary: dict[str, Any]):  # type: ignore[no-untyped-def]
+def pyplot() -> Any:
+    """matplotlib's pyplot (requirements/report.txt), on the Agg backend unless a caller chose one already (the
+    HTML report draws SVG)."""
+    import matplotlib  # noqa: PLC0415 (optional: the report's requirements)
+
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    return plt
+
+
+def figure(summary: dict[str, Any]) -> Any:
+    plt = pyplot()
     hosts, m = matrix(summary)
     named = set((summary.get("judgement") or {}).get("named") or [])
     size = max(4.0, 0.3 * len(hosts) + 2)
@@ -60,6 +73,7 @@ def write(summary: dict[str, Any], directory: Path) -> list[Path]:
     if all(math.isnan(v) for row in m for v in row):
         return []
     fig = figure(summary)
+    plt = pyplot()
     out = []
     for ext in ("png", "svg"):
         target = Path(directory) / f"across-pairs.{ext}"
@@ -71,15 +85,33 @@ def write(summary: dict[str, Any], directory: Path) -> list[Path]:
     return out
 
 
-def html_section(summary: dict[str, Any]) -> str:
-    """The heat map as an inline PNG in a <section>, for the HTML report; "" where no pair was measured."""
+def load(path: Path) -> dict[str, Any]:
+    """A ``gpuaccept across`` summary (across.json), read strictly; ValueError naming the file otherwise."""
+    doc = textinput.load_json(Path(path), "gpuaccept across summary", ValueError)
+    if doc.get("schema") != SCHEMA or not isinstance(doc.get("hosts"), list):
+        raise ValueError(f"{path}: not a gpuaccept across summary (schema {doc.get('schema')!r}, expected {SCHEMA!r})")
+    return doc
+
+
+def html_section(summary: dict[str, Any], source: str = "") -> str:
+    """The judgement's rows and the heat map (an inline PNG) as a <section> of the HTML report."""
+    judgement = summary.get("judgement") or {}
+    rows = [*(judgement.get("nodes") or []), *(judgement.get("rails") or []),
+            *([judgement["whole_set"]] if judgement.get("whole_set") else [])]  # fmt: skip
+    body = "".join(f"<tr class='{html.escape(str(r.get('status')))}'><td>{html.escape(str(r.get('subject')))}</td>"
+                   f"<td>{html.escape(str(r.get('status')).upper())}</td><td>{html.escape(str(r.get('reason')))}</td>"
+                   "</tr>" for r in rows)  # fmt: skip
+    parts = [f"<section class='across'><p class='note'>{len(summary.get('hosts') or [])} nodes, launcher "
+             f"{html.escape(str(summary.get('launcher')))}{', ' + html.escape(source) if source else ''} "
+             "(docs/checks/across-nodes.md)</p>",
+             f"<table><thead><tr><th>node</th><th>verdict</th><th>reason</th></tr></thead><tbody>{body}</tbody>"
+             "</table>"]  # fmt: skip
     _hosts, m = matrix(summary)
-    if all(math.isnan(v) for row in m for v in row):
-        return ""
-    fig = figure(summary)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode()
-    return ('<section class="across"><h2>Pairs between nodes</h2>'
-            f'<img alt="pair bus bandwidth between nodes" src="data:image/png;base64,{data}"></section>')
+    if not all(math.isnan(v) for row in m for v in row):
+        fig = figure(summary)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110)
+        pyplot().close(fig)
+        data = base64.b64encode(buf.getvalue()).decode()
+        parts.append(f'<img alt="pair bus bandwidth between nodes" src="data:image/png;base64,{data}">')
+    return "".join(parts) + "</section>"
