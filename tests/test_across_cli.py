@@ -67,6 +67,12 @@ def test_launch_commands():
     assert emu.argv[:9] == ["py", "-m", "gpuaccept.nccl_emulate", "--ranks", "4", "--gpus", "8", "--hosts", "4"]
     assert emu.argv[9:] == ["--", "t", "--comm", "groups:0-1,2-3", "--output", "/w/o.json", "--ring"]
     assert emu.aliases == {"emuhost0": "x", "emuhost1": "y", "emuhost2": "z", "emuhost3": "w"}
+    slow = across_launch.build("emulate", [("y", "z"), ("x", "w")], "t", "/w/o.json", "/w", 2, gpus=2, python="py",
+                               tool_args=["--max-bytes", "64"], slow_node="x")  # fmt: skip
+    assert slow.argv[9:12] == ["--slow-rank", "4", "--"]  # x is the round's third node: its first rank is 4
+    assert slow.argv[12:16] == ["t", "--max-bytes", "64", "--comm"]
+    with pytest.raises(across_launch.LaunchError, match="emulated only"):
+        across_launch.build("mpirun", [("a", "b")], "t", "/w/o.json", "/w", slow_node="a")
     with pytest.raises(across_launch.LaunchError, match="share a node"):
         across_launch.build("mpirun", [("a", "b"), ("b", "c")], "t", "/w/o.json", "/w")
     with pytest.raises(across_launch.LaunchError, match="launcher"):

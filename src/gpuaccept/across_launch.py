@@ -61,9 +61,12 @@ def comm_spec(groups: Sequence[Sequence[str]], ranks_per_node: int, layout: str 
     return "groups:" + ",".join(spans)
 
 
-def tool_argv(tool: str, comm: str, output: str | Path, ring: bool = True, multi: bool = True) -> list[str]:
-    """The tool's own arguments (``multi``: with --multi-process, which the emulator adds itself)."""
-    argv = [tool, *([TOOL_MULTI_PROCESS] if multi else []), TOOL_COMM, comm, TOOL_OUTPUT, str(output)]
+def tool_argv(
+    tool: str, comm: str, output: str | Path, ring: bool = True, multi: bool = True, extra: Sequence[str] = ()
+) -> list[str]:
+    """The tool's own arguments (``multi``: with --multi-process, which the emulator adds itself; ``extra``: more of
+    the tool's options, e.g. its size sweep)."""
+    argv = [tool, *([TOOL_MULTI_PROCESS] if multi else []), *extra, TOOL_COMM, comm, TOOL_OUTPUT, str(output)]
     return argv + ([TOOL_RING] if ring else [])
 
 
@@ -79,10 +82,13 @@ def build(
     launcher_args: Sequence[str] = (),
     gpus: int = 0,
     python: str = sys.executable,
+    tool_args: Sequence[str] = (),
+    slow_node: str = "",
 ) -> Launch:
     """The launch of one round: ``groups`` (disjoint, 2 or more nodes each; ``layout`` world or rail: one group)
     through ``launcher``, the tool writing ``output``; hostfiles go under ``work_dir``. ``gpus``: emulate's GPUs on
-    this machine (0: one per rank)."""
+    this machine (0: one per rank); ``slow_node``: emulate only, the node whose first rank the emulator starves of
+    CPU (``--slow-rank``), wherever the round places it."""
     if launcher not in LAUNCHERS:
         raise LaunchError(f"launcher {launcher!r}: one of {', '.join(LAUNCHERS)}")
     if ranks_per_node < 1:
@@ -95,13 +101,17 @@ def build(
     total = len(hosts) * ranks_per_node
     comm = comm_spec(groups, ranks_per_node, layout)
     tag = Path(output).stem
+    if slow_node and launcher != "emulate":
+        raise LaunchError(f"a slow node ({slow_node}) is emulated only: --launcher emulate")
     if launcher == "emulate":
+        slow = ["--slow-rank", str(hosts.index(slow_node) * ranks_per_node)] if slow_node in hosts else []
         argv = [python, "-m", EMULATOR, "--ranks", str(total), "--gpus", str(gpus or total), "--hosts",
-                str(len(hosts)), *launcher_args, "--", *tool_argv(tool, comm, output, ring, multi=False)]  # fmt: skip
+                str(len(hosts)), *slow, *launcher_args, "--",
+                *tool_argv(tool, comm, output, ring, False, tool_args)]  # fmt: skip
         return Launch(argv, {}, {}, hosts, {f"emuhost{i}": h for i, h in enumerate(hosts)})
     # Rank 0 listens for the others on its own host.
     boot = {BOOTSTRAP_ENV: f"{hosts[0]}:{BOOTSTRAP_PORT}"}
-    tool_cmd = tool_argv(tool, comm, output, ring)
+    tool_cmd = tool_argv(tool, comm, output, ring, True, tool_args)
     if launcher == "mpirun":
         hostfile = str(Path(work_dir) / f"{tag}.hosts")
         text = "".join(f"{h} slots={ranks_per_node}\n" for h in hosts)

@@ -118,7 +118,8 @@ class Runner:
         a = self.args
         out = self.raw / f"{len(self.rounds) + 1:03d}-{mode}.json"
         launch = across_launch.build(a.launcher, groups, a.tool, out, self.raw, a.ranks_per_node, layout,
-                                     not a.no_ring, a.launcher_arg or [], a.gpus)  # fmt: skip
+                                     not a.no_ring, a.launcher_arg or [], a.gpus, tool_args=a.tool_arg or [],
+                                     slow_node=a.emulate_slow_node)  # fmt: skip
         for name, text in launch.files.items():
             write_text_atomic(name, text)
         started = time.monotonic()
@@ -213,6 +214,10 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
     sp.add_argument("--launcher", choices=across_launch.LAUNCHERS, default="mpirun", help="default: %(default)s")
     sp.add_argument("--launcher-arg", action="append", help="one more argument to the launcher (repeatable)")
     sp.add_argument("--tool", default="gpuaccept-nccl", help="the gpuaccept-nccl executable (default: %(default)s)")
+    sp.add_argument("--tool-arg", action="append", help="one more option to gpuaccept-nccl, e.g. its sweep: "
+                    "--tool-arg=--max-bytes --tool-arg=67108864 (repeatable)")  # fmt: skip
+    sp.add_argument("--emulate-slow-node", default="", help="emulate: this node's first rank starved of CPU "
+                    "(gpuaccept.nccl_emulate --slow-rank), wherever each round places it")  # fmt: skip
     sp.add_argument("--ranks-per-node", type=int, default=1, help="ranks (GPUs) per node (default: %(default)s)")
     sp.add_argument("--gpus", type=int, default=0, help="emulate: this machine's GPUs, rank r on GPU r mod GPUS "
                     "(default: one per rank)")  # fmt: skip
