@@ -39,7 +39,7 @@ RULES: dict[str, Rule] = {
         Rule("group_bandwidth", 0.93, "a group of nodes under 93 % of the reference bus bandwidth (the best pair's, "
              "else the best group's) is slow: ClusterKit's pair rule, as bus bandwidth is comparable across "
              "rank counts", f"{CLUSTERKIT}; {NCCL_TESTS}"),
-        Rule("node", 1.0, "a node is bad when every pair it took part in failed, one of them with a known-good "
+        Rule("node", 2, "a node is bad when every pair it took part in failed, one of them with a known-good "
              "partner, or when it failed with 2 or more distinct known-good partners", AZURE_GUIDE),
         Rule("whole_set", 0.93, "the whole set's bus bandwidth at least its node type's floor, else 93 % of the "
              "best pair's", f"{CLUSTERKIT}; {NCCL_TESTS}"),
@@ -152,8 +152,12 @@ def best_pair(figures: Iterable[GroupFigure]) -> tuple[float | None, float | Non
     return _best(bws, True), _best(lats, False)  # type: ignore[arg-type]
 
 
-def _pct(value: float, of: float) -> str:
-    return f"{value / of * 100:.0f} %"
+def _pct(value: float, of: float, limit: float | None = None) -> str:
+    """``value`` as a percentage of ``of``; to a tenth where a whole number would round onto ``limit`` (a figure
+    just under 93 % is never shown as 93 %)."""
+    pct = value / of * 100
+    near = limit is not None and abs(pct - limit * 100) < 0.5
+    return f"{pct:.1f} %" if near else f"{pct:.0f} %"
 
 
 def steps(f: GroupFigure) -> int:
@@ -181,7 +185,8 @@ def figure_problem(
     assert f.busbw_gbps is not None
     bw_rule = RULES["pair_bandwidth" if what == "pair" else "group_bandwidth"]
     if ref_bw and f.busbw_gbps < bw_rule.value * ref_bw:
-        return (f"{f.label} all-reduce bus bandwidth {f.busbw_gbps:.1f} GB/s, {_pct(f.busbw_gbps, ref_bw)} of the "
+        pct = _pct(f.busbw_gbps, ref_bw, bw_rule.value)
+        return (f"{f.label} all-reduce bus bandwidth {f.busbw_gbps:.1f} GB/s, {pct} of the "
                 f"best {ref_what} {ref_bw:.1f} GB/s (under {bw_rule.value:.0%})")  # fmt: skip
     if floor is not None and f.busbw_gbps < floor.value:
         return (f"{f.label} all-reduce bus bandwidth {f.busbw_gbps:.1f} GB/s, under {node_type or 'the node type'}'s "
@@ -240,7 +245,7 @@ def _node_row(node: str, figs: list[GroupFigure], problems: dict[int, str], know
     partners = {m for f in confirming for m in f.nodes if m != node}
     worst = min(failing, key=lambda f: f.busbw_gbps or 0.0).busbw_gbps
     if node in known_good:  # it passed with someone: named only against two or more known-good partners
-        if len(partners) >= 2:
+        if len(partners) >= RULES["node"].value:
             return Row(node, FAIL, f"{node}: failed with {len(partners)} known-good partners: "
                        + "; ".join(problems[id(f)] for f in confirming), worst, rule)  # fmt: skip
         others = sorted({m for f in failing for m in f.nodes if m != node})
@@ -269,7 +274,8 @@ def _whole_set(world: GroupFigure, best_bw: float | None, floor: Floor | None, n
         return Row("whole set", NOT_RUN, f"{what}: node type {node_type or '(none)'} has no floor between nodes and "
                    "no pair was measured to hold it to", value, "whole_set")  # fmt: skip
     status = PASS if value >= rule.value * best_bw else FAIL
-    return Row("whole set", status, f"{what}, {_pct(value, best_bw)} of the best pair {best_bw:.1f} GB/s "
+    pct = _pct(value, best_bw, rule.value)
+    return Row("whole set", status, f"{what}, {pct} of the best pair {best_bw:.1f} GB/s "
                f"({'at least' if status == PASS else 'under'} {rule.value:.0%}; "
                + (f"no floor for {node_type})" if node_type else "no node type given, so no floor)"),
                value, "whole_set")  # fmt: skip
@@ -311,7 +317,7 @@ def judge(
         why = (f"one pair measured ({', '.join('+'.join(p) for p in pairs) or 'none'}) and node type "
                f"{node_type or '(none)'} has no floor between nodes: nothing to compare it with")  # fmt: skip
         out.nodes = [Row(n, NOT_RUN, f"{n}: {why}", rule="node") for n in nodes]
-        if out.whole_set is not None:
+        if world is not None and out.whole_set is not None and not world.error:  # a failed run stays failed
             out.whole_set = Row("whole set", NOT_RUN, why, out.whole_set.value, "whole_set")
         return out
     known_good = {m for f in judged if not problems[id(f)] for m in f.nodes}
