@@ -136,12 +136,13 @@ def test_floors_file(tmp_path):
 
 def test_halving_follows_a_whole_set_under_its_floor(fake_mpirun, monkeypatch, capsys):
     monkeypatch.setenv("FAKE_BAD", "node-11")
-    hosts = fake_mpirun / "hosts.txt"
-    hosts.write_text("".join(f"node-{i:02d}\n" for i in range(1, 17)))
+    inventory = fake_mpirun / "inventory.json"  # ansible-inventory --list's layout: the node type from the inventory
+    inventory.write_text(json.dumps({"_meta": {"hostvars": {f"node-{i:02d}": {"gpuaccept_node_type": "t"}
+                                                            for i in range(1, 17)}}}))  # fmt: skip
     floors = fake_mpirun / "floors.yaml"
     floors.write_text("schema: gpuaccept.across-floors/1\nfloors:\n  t:\n    value: 340\n    source: a site's\n")
     results = fake_mpirun / "results"
-    rc = cli.main(["across", "--hosts", str(hosts), "--launcher", "mpirun", "--modes", "world", "--node-type", "t",
+    rc = cli.main(["across", "--inventory", str(inventory), "--launcher", "mpirun", "--modes", "world",
                    "--floors", str(floors), "--results", str(results)])  # fmt: skip
     out = capsys.readouterr().out
     assert rc == 1, out

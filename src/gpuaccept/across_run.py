@@ -34,12 +34,16 @@ class AcrossError(ValueError):
     """Bad input to gpuaccept across (hosts, floors); the message names the file or option."""
 
 
-def read_hosts(args: argparse.Namespace) -> list[str]:
+def read_hosts(args: argparse.Namespace) -> tuple[list[str], str]:
     """The nodes: an Ansible inventory's hosts, a Slurm allocation's (``scontrol show hostnames``), or a file of
-    one host a line (``#`` comments)."""
+    one host a line (``#`` comments); and the node type the inventory gives them all (``gpuaccept_node_type``),
+    "" where it gives none or several."""
+    node_types: set[str] = set()
     if args.inventory:
         inv = slurm.load_inventory(args.inventory)
-        hosts = sorted((inv.get("_meta") or {}).get("hostvars") or {})
+        hostvars = (inv.get("_meta") or {}).get("hostvars") or {}
+        hosts = sorted(hostvars)
+        node_types = {str((hostvars[h] or {}).get("gpuaccept_node_type") or "") for h in hosts}
     elif args.slurm:
         nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
         if not nodelist:
@@ -65,7 +69,7 @@ def read_hosts(args: argparse.Namespace) -> list[str]:
     if not hosts:
         raise AcrossError("no hosts to measure")
     across_schedule.check_nodes(hosts)  # a name twice is refused
-    return hosts
+    return hosts, node_types.pop() if len(node_types) == 1 else ""
 
 
 FLOORS_SCHEMA = "gpuaccept.across-floors/1"
@@ -174,7 +178,8 @@ def cmd_across(args: argparse.Namespace) -> int:
     if unknown:
         known = ", ".join(across_schedule.MODES)
         raise AcrossError(f"--modes {args.modes}: unknown {', '.join(unknown)} (one of {known})")
-    hosts = read_hosts(args)
+    hosts, inventory_type = read_hosts(args)
+    args.node_type = args.node_type or inventory_type
     floor = load_floor(Path(args.floors), args.node_type)
     run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-across"
     work = make_dirs(Path(args.results) / "_across" / run_id)
@@ -225,7 +230,8 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
                     "quick, halving (default: %(default)s)")  # fmt: skip
     sp.add_argument("--on-failure", default="halving", choices=("halving", "pairwise", "quick", "none"),
                     help="the mode run when the judge finds a fault (default: %(default)s)")  # fmt: skip
-    sp.add_argument("--node-type", default="", help="the node type whose floor between nodes applies")
+    sp.add_argument("--node-type", default="", help="the node type whose floor between nodes applies (default: the "
+                    "one the inventory gives every host, if it does)")  # fmt: skip
     sp.add_argument("--floors", default=str(reference_dir_default / "across" / "floors.yaml"),
                     help="the floors file (default: %(default)s)")  # fmt: skip
     sp.add_argument("--no-ring", action="store_true", help="let NCCL choose its algorithm (default: --ring)")
