@@ -17,6 +17,7 @@ from conftest import H100_RUNS
 
 from gpuaccept import across_launch, across_run, cli
 from gpuaccept.layout import REFERENCE_DIR
+from gpuaccept.results import across_doc
 
 FAKE_MPIRUN = textwrap.dedent('''\
     #!{python}
@@ -177,3 +178,30 @@ def test_the_report_shows_the_pairs_and_the_named_node(fake_mpirun, monkeypatch,
     bad.write_text('{"schema": "x"}')
     assert cli.main(["report", "--output", str(page_path), "--across", str(bad), f"h100={runs}"]) == 4
     assert "not a gpuaccept across summary" in capsys.readouterr().err
+
+
+def test_the_document_reader_names_what_failed(tmp_path):
+    """gpuaccept-nccl's multi-process layout (docs/benchmark-json.md), built here: a rank's error fails its group
+    only, an emulated host reads back as its node, and a run that measured nothing fails every group with why."""
+    def group(i, hosts, bw):
+        return {"group": i, "label": "+".join(f"{r}@{h}" for r, h in enumerate(hosts)), "ranks": [2 * i, 2 * i + 1],
+                "hosts": hosts, "rail": None, "waived": {},
+                "metrics": {"allreduce_busbw_gbps_max": {"value": bw, "unit": "GB/s"},
+                            "allreduce_latency_us": {"value": 20.0, "unit": "us"}}}  # fmt: skip
+
+    doc = {"parameters": {"mode": "multi_process"}, "verification": {"passed": True, "failures": []},
+           "results": {"ranks": [{"rank": 3, "hostname": "n4", "errors": ["NCCL error: remote process exited"]}],
+                       "groups": [group(0, ["emuhost0", "emuhost1"], 48.0), group(1, ["emuhost2", "emuhost3"], 12.0)]}}
+    path = tmp_path / "001-quick.json"
+    path.write_text(json.dumps(doc))
+    got = across_doc.read(path, [("a", "b"), ("c", "d")], "quick", aliases={f"emuhost{i}": n for i, n in
+                                                                           enumerate("abcd")})  # fmt: skip
+    assert [f.nodes for f in got] == [("a", "b"), ("c", "d")]
+    assert got[0].error == "" and got[0].busbw_gbps == 48.0
+    assert got[1].error == "rank 3 (n4): NCCL error: remote process exited"
+    path.write_text(json.dumps({**doc, "errors": ["rank 1 (n2): bootstrap: rank 0 never answered"],
+                                "results": {"ranks": [], "groups": []}}))
+    got = across_doc.read(path, [("a", "b")], "quick")
+    assert "no group measured: rank 1 (n2): bootstrap: rank 0 never answered" in got[0].error
+    got = across_doc.read(tmp_path / "none.json", [("a", "b")], "quick")
+    assert got[0].busbw_gbps is None and "none.json" in got[0].error

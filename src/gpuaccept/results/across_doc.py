@@ -49,7 +49,8 @@ def figures(
         raise DocumentError(f"{where}: parameters.mode is not 'multi_process': a single-process run of one node")
     groups = doc["results"].get("groups")
     if not isinstance(groups, list) or not groups:
-        raise DocumentError(f"{where}: results.groups is missing or empty")
+        errors = [str(e) for e in doc.get("errors") or []][:3]
+        raise DocumentError(f"{where}: no group measured" + (f": {'; '.join(errors)}" if errors else ""))
     ranks = {r.get("rank"): r for r in doc["results"].get("ranks") or [] if isinstance(r, dict)}
     failures = (doc.get("verification") or {}).get("failures") or []
     out = []
