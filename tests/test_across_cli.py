@@ -25,28 +25,35 @@ FAKE_MPIRUN = textwrap.dedent('''\
     argv = sys.argv[1:]
     if "GPUACCEPT_BOOTSTRAP" not in os.environ or argv[argv.index("-x") + 1] != "GPUACCEPT_BOOTSTRAP":
         sys.exit("no GPUACCEPT_BOOTSTRAP for the ranks")
-    lines = open(argv[argv.index("--hostfile") + 1]).read().split()
-    hosts = [h for h in lines if "=" not in h]
+    slots = [line.split() for line in open(argv[argv.index("--hostfile") + 1])]
+    rank_host = [h for h, n in slots for _ in range(int(n.split("=")[1]))]
+    per_node = len(rank_host) // len(slots)
     comm = argv[argv.index("--comm") + 1]
     out = argv[argv.index("--output") + 1]
     bad = set(os.environ.get("FAKE_BAD", "").split(","))
+    bad_rail = int(os.environ.get("FAKE_BAD_RAIL", "-1"))
     rng = random.Random(out)
     if comm == "world":
-        spans = [(0, len(hosts) - 1)]
+        groups = [(list(range(len(rank_host))), None)]
+    elif comm == "rail":
+        groups = [(list(range(k, len(rank_host), per_node)), k) for k in range(per_node)]
     else:
         spans = [tuple(map(int, s.split("-"))) for s in comm.split(":", 1)[1].split(",")]
-    groups = []
-    for i, (lo, hi) in enumerate(spans):
-        members = hosts[lo:hi + 1]
-        bw = 370.0 * (0.6 if bad & set(members) else 1.0) * rng.gauss(1.0, 0.01)
-        lat = 12.0 * (len(members) - 1) * rng.gauss(1.0, 0.01)
-        groups.append({{"group": i, "label": "+".join(f"{{r}}@{{h}}" for r, h in zip(range(lo, hi + 1), members)),
-                       "ranks": list(range(lo, hi + 1)), "hosts": members, "size": len(members), "rail": None,
-                       "metrics": {{"allreduce_busbw_gbps_max": {{"value": round(bw, 2), "unit": "GB/s"}},
-                                   "allreduce_latency_us": {{"value": round(lat, 2), "unit": "us"}}}}, "waived": {{}}}})
+        groups = [(list(range(lo, hi + 1)), None) for lo, hi in spans]
+    docs = []
+    for i, (ranks, rail) in enumerate(groups):
+        members = [rank_host[r] for r in ranks]
+        nodes = len(set(members))
+        slow = bad & set(members) or (rail is not None and rail == bad_rail)
+        bw = 370.0 * (0.6 if slow else 1.0) * rng.gauss(1.0, 0.01)
+        lat = 12.0 * (nodes - 1) * rng.gauss(1.0, 0.01)
+        docs.append({{"group": i, "label": "+".join(f"{{r}}@{{rank_host[r]}}" for r in ranks), "ranks": ranks,
+                     "hosts": members, "size": len(ranks), "rail": rail,
+                     "metrics": {{"allreduce_busbw_gbps_max": {{"value": round(bw, 2), "unit": "GB/s"}},
+                                 "allreduce_latency_us": {{"value": round(lat, 2), "unit": "us"}}}}, "waived": {{}}}})
     doc = {{"schema": "gpuaccept.bench/1", "tool": "gpuaccept-nccl", "parameters": {{"mode": "multi_process",
            "comm": comm}}, "results": {{"ranks": [{{"rank": r, "host": h, "hostname": "ci", "errors": []}}
-           for r, h in enumerate(hosts)], "groups": groups}}, "verification": {{"passed": True, "failures": []}},
+           for r, h in enumerate(rank_host)], "groups": docs}}, "verification": {{"passed": True, "failures": []}},
            "errors": []}}
     with open(out, "w") as f:
         json.dump(doc, f)
@@ -205,3 +212,21 @@ def test_the_document_reader_names_what_failed(tmp_path):
     assert "no group measured: rank 1 (n2): bootstrap: rank 0 never answered" in got[0].error
     got = across_doc.read(tmp_path / "none.json", [("a", "b")], "quick")
     assert got[0].busbw_gbps is None and "none.json" in got[0].error
+
+
+def test_a_slow_rail_across_8_gpus_a_node(fake_mpirun, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_BAD_RAIL", "5")
+    hosts = fake_mpirun / "hosts.txt"
+    hosts.write_text("".join(f"node-{i:02d}\n" for i in range(1, 5)))
+    results = fake_mpirun / "results"
+    rc = cli.main(["across", "--hosts", str(hosts), "--launcher", "mpirun", "--ranks-per-node", "8", "--modes",
+                   "rail,world,quick", "--on-failure", "none", "--results", str(results)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    (summary,) = (results / "_across").glob("*/across.json")
+    doc = json.loads(summary.read_text())
+    rails = doc["judgement"]["rails"]
+    assert [r["subject"] for r in rails] == [f"rail {k}" for k in range(8)]
+    assert [r["subject"] for r in rails if r["status"] == "fail"] == ["rail 5"]
+    assert doc["judgement"]["named"] == [] and "rail 5 all-reduce bus bandwidth" in out
+    assert doc["rounds"][0]["argv"][:5] == ["mpirun", "--hostfile", doc["rounds"][0]["argv"][2], "-np", "32"]
