@@ -13,7 +13,8 @@
 # Usage, from the repository root on a machine with 2 or more GPUs (2 x H200 intended):
 #   bash docs/evidence/2026-11-28-across-logic/device_across_emulated.sh
 # Writes under $OUT (default ./out-across-emulated): both runs' results trees (raw documents, logs, across.json,
-# the heat maps) and summary.txt. Makes the tool environment with scripts/venv.sh report where .venv is missing.
+# the heat maps) and summary.txt. Needs the tool environment (.venv, as `make accept` leaves it; offline:
+# WHEELHOUSE=<dir> bash scripts/venv.sh report); matplotlib in it draws the heat maps, without it they are skipped.
 # NCCL_NVLS_ENABLE=0 everywhere (the emulator sets it per rank). Nothing changes GPU settings. About 3-5 minutes.
 set -euo pipefail
 export NCCL_NVLS_ENABLE=0 LC_ALL=C
@@ -22,7 +23,8 @@ out=${OUT:-$PWD/out-across-emulated}
 mkdir -p "$out"
 cd "$repo"
 export PATH="/usr/local/cuda/bin:$PATH"
-[ -x .venv/bin/gpuaccept ] || bash scripts/venv.sh report > "$out/venv.log" 2>&1
+[ -x .venv/bin/gpuaccept ] || bash scripts/venv.sh report > "$out/venv.log" 2>&1 \
+  || { echo "no tool environment (.venv): see $out/venv.log; set WHEELHOUSE for an offline machine" >&2; exit 1; }
 build=$(mktemp -d "${TMPDIR:-/tmp}/gpuaccept-across-build.XXXXXX")
 make -C reframe_checks/src BUILD_DIR="$build" CUDA_ARCH="-gencode=arch=compute_90,code=sm_90" nccl \
   > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
