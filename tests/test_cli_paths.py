@@ -29,8 +29,10 @@ def bad(tmp_path_factory) -> dict[str, Path]:
     run.mkdir(parents=True)
     (run / "verdict.json").write_bytes(b"\x00\xffnot json")
     (run / "gemm.json").write_bytes(b"\x00\xffnot json")
+    (tmp / "hosts.txt").write_text("node-01\nnode-02\n")
     return {MISSING: tmp / "missing.json", DIRECTORY: tmp / "dir", GARBAGE: tmp / "garbage",
-            NOT_AN_OBJECT: tmp / "list.json", GARBAGE_TREE: tmp / "tree", "out": tmp / "out"}
+            NOT_AN_OBJECT: tmp / "list.json", GARBAGE_TREE: tmp / "tree", "out": tmp / "out",
+            "hosts": tmp / "hosts.txt"}
 
 
 FILE_KINDS = (MISSING, DIRECTORY, GARBAGE, NOT_AN_OBJECT)
@@ -61,6 +63,9 @@ CASES = [
     (["powercheck", "--gemm", "{bad}", "--output", "{out}/p.json"], (MISSING, DIRECTORY, GARBAGE), 4),
     (["facts", "--output", "{bad}"], (DIRECTORY,), 4),
     (["sample", "--output", "{out}/s.json", "--", "{bad}"], (MISSING, DIRECTORY, GARBAGE), 127),
+    (["across", "--hosts", "{bad}", "--results", "{out}"], FILE_KINDS, 4),
+    (["across", "--hosts", "{hosts}", "--node-type", "h100_sxm5_80gb_x8",
+      "--floors", "{bad}", "--results", "{out}"], FILE_KINDS, 4),
 ]
 PARAMS = [pytest.param(argv, kind, rc, id=f"{argv[0]}-{argv[1 if argv[0] != 'baseline' else -1]}-{kind}")
           for argv, kinds, rc in CASES for kind in kinds]
@@ -69,7 +74,8 @@ PARAMS = [pytest.param(argv, kind, rc, id=f"{argv[0]}-{argv[1 if argv[0] != 'bas
 @pytest.mark.parametrize(("argv", "kind", "status"), PARAMS)
 def test_bad_path_is_named_in_one_line(bad, argv, kind, status, capsys):
     path = str(bad[kind])
-    args = [a.format(bad=path, out=bad["out"], dir=bad[DIRECTORY], tree=bad[GARBAGE_TREE]) for a in argv]
+    args = [a.format(bad=path, out=bad["out"], dir=bad[DIRECTORY], tree=bad[GARBAGE_TREE], hosts=bad["hosts"])
+            for a in argv]
     assert cli.main(args) == status
     err = capsys.readouterr().err
     lines = err.strip().splitlines()

@@ -264,3 +264,19 @@ def test_config_from_the_example_inventory_has_one_partition_per_node_type(tmp_p
     assert h200["features"] == ["gpu"] and h200["devices"] == [{"type": "gpu", "num_devices": 8}]
     assert h200["extras"]["node_type"] == "h200" and h200["extras"]["gpu_count"] == 8
     assert scope["site_configuration"]["environments"][0]["name"] == "builtin"
+
+
+def test_across_takes_the_allocations_nodes(cluster, tmp_path):
+    """gpuaccept across --slurm inside an allocation: the nodes from `scontrol show hostnames` of the job's node
+    list; one node is NOT RUN with the reason (exit 3), nothing launched."""
+    host, env, _base = cluster
+    res = subprocess.run(
+        [sbin("salloc"), "-N1", "--time=2", sys.executable, "-m", "gpuaccept", "across", "--slurm", "--launcher",
+         "srun", "--results", str(tmp_path)],
+        env={**env, "PYTHONPATH": str(ROOT / "src")}, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert res.returncode == 3, res.stdout + res.stderr
+    (summary,) = tmp_path.glob("_across/*/across.json")
+    doc = json.loads(summary.read_text())
+    assert doc["hosts"] == [host] and doc["rounds"] == []
+    assert doc["judgement"]["nodes"][0]["reason"] == f"{host}: fewer than 2 nodes: nothing between nodes to measure"

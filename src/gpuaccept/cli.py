@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, cli_fleet, helptext, redact, run, textinput
+from gpuaccept import __version__, across_run, cli_fleet, helptext, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import (
     coverage,
@@ -399,7 +399,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError("--pdf prints with headless Chromium, and none is on PATH: apt-get install chromium (Debian's "
                          "package; or name a Chromium with GPUACCEPT_CHROMIUM)")  # fmt: skip
     groups = [report.load_group(spec) for spec in args.inputs]
-    text = report.build(groups, args.title, args.baseline, args.generated, Path(args.reference_dir))
+    from gpuaccept.results import across_heatmap  # noqa: PLC0415 (matplotlib, as above)
+
+    across = [(path, across_heatmap.load(Path(path))) for path in args.across or []]
+    text = report.build(groups, args.title, args.baseline, args.generated, Path(args.reference_dir), across)
     write_text_atomic(args.output, text)
     if args.pdf:
         report.print_pdf(Path(args.output), Path(args.pdf))
@@ -659,10 +662,13 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--baseline", help="the label ratios are taken against (default: the first input)")
     sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")
     sp.add_argument("--pdf", help="also print the report to this PDF with headless Chromium (Debian: chromium)")
+    sp.add_argument("--across", action="append", help="a gpuaccept across summary (across.json) to show, its pair "
+                    "heat map and each node's verdict (repeatable)")  # fmt: skip
     refdir(sp)
     sp.set_defaults(func=cmd_report)
 
     cli_fleet.register(sub, default_reference_dir())
+    across_run.register(sub, default_reference_dir())
     run.add_subparser(sub, default_reference_dir())
     crosscheck.add_subparser(sub)
     dcgm.add_subparser(sub)

@@ -33,7 +33,7 @@ from gpuaccept import __version__, atomic, textinput
 from gpuaccept.judge import readback
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
-from gpuaccept.results import burnin_plot, report_headline, report_pergpu
+from gpuaccept.results import across_heatmap, burnin_plot, report_headline, report_pergpu
 from gpuaccept.results import scaling as hpl_scaling
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
@@ -1369,10 +1369,11 @@ ol.sources{font-size:.75em;color:#444}sup.cite{color:#555}td.slowest{background:
 
 
 def build(groups: list[Group], title: str, baseline_label: str | None = None, generated: str | None = None,
-          reference_dir: Path | None = None) -> str:
+          reference_dir: Path | None = None, across: list[tuple[str, dict[str, Any]]] | None = None) -> str:
     """The report: the first page (report_headline: the figures a buyer decides on, per column and side by
     side), the nodes, the verdicts, the GPUs one by one (report_pergpu), then the detail of every benchmark.
-    ``reference_dir`` holds the node types the headline sets each figure against (default: the shipped ones)."""
+    ``reference_dir`` holds the node types the headline sets each figure against (default: the shipped ones);
+    ``across``: ``gpuaccept across`` summaries (their file, the summary) shown after the verdicts."""
     if not groups:
         raise ReportInputError("no inputs: give at least one [LABEL=]PATH")
     labels = [g.label for g in groups]
@@ -1400,6 +1401,9 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
     if rejected:
         parts.append("<p class='fail'>Documents left out (unreadable, verification failed, or errors):</p>")
         parts.append(_table(["group", "document", "why"], [list(r) for r in rejected]))
+    if across:
+        parts.append("<h2 id='across'>Between nodes</h2>")
+        parts += [across_heatmap.html_section(summary, source) for source, summary in across]
     parts.append("<h2 id='per-gpu'>GPU by GPU</h2>")
     parts.append(report_pergpu.section(groups))
     parts.append("<h2 id='compare'>Side by side</h2>")
