@@ -100,7 +100,8 @@ def test_a_long_check_says_so_each_minute_with_the_burn_in_time_left() -> None:
     assert len(lines) == 3  # not yet a minute since the last line
     clock.t += 570
     p.tick()
-    assert lines[-1] == "gpuaccept: [2/2] GpuBurnin running for 10 min 00 s; 10 min 03 s elapsed, about 20 min 00 s left"
+    assert lines[-1] == ("gpuaccept: [2/2] GpuBurnin running for 10 min 00 s; 10 min 03 s elapsed, "
+                         "about 20 min 00 s left")
     p.feed("[ RUN      ] Unknown /87654321 @x\n")
     assert "never timed here" in p.left()
 
