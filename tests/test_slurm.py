@@ -227,7 +227,7 @@ def test_a_failed_node_is_drained_with_the_reason(cluster, tmp_path):
         )
         state, reason = res.stdout.strip().split("|", 1)
         assert state in ("drained", "draining"), res.stdout
-        assert reason.startswith("gpuaccept commission failed: cpu_gemm ("), reason
+        assert reason.startswith("gpuaccept: commission: cpu_gemm failed ("), reason
         assert "REJECTED" in proc.stdout
     finally:
         subprocess.run([sbin("scontrol"), "update", f"NodeName={host}", "State=RESUME"], env=env, check=False)

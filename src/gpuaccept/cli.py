@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, cli_fleet, helptext, redact, run, textinput
+from gpuaccept import __version__, cli_fleet, healthcheck, helptext, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import coverage, health_rules, metric_table, readback, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
@@ -694,6 +694,7 @@ def parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_powercheck)
 
     burnin.add_subparser(sub)
+    healthcheck.add_subparser(sub, default_reference_dir())
 
     sp = sub.add_parser(
         "overlap-model",
