@@ -172,6 +172,20 @@ def test_a_busy_gpu_at_idle_power_is_a_hang(node, capsys):
     assert status == 1 and "gpu_hang GPU 0" in out and f"idle bound ({bound:g} W)" in record["findings"][0]["message"]
 
 
+def test_a_job_on_the_gpus_is_neither_a_foreign_process_nor_a_hang(tmp_path, monkeypatch, capsys):
+    """The H100's `nvidia-smi -q` recorded 3 s into an FP64 GEMM (gpuaccept-gemm on the GPU, 100 % busy at load
+    power): the passive check runs beside the jobs, so their processes are no finding, and a busy GPU drawing
+    power is not hung."""
+    node = Node(tmp_path, monkeypatch)
+    node.smi.write_text((RECORDED / "2026-11-22-h100-power" / "nvidia-smi-q-load.txt").read_text())
+    status = cli.main(["health-check", "--node-type", "h100_sxm5_80gb", "--state-dir", str(node.state),
+                       "--from-smi-q", str(node.smi)])  # fmt: skip
+    record = json.loads((node.state / "health-check.json").read_text())
+    gpu = record["observations"]["results"]["observations"]["gpus"][0]
+    assert [p["pid"] for p in gpu["processes"]] == [1965] and gpu["utilization_gpu_pct"] == 100
+    assert status == 0, capsys.readouterr().out
+
+
 def test_an_unreadable_kernel_log_is_unknown(node, capsys, monkeypatch):
     monkeypatch.setenv(health.KERNEL_LOG_ENV, str(node.tmp / "missing.log"))
     status, out, record = node.check(capsys)

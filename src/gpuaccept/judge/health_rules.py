@@ -323,7 +323,8 @@ def _judge_gpu(
                 else "stop nvidia-persistenced",
             )
         )
-    for p in g.get("processes") or []:
+    # A passive check runs beside the jobs (gpuaccept health-check): their processes are no finding there.
+    for p in [] if load.get("passive") else g.get("processes") or []:
         findings.append(
             finding(
                 "foreign_process",
