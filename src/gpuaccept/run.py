@@ -416,7 +416,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def record_end_facts(run_dir: Path) -> None:
     """The node's facts again, after the suite (``node-facts-end.json``): the judge compares each NVLink link's
-    state and error counters with those before it (gpuaccept.judge.nvlink_rules)."""
+    state and error counters, and each GPU's PCIe replay and AER counters, with those before it
+    (gpuaccept.judge.nvlink_rules, pcie_rules)."""
     write_text_atomic(run_dir / FACTS_END_FILE, json.dumps(node_facts.gather(), indent=2, sort_keys=True) + "\n")
 
 
