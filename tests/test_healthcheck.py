@@ -112,13 +112,33 @@ def test_xids_are_judged_by_the_catalogues_action_and_stay_open_until_cleared(no
                for w in record["warnings"])
     node.kernel(XID.format(xid=79, what="GPU has fallen off the bus."))
     status, out, record = node.check(capsys)
-    assert status == 1 and "xid GPU 0 (unknown: investigate)" in out  # not a row read in the catalogue
+    assert status == 1 and "xid GPU 0 (reboot_node)" in out  # RESTART_BM in the catalogue
     (f,) = record["findings"]
-    assert f["action"] == xid_actions.UNKNOWN and "reseat the GPU" in f["fix"]
+    assert f["action"] == "reboot_node" and "reseat the GPU" in f["fix"] and "drain the node and reboot it" in f["fix"]
     status, out, _ = node.check(capsys)  # the next check: still open (no reboot since)
     assert status == 1
     status, out, _ = node.check(capsys, "--clear-xids")
     assert status == 0, out
+
+
+def test_an_xid_the_catalogue_gives_no_action_is_unknown_investigate_and_xid_45_follows_its_workflow(node, capsys):
+    node.check(capsys)
+    node.kernel(XID.format(xid=167, what="PCIE_FATAL_TIMEOUT"))  # its row in the catalogue gives no action
+    status, out, record = node.check(capsys, "--clear-xids")
+    assert status == 1 and "xid GPU 0 (unknown: investigate)" in out
+    assert "look the XID up in NVIDIA's XID catalogue" in record["findings"][0]["fix"]
+    node.check(capsys, "--clear-xids")
+    now = time.time()
+    node.kernel(XID.format(xid=45, what="Ch 00000010, engmask 00000101"), now)  # alone: restart the fabric manager
+    status, out, record = node.check(capsys)
+    assert status == 1 and "xid GPU 0 (restart_fabric_manager)" in out, out
+    assert "WORKFLOW_XID_45: solo, RESTART_FM" in record["findings"][0]["message"]
+    node.check(capsys, "--clear-xids")
+    node.kernel(XID.format(xid=94, what="Contained: SM (0x1)"), now + 1)  # with XID 94: 45 ignored, 94 judged
+    node.kernel(XID.format(xid=45, what="Ch 00000010"), now + 2)
+    status, out, record = node.check(capsys)
+    assert status == 0, out  # XID 94: RESTART_APP, a warning; XID 45 not solo: IGNORE
+    assert sum("not solo, IGNORE" in w for w in record["warnings"]) == 1
 
 
 def test_an_open_xid_closes_with_a_reboot(node, capsys, monkeypatch):
@@ -211,7 +231,7 @@ def test_the_suites_health_rule_names_the_action_and_warns_on_restart_app():
     xids = health.parse_xids(f"1.0 n kernel: {XID.format(xid=8, what='timeout')}\n"
                              f"2.0 n kernel: {XID.format(xid=79, what='off the bus')}\n", 0.0, 0.0)  # fmt: skip
     findings, notes = health_rules.judge(obs, expect, [], xids)
-    assert [(f["rule"], f["action"]) for f in findings] == [("xid", xid_actions.UNKNOWN)]
+    assert [(f["rule"], f["action"]) for f in findings] == [("xid", "reboot_node")]
     assert any("XID 8 (GPU stopped processing)" in n for n in notes)
 
 

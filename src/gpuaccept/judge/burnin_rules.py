@@ -124,8 +124,9 @@ def _watched(gpu: _Gpu, elapsed_s: float) -> list[Finding]:
 def _xid_fix(xid: Any) -> str:
     """The XID catalogue's immediate action, then what to try. Every XID fails a burn-in, a RESTART_APP one too:
     the application the catalogue would restart is the burn-in's own load (gpuaccept.judge.xid_actions)."""
-    action = xid_actions.action_of(xid)[0] if isinstance(xid, int) else xid_actions.UNKNOWN
-    return f"immediate action: {xid_actions.ACTION_WORDS[action]}; {XID_FIXES.get(xid, XID_DEFAULT_FIX)}"
+    action, row = xid_actions.action_of(xid) if isinstance(xid, int) else (xid_actions.UNKNOWN, None)
+    bucket = f" (the catalogue's {row['bucket']})" if row else ""
+    return f"immediate action: {xid_actions.ACTION_WORDS[action]}{bucket}; {XID_FIXES.get(xid, XID_DEFAULT_FIX)}"
 
 
 def _xids(gpu: _Gpu) -> list[Finding]:

@@ -3,7 +3,9 @@ immediate action NVIDIA's XID catalogue gives for it (gpuaccept/judge/xid_catalo
 with the source and the date read), and judged by that action:
 
 - ``none`` and ``restart_application``: the node stays in service; a warning (a note), not a finding;
-- ``reset_gpu``, ``reboot_node``, ``hardware_inspection``: a finding that names the action;
+- ``reset_gpu``, ``reboot_node``, ``hardware_inspection``, ``update_software``, ``follow_workflow`` (a WORKFLOW_
+  bucket: XID 48, 74, 144-150) and XID 45 alone (its workflow: restart the fabric manager): a finding that names
+  the action;
 - an XID the table does not list: a finding with the action ``unknown: investigate`` (never a guessed action).
 
 SXIDs (NVSwitch errors) are judged only on a node whose NVLink links end at an NVSwitch; elsewhere they are not
@@ -25,20 +27,32 @@ CATALOGUE = Path(__file__).with_name("xid_catalogue.yaml")
 UNKNOWN = "unknown: investigate"
 #: Actions after which the node stays in service: the event is a warning.
 WARN_ONLY = ("none", "restart_application")
+WORKFLOW_XID_45_WORDS = "workflow_xid_45"
 ACTION_WORDS = {
-    "none": "none (the catalogue's IGNORE)",
-    "restart_application": "restart the application (the catalogue's RESTART_APP)",
-    "reset_gpu": "reset the GPU (the catalogue's RESET_GPU)",
-    "reboot_node": "reboot the node (the catalogue's RESTART_BM)",
-    "hardware_inspection": "hardware inspection / contact the vendor (the catalogue's CONTACT_SUPPORT)",
-    UNKNOWN: "unknown: investigate (not a row of the XID catalogue read here)",
+    "none": "none",
+    "restart_application": "restart the application",
+    "reset_gpu": "reset the GPU",
+    "reboot_node": "reboot the node",
+    "hardware_inspection": "hardware inspection / contact the vendor",
+    "update_software": "update the driver or firmware",
+    "follow_workflow": "follow the catalogue's workflow for it",
+    "restart_fabric_manager": "restart the fabric manager",
+    WORKFLOW_XID_45_WORDS: "the catalogue's workflow for XID 45: alone, restart the fabric manager; with another XID, "
+    "follow that XID",
+    UNKNOWN: "unknown: investigate (not a row of the XID catalogue as read)",
 }
 FIX_ACTION = {
     "reset_gpu": "drain the node, stop its GPU processes and reset the GPU (nvidia-smi -r -i N)",
     "reboot_node": "drain the node and reboot it",
     "hardware_inspection": "drain the node and send it to hardware inspection (the vendor's support)",
+    "update_software": "drain the node and update the driver or the GPU firmware",
+    "follow_workflow": "drain the node and follow the XID catalogue's workflow for this XID",
+    "restart_fabric_manager": "drain the node and restart the fabric manager (systemctl restart nvidia-fabricmanager)",
     UNKNOWN: "drain the node and look the XID up in NVIDIA's XID catalogue",
 }
+#: XID 45's workflow (the catalogue's investigatory column): alone, restart the fabric manager; with another XID of
+#: the same GPU, ignore it (that XID is judged).
+WORKFLOW_XID_45 = WORKFLOW_XID_45_WORDS
 
 
 @functools.cache
@@ -61,7 +75,7 @@ def source_line() -> str:
 
 def action_of(xid: int, kind: str = "xids") -> tuple[str, dict[str, Any] | None]:
     """(the action, the catalogue's row) of an XID (``kind`` "xids") or SXID ("sxids"); UNKNOWN, None where the
-    table does not list it."""
+    table does not list it. XID 45's action depends on the other events (``judge_xids``): WORKFLOW_XID_45."""
     doc = table()
     row = (doc.get(kind) or {}).get(xid)
     if row is None:
@@ -74,6 +88,18 @@ def _when(event: dict[str, Any]) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if t else "time unknown"
 
 
+def _action(e: dict[str, Any], events: list[dict[str, Any]]) -> tuple[str, str | None, dict[str, Any] | None]:
+    """(the action, the catalogue's bucket, its row) of one event among ``events`` (XID 45's workflow looks at the
+    others)."""
+    action, row = action_of(e["xid"])
+    bucket = row["bucket"] if row else None
+    if action == WORKFLOW_XID_45:
+        alone = not any(o is not e and o["xid"] != e["xid"] and o.get("pci") == e.get("pci") for o in events)
+        action = "restart_fabric_manager" if alone else "none"
+        bucket = f"{bucket}: {'solo, RESTART_FM' if alone else 'not solo, IGNORE (the other XID is judged)'}"
+    return action, bucket, row
+
+
 def judge_xids(
     xids: list[dict[str, Any]], by_pci: dict[str, dict[str, Any]], fixes: dict[int, str], default_fix: str,
     findings: list[dict[str, Any]], notes: list[str],
@@ -83,10 +109,11 @@ def judge_xids(
     for e in xids:
         g = by_pci.get(e["pci"])
         label = "" if g else f"PCI {e['pci']} (not a GPU of this node's list): "
-        action, row = action_of(e["xid"])
+        action, bucket, row = _action(e, xids)
         what = row.get("description") or row.get("mnemonic") if row else None
+        said = f"{ACTION_WORDS[action]} (the catalogue's {bucket})" if bucket else ACTION_WORDS[action]
         message = (f"{label}XID {e['xid']}{f' ({what})' if what else ''} at {_when(e)}: {e['text']}; "
-                   f"immediate action: {ACTION_WORDS[action]}")  # fmt: skip
+                   f"immediate action: {said}")  # fmt: skip
         e["action"] = action
         if action in WARN_ONLY:
             notes.append(f"{message} (a warning: the node stays in service)")
