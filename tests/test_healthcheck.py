@@ -211,6 +211,8 @@ def test_an_unreadable_kernel_log_is_unknown(node, capsys, monkeypatch):
     status, out, record = node.check(capsys)
     assert status == 2 and out.startswith("gpuaccept health-check: UNKNOWN: could not look for XID events")
     assert record["status"] == "unknown"
+    status, _out, record = node.check(capsys, "--slurm", "--slurm-node", "n1")
+    assert status == 2 and record["slurm"].startswith("unchanged: the check could not look")  # no scontrol call
 
 
 def test_sxids_only_where_nvlink_ends_at_an_nvswitch():
