@@ -613,7 +613,9 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     slurm = sp.add_argument_group("a Slurm run from a login node (scripts/slurm-accept.sh, docs/fleet.md)")
     slurm.add_argument("--slurm-inventory", help="judge each node of this inventory (ansible-inventory --list JSON)")
     slurm.add_argument("--distribute", action="store_true", help="one job per node (reframe --distribute=avail)")
-    slurm.add_argument("--drain", action="store_true", help="drain the nodes that failed, with the reason")
+    slurm.add_argument("--drain", action="store_true",
+                       help="drain the nodes that failed (reason: gpuaccept: ...), resume the accepted ones gpuaccept "
+                       "had drained")
     add_command_tail(sp, "reframe_options", "-- REFRAME OPTIONS",
                      "more ReFrame options after --, added to the suite's (e.g. -- -n '^GpuGemm$')")
     sp.set_defaults(func=cmd_run)
