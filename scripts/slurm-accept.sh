@@ -5,7 +5,9 @@
 #      Slurm partition and, for commissioning, its reservation);
 #   2. each node's facts, gathered on the node with srun;
 #   3. `gpuaccept run --distribute`: the suite with `reframe --distribute`, one job per node of each partition,
-#      then one verdict per node (results/<node>/<run id>/), the failed nodes drained with the reason if asked;
+#      then one verdict per node (results/<node>/<run id>/); with --drain, the failed nodes drained with a reason
+#      starting "gpuaccept:", the accepted ones gpuaccept had drained resumed, other drains left alone (the rule the
+#      health check shares: docs/fleet.md, "The node's lifecycle in Slurm");
 #   4. the fleet summary.
 # Usage: scripts/slurm-accept.sh INVENTORY [SUITE] [--drain] [-- REFRAME OPTIONS...]
 # Environment: VENV (.venv), RESULTS (results), REFERENCE_DIR (reference_values), SCHEDULER (ReFrame's Slurm
@@ -54,7 +56,7 @@ while read -r node access; do
 done < "$work/nodes.txt"
 
 # gpuaccept run owns ReFrame's command line (the suite's tag and options, the time limit) and judges: one
-# verdict per node in $RESULTS/<node>/$run_id/, the failed nodes drained with the reason if asked.
+# verdict per node in $RESULTS/<node>/$run_id/, and with --drain each node's Slurm state set by its verdict.
 "$VENV/bin/gpuaccept" run --suite "$suite" --slurm-inventory "$inv_json" --reframe-config "$work/reframe_settings.py" \
   --run-dir "$work" --reference-dir "$REFERENCE_DIR" --checks-dir "$checks" "${distribute[@]}" "${drain[@]}" \
   -- "$@" || true

@@ -160,6 +160,8 @@ def test_an_xid_fails_with_its_time_and_what_to_do():
     assert f.rule == "xid" and f.gpu == 0
     assert f.message.endswith(f"XID 79 at 412 s ({utc(412.5)}) (nvml_events)")
     assert "fallen off the bus" in f.fix
+    # XID 79's immediate action in NVIDIA's XID catalogue: RESTART_BM.
+    assert f.fix.startswith("immediate action: reboot the node (the catalogue's RESTART_BM)")
 
 
 def test_new_uncorrectable_ecc_errors_and_a_pending_remap_fail():

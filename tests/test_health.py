@@ -142,7 +142,9 @@ def test_an_xid_line_after_the_given_time_fails(obs, h100):
     assert [(e["xid"], e["pci"], e["time_unix"]) for e in xids] == [(79, "0000:00:06", boot + 5000.123456)]
     findings, _ = health_rules.judge(obs, h100, [], xids)
     f = one(findings, "xid")
-    assert "XID 79 at 2023-11-14T23:36:40Z" in f["message"] and "reseat the GPU" in f["fix"]
+    assert "XID 79 (GPU has fallen off the bus) at 2023-11-14T23:36:40Z" in f["message"]
+    assert "reseat the GPU" in f["fix"]
+    assert "immediate action: reboot the node (the catalogue's RESTART_BM)" in f["message"]
     # The same line before the window is not counted.
     assert health.parse_xids(text, since=boot + 6000, boot=boot) == []
 

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept.judge import config_drift, health_rules, nvlink_rules, references
+from gpuaccept.judge import config_drift, health_rules, nvlink_rules, pcie_rules, references
 from gpuaccept.probe import gpuconfig, health, nvlink
 from gpuaccept.probe.nvml import Nvml
 from gpuaccept.results import fleet, health_expect
@@ -117,7 +117,8 @@ def test_the_config_drift_metric_counts_fields_off_the_pins_driver_among_them(pa
     assert not_run is None and sorted(f["rule"] for f in findings) == ["config_drift", "driver_version"]
     metrics, waived = health_rules.judged_metrics(doc, findings, health_rules.expectations(nt), {}, None)
     assert metrics["config_drift"] == {"value": 2, "unit": "count"}
-    assert waived == {"nvlink_error_growth": "no GPU in the node facts"}
+    assert waived == dict.fromkeys(("nvlink_error_growth", "pcie_replay_growth", "pcie_aer_growth"),
+                                   "no GPU in the node facts")
 
 
 def test_a_pinned_field_that_cannot_be_read_is_not_run_not_passed(pair_obs):
@@ -414,7 +415,9 @@ def test_judged_metrics_give_the_growth():
     after = snapshot({1: {"counters": {(5, "replay"): 3, (6, "crc_flit"): 1}}})
     metrics, waived = health_rules.judged_metrics(doc, [], {}, snapshot(), after)
     assert metrics == {"nvlink_error_growth": {"value": 4, "unit": "count"}}
-    assert waived == {"config_drift": "no GPU read"}
+    # These snapshots hold no PCIe counter reading (as facts of an older gpuaccept): waived, never counted as 0.
+    assert waived == {"config_drift": "no GPU read", "pcie_replay_growth": pcie_rules.NO_READING,
+                      "pcie_aer_growth": pcie_rules.NO_READING}
 
 
 def test_the_probes_metric_min_links_up_or_waived_without_nvlink():

@@ -3,6 +3,7 @@ directories, free ports, no systemd), the ReFrame configuration generated from a
 check run with `reframe --distribute` as one Slurm job per node, one verdict per node, the opt-in drain of a
 failed node with its reason, and the fleet summary."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,17 +74,19 @@ def sbin(name: str) -> str:
     return path
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+@contextlib.contextmanager
+def running_cluster(base: Path, extra_conf: str = "") -> Iterator[tuple[str, dict, Path]]:
+    """slurmctld and slurmd on localhost with their state under ``base`` and ``extra_conf`` appended to
+    slurm.conf; yields (the node's name, the environment naming the configuration, ``base``)."""
     if os.geteuid() != 0:
         pytest.fail("the Slurm test starts slurmd, which runs jobs as root: run it as root (CI does)")
-    base = tmp_path_factory.mktemp("slurm")
     (base / "state").mkdir()
     (base / "spool").mkdir()
     host = socket.gethostname().split(".")[0]
     conf = base / "slurm.conf"
     conf.write_text(
         SLURM_CONF.format(host=host, base=base, ctld_port=free_port(), d_port=free_port(), cpus=os.cpu_count())
+        + extra_conf
     )
     env = {**os.environ, "SLURM_CONF": str(conf)}
     procs = [
@@ -123,6 +127,12 @@ def cluster(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with running_cluster(tmp_path_factory.mktemp("slurm")) as running:
+        yield running
 
 
 def inventory(path: Path, host: str, node_type: str, reservation: str = "") -> Path:
@@ -227,7 +237,7 @@ def test_a_failed_node_is_drained_with_the_reason(cluster, tmp_path):
         )
         state, reason = res.stdout.strip().split("|", 1)
         assert state in ("drained", "draining"), res.stdout
-        assert reason.startswith("gpuaccept commission failed: cpu_gemm ("), reason
+        assert reason.startswith("gpuaccept: commission: cpu_gemm failed ("), reason
         assert "REJECTED" in proc.stdout
     finally:
         subprocess.run([sbin("scontrol"), "update", f"NodeName={host}", "State=RESUME"], env=env, check=False)

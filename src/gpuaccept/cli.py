@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, across_run, cli_fleet, helptext, redact, run, textinput
+from gpuaccept import __version__, across_run, cli_fleet, healthcheck, helptext, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import (
     coverage,
@@ -710,6 +710,7 @@ def parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_powercheck)
 
     burnin.add_subparser(sub)
+    healthcheck.add_subparser(sub, default_reference_dir())
 
     sp = sub.add_parser(
         "overlap-model",

@@ -139,6 +139,8 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
     sp.add_argument("--results", required=True, help="results tree: writes <node>/<run id>/verdict.json")
     sp.add_argument("--run-id", required=True, help="the run's directory name under each node")
     sp.add_argument("--suite", required=True, choices=SUITES, help="the suite that ran")
-    sp.add_argument("--drain", action="store_true", help="drain every rejected node in Slurm, with the reason")
+    sp.add_argument("--drain", action="store_true",
+                    help="drain every rejected node in Slurm (reason: gpuaccept: ...), resume the accepted ones "
+                    "gpuaccept had drained, leave other drains")
     sp.add_argument("--pushgateway", help="also push each node's metrics to this Pushgateway URL")
     sp.set_defaults(func=cmd_slurm_judge)

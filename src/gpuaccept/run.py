@@ -433,7 +433,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def record_end_facts(run_dir: Path) -> None:
     """The node's facts again, after the suite (``node-facts-end.json``): the judge compares each NVLink link's
-    state and error counters with those before it (gpuaccept.judge.nvlink_rules)."""
+    state and error counters, and each GPU's PCIe replay and AER counters, with those before it
+    (gpuaccept.judge.nvlink_rules, pcie_rules)."""
     write_text_atomic(run_dir / FACTS_END_FILE, json.dumps(node_facts.gather(), indent=2, sort_keys=True) + "\n")
 
 
@@ -630,7 +631,9 @@ def add_subparser(sub: argparse._SubParsersAction, reference_dir: Path) -> None:
     slurm = sp.add_argument_group("a Slurm run from a login node (scripts/slurm-accept.sh, docs/fleet.md)")
     slurm.add_argument("--slurm-inventory", help="judge each node of this inventory (ansible-inventory --list JSON)")
     slurm.add_argument("--distribute", action="store_true", help="one job per node (reframe --distribute=avail)")
-    slurm.add_argument("--drain", action="store_true", help="drain the nodes that failed, with the reason")
+    slurm.add_argument("--drain", action="store_true",
+                       help="drain the nodes that failed (reason: gpuaccept: ...), resume the accepted ones gpuaccept "
+                       "had drained")
     add_command_tail(sp, "reframe_options", "-- REFRAME OPTIONS",
                      "more ReFrame options after --, added to the suite's (e.g. -- -n '^GpuGemm$')")
     sp.set_defaults(func=cmd_run)

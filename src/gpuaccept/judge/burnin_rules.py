@@ -27,6 +27,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from gpuaccept.judge import xid_actions
 from gpuaccept.judge.health_rules import XID_DEFAULT_FIX, XID_FIXES
 from gpuaccept.judge.rules import FAULT_REASONS
 from gpuaccept.probe import burnin_timeline as tl
@@ -120,13 +121,21 @@ def _watched(gpu: _Gpu, elapsed_s: float) -> list[Finding]:
     return out
 
 
+def _xid_fix(xid: Any) -> str:
+    """The XID catalogue's immediate action, then what to try. Every XID fails a burn-in, a RESTART_APP one too:
+    the application the catalogue would restart is the burn-in's own load (gpuaccept.judge.xid_actions)."""
+    action, row = xid_actions.action_of(xid) if isinstance(xid, int) else (xid_actions.UNKNOWN, None)
+    bucket = f" (the catalogue's {row['bucket']})" if row else ""
+    return f"immediate action: {xid_actions.ACTION_WORDS[action]}{bucket}; {XID_FIXES.get(xid, XID_DEFAULT_FIX)}"
+
+
 def _xids(gpu: _Gpu) -> list[Finding]:
     out = []
     for e in gpu.g.get("xid_events") or []:
         xid = e.get("xid")
         out.append(
             gpu.finding(
-                "xid", f"XID {xid} {gpu.at(e.get('t_s'))} ({e.get('source')})", XID_FIXES.get(xid, XID_DEFAULT_FIX)
+                "xid", f"XID {xid} {gpu.at(e.get('t_s'))} ({e.get('source')})", _xid_fix(xid)
             )
         )
     return out
@@ -321,7 +330,7 @@ def assess(doc: dict[str, Any]) -> tuple[list[Finding], str | None]:
                 "xid",
                 None,
                 f"XID {e.get('xid')} on a GPU NVML does not list ({e.get('text')}) at {e.get('t_s')} s",
-                XID_FIXES.get(e.get("xid"), XID_DEFAULT_FIX),
+                _xid_fix(e.get("xid")),
             )
         )
     return findings, ("; ".join(cannot) or None)

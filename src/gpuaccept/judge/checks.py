@@ -326,6 +326,8 @@ CHECKS: dict[str, Check] = {
                 # The rules judge these (the node type's health: section); the figures are reported.
                 Metric("nvlink_links_up_min", "count", GPU, gated=False),
                 Metric("nvlink_error_growth", "count", GPU, gated=False),  # the judge's, from the facts
+                Metric("pcie_replay_growth", "count", GPU, gated=False),  # the judge's, from the facts (pcie_rules)
+                Metric("pcie_aer_growth", "count", GPU, gated=False),
                 Metric("config_drift", "count", GPU, gated=False),  # the judge's: fields off the pins
             ),
         ),

@@ -11,10 +11,9 @@ today's references gives today's answer.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
-from gpuaccept.judge import config_drift, nvlink_rules
+from gpuaccept.judge import config_drift, nvlink_rules, pcie_rules, xid_actions
 from gpuaccept.judge.config_drift import version_allowed
 from gpuaccept.judge.findings import finding, gpu_label
 from gpuaccept.judge.references import NodeType, ReferenceError, _fail
@@ -110,7 +109,7 @@ def _check_pins(node_type: NodeType, doc: dict[str, Any]) -> None:
 
 
 
-# What an operator tries first, by XID (NVIDIA's XID catalogue, abridged).
+# What an operator tries after the catalogue's immediate action (gpuaccept.judge.xid_actions), by XID.
 XID_FIXES = {
     13: "graphics engine exception: usually the application; rerun the suite, and if it recurs on this GPU only, "
     "reset it (nvidia-smi -r -i N) and run the GEMM check",
@@ -150,10 +149,12 @@ def judge(
     xids: list[dict[str, Any]] | None,
     facts: dict[str, Any] | None = None,
     facts_end: dict[str, Any] | None = None,
+    sxids: Any = ...,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Findings (failures) and notes. ``expected_gpus``: (count, who says so); ``xids``: None = unreadable;
-    ``facts``, ``facts_end``: the node facts before and after the suite (the NVLink counters' growth; None: not
-    compared)."""
+    """Findings (failures) and notes. ``expected_gpus``: (count, who says so); ``xids``: None = unreadable, each
+    judged by its XID catalogue action (gpuaccept.judge.xid_actions); ``facts``, ``facts_end``: the node facts
+    before and after the suite (the NVLink and PCIe counters' growth; None: not compared); ``sxids``: the NVSwitch
+    events (None: not read; left out: a document that predates them)."""
     findings: list[dict[str, Any]] = []
     notes: list[str] = []
     gpus = obs.get("gpus") or []
@@ -195,27 +196,15 @@ def judge(
     nvlink_rules.links_up(gpus, expect, findings, notes)
     if facts is not None:
         nvlink_rules.growth(facts, facts_end, expect, findings, notes)
+        pcie_rules.growth(facts, facts_end, findings, notes)
     findings += pin_findings(gpus, expect)[0]
     by_pci = {_pci_prefix(g.get("pci_bus_id")): g for g in gpus}
     if xids is None:
         notes.append("kernel log unreadable: XID events not checked")
     else:
-        for e in xids:
-            g = by_pci.get(e["pci"])
-            label = "" if g else f"PCI {e['pci']} (not a GPU of this node's list): "
-            when = (
-                dt.datetime.fromtimestamp(e["time_unix"], dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-                if e.get("time_unix")
-                else "time unknown"
-            )
-            findings.append(
-                finding(
-                    "xid",
-                    g,
-                    f"{label}XID {e['xid']} at {when}: {e['text']}",
-                    XID_FIXES.get(e["xid"], XID_DEFAULT_FIX),
-                )
-            )
+        xid_actions.judge_xids(xids, by_pci, XID_FIXES, XID_DEFAULT_FIX, findings, notes)
+    if sxids is not ...:
+        xid_actions.judge_sxids(sxids, gpus, findings, notes)
     return findings, notes
 
 
@@ -237,7 +226,9 @@ def _judge_gpu(
     gen_want = expect.get("pcie_gen") or g.get("pcie_gen_max")
     width_want = expect.get("pcie_width") or g.get("pcie_width_max")
     gen, width = g.get("pcie_gen_loaded"), g.get("pcie_width_loaded")
-    if gen is None or width is None:
+    if load.get("passive"):
+        findings += _passive_link(g, gen_want, width_want)
+    elif gen is None or width is None:
         findings.append(
             finding(
                 "pcie_link",
@@ -332,7 +323,8 @@ def _judge_gpu(
                 else "stop nvidia-persistenced",
             )
         )
-    for p in g.get("processes") or []:
+    # A passive check runs beside the jobs (gpuaccept health-check): their processes are no finding there.
+    for p in [] if load.get("passive") else g.get("processes") or []:
         findings.append(
             finding(
                 "foreign_process",
@@ -343,6 +335,30 @@ def _judge_gpu(
                 "GPU (a stray process halves GEMM throughput)",
             )
         )
+
+
+def _passive_link(g: dict[str, Any], gen_want: int | None, width_want: int | None) -> list[dict[str, Any]]:
+    """The PCIe link of a passive check (``gpuaccept health-check``: no load, and an idle link trains its speed
+    down): the generation the GPU and the slot can reach together (NVML's maximum "possible with this device and
+    system") against the node type's, and the width at idle against the link's maximum (an idle link keeps its
+    lanes). A link that trains down only under load is the suite's health check's to find."""
+    out = []
+    gen_max, width, width_max = g.get("pcie_gen_max"), g.get("pcie_width_idle"), g.get("pcie_width_max")
+    bus = g.get("pci_bus_id")
+    if gen_max is None or width is None:
+        out.append(finding("pcie_link", g, "PCIe link not read (NVML/nvidia-smi gave no link generation or width)",
+                           "look at nvidia-smi -q -d PCIE; the driver may not answer for this GPU"))  # fmt: skip
+        return out
+    if gen_want and gen_max < gen_want:
+        out.append(finding("pcie_link", g, f"PCIe link can reach Gen{gen_max} only (GPU and slot together), "
+                           f"expected Gen{gen_want}", "check the slot's link speed in the BIOS and the riser/retimer; "
+                           f"lspci -vv -s {bus} shows LnkCap against LnkSta"))  # fmt: skip
+    want = max(w for w in (width_want, width_max) if w) if (width_want or width_max) else None
+    if want and width < want:
+        out.append(finding("pcie_link", g, f"PCIe link at x{width} at idle, expected x{want} (link max "
+                           f"x{width_max})", "reseat the GPU or its riser/cable (a lane is down); "
+                           f"lspci -vv -s {bus} shows LnkSta against LnkCap"))  # fmt: skip
+    return out
 
 
 FIX_PINS = {
@@ -388,8 +404,9 @@ def judged_metrics(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The figures the judge adds to a health document's (docs/checks/health.md): ``config_drift``, the fields
     that differ from the node type's pins (driver, CUDA, and each GPU's pinned configuration), and
-    ``nvlink_error_growth``, every NVLink error counter's growth over the suite; each waived, with the reason,
-    where it cannot be counted."""
+    ``nvlink_error_growth``, every NVLink error counter's growth over the suite, and the PCIe counters' growth
+    (gpuaccept.judge.pcie_rules: ``pcie_replay_growth``, ``pcie_aer_growth``); each waived, with the reason, where it
+    cannot be counted."""
     metrics: dict[str, Any] = {}
     waived: dict[str, str] = {}
     results = doc.get("results") if isinstance(doc.get("results"), dict) else {}
@@ -405,6 +422,11 @@ def judged_metrics(
         waived["nvlink_error_growth"] = why
     else:
         metrics["nvlink_error_growth"] = {"value": total, "unit": "count"}
+    for name, (value, reason) in pcie_rules.growth(facts, facts_end, [], []).items():
+        if value is None:
+            waived[name] = reason
+        else:
+            metrics[name] = {"value": value, "unit": "count"}
     return metrics, waived
 
 
@@ -430,7 +452,9 @@ def assess(
     if not isinstance(obs, dict):
         errors = "; ".join(map(str, doc.get("errors") or ["no observations"]))
         return [], [], f"the probe could not read the GPUs: {errors}"
-    findings, notes = judge(obs, expect, claims, xids if isinstance(xids, list) else None, facts, facts_end)
+    sxids = kernel_log.get("sxid_events", ...)  # absent: a document written before SXIDs were read
+    findings, notes = judge(obs, expect, claims, xids if isinstance(xids, list) else None, facts, facts_end,
+                            sxids if sxids is ... or isinstance(sxids, list) else None)  # fmt: skip
     cannot_look = []
     unread = pin_findings(obs.get("gpus") or [], expect)[1]
     if unread:

@@ -1,8 +1,8 @@
 """Node facts: CPU, NUMA nodes and NVIDIA GPUs, read through NVML (nvidia-ml-py), or ``nvidia-smi`` where NVML
 cannot be loaded: each GPU's identity and PCIe link, its configuration (VBIOS, InfoROM, ECC, persistence, power
-limits, MIG: gpuaccept.probe.gpuconfig) and its NVLink links with their error counters (gpuaccept.probe.nvlink);
-and the InfiniBand / RoCE ports with their counters (gpuaccept.probe.fabric). Read-only: nothing here changes a
-GPU setting."""
+limits, MIG: gpuaccept.probe.gpuconfig), its NVLink links with their error counters (gpuaccept.probe.nvlink),
+its PCIe replay and AER counters (gpuaccept.probe.pcie) and the InfiniBand / RoCE ports with their counters
+(gpuaccept.probe.fabric). Read-only: nothing here changes a GPU setting."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuaccept.probe import fabric, gpuconfig, nvlink
+from gpuaccept.probe import fabric, gpuconfig, nvlink, pcie
 from gpuaccept.probe.nvml import Nvml
 
 SMI_FIELDS = (
@@ -121,6 +121,7 @@ def _nvml_facts() -> dict[str, Any]:
                     "pcie_width_current": optional(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
                     "config": gpuconfig.from_nvml(nv, h),
                     "nvlink": nvlink.read_gpu(nv, h),
+                    "pcie_counters": pcie.from_nvml(nv, h, bus_id),
                 }
             )
         return facts
@@ -196,6 +197,8 @@ def add_smi_q(gpus: list[dict[str, Any]], smi: str) -> None:
     for g in gpus:
         section = by_bus.get(str(g.get("pci_bus_id") or "").upper())
         g["config"] = gpuconfig.from_smi_q(section) if section else None
+        g["pcie_counters"] = (pcie.from_smi_q(section, g.get("pci_bus_id")) if section else
+                              pcie.reading(None, "nvidia-smi -q could not be read", g.get("pci_bus_id")))  # fmt: skip
         why = "not read: NVML could not be loaded (nvidia-smi fallback)"
         g["nvlink"] = {"supported": None, "why": why, "links": []}
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.probe import document, gpuconfig, nvlink
+from gpuaccept.probe import document, gpuconfig, nvlink, pcie
 from gpuaccept.probe.nvml import Nvml
 
 # ------------------------------------------------------------------------------------------------
@@ -92,6 +92,31 @@ def parse_xids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
                 "text": line[m.start() :].strip(),
             }
         )
+    return events
+
+
+# An NVSwitch error (an "SXid", NVIDIA's Fabric Manager User Guide): "nvidia-nvswitch3: SXid (PCI:0000:c1:00.0): 24007,
+# Fatal, Link 44 ...".
+SXID_RE = re.compile(r"SXid \(PCI:(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})[^)]*\): (?P<sxid>\d+),"
+                     r"\s*(?P<severity>Fatal|Non-fatal)?")
+
+
+def parse_sxids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
+    """NVSwitch SXID events in kernel-log text at or after ``since``, timed as ``parse_xids`` times XID lines."""
+    events = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        m = SXID_RE.search(line)
+        if not m:
+            continue
+        when: float | None = None
+        if t := DMESG_TIME_RE.match(line):
+            when = boot + float(t.group("secs"))
+        elif t := UNIX_TIME_RE.match(line):
+            when = float(t.group("epoch"))
+        if when is not None and when < since:
+            continue
+        events.append({"line": lineno, "time_unix": when, "pci": m.group("pci").lower(), "sxid": int(m.group("sxid")),
+                       "severity": m.group("severity"), "text": line[m.start():].strip()})  # fmt: skip
     return events
 
 
@@ -250,6 +275,9 @@ def observe_nvml(load_s: float = 1.0, exempt_pids: set[int] | None = None) -> di
             nvlink_links, nvlink_up = nvlink.summary(links)
             procs = opt(n.nvmlDeviceGetComputeRunningProcesses, h) or []
             persistence = opt(n.nvmlDeviceGetPersistenceMode, h)
+            util = opt(n.nvmlDeviceGetUtilizationRates, h)
+            power_mw = opt(n.nvmlDeviceGetPowerUsage, h)
+            bus_id = bus.decode() if isinstance(bus, bytes) else bus
             obs["gpus"].append(
                 {
                     "index": i,
@@ -289,6 +317,9 @@ def observe_nvml(load_s: float = 1.0, exempt_pids: set[int] | None = None) -> di
                     "nvlink_up": nvlink_up,
                     "nvlink": links,
                     "config": gpuconfig.from_nvml(nv, h),
+                    "pcie_counters": pcie.from_nvml(nv, h, bus_id),
+                    "utilization_gpu_pct": None if util is None else util.gpu,
+                    "power_w": None if power_mw is None else round(power_mw / 1000.0, 2),
                     "processes": [
                         {**process_info(p.pid), "used_memory_bytes": p.usedGpuMemory}
                         for p in procs
@@ -444,11 +475,24 @@ def observe_smi_q(text: str, loaded_text: str | None = None) -> dict[str, Any]:
                 "nvlink_up": None,
                 "nvlink": None,  # nvidia-smi -q lists no NVLink link states
                 "config": gpuconfig.from_smi_q(g),
+                "pcie_counters": pcie.from_smi_q(g, bus),
+                "utilization_gpu_pct": _int((g.get("Utilization") or {}).get("GPU"))
+                if isinstance(g.get("Utilization"), dict) else None,
+                "power_w": _watts(g),
                 "processes": procs,
             }
         )
     obs["pcie_load"] = {"ran": bool(loaded_text), "error": None if loaded_text else "no reading under load"}
     return obs
+
+
+def _watts(g: dict[str, Any]) -> float | None:
+    """The power draw of one GPU's ``nvidia-smi -q`` section (``GPU Power Readings``, ``Power Readings`` before
+    driver 535)."""
+    power = g.get("GPU Power Readings") or g.get("Power Readings") or {}
+    draw = power.get("Power Draw") or power.get("Instantaneous Power Draw") or ""
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*W", str(draw))
+    return float(m.group(1)) if m else None
 
 
 def _sum_uncorrectable(section: dict[str, Any]) -> int | None:
@@ -602,7 +646,8 @@ def probe(
         for m in ("pcie_gen_min", "pcie_width_min"):
             waived[m] = errors[0]
     gpus = (obs or {}).get("gpus") or []
-    kernel_log: dict[str, Any] = {"read_with": how or None, "xid_events": xids}
+    sxids = None if log is None else parse_sxids(log, since, boot_time())
+    kernel_log: dict[str, Any] = {"read_with": how or None, "xid_events": xids, "sxid_events": sxids}
     if log is None:
         kernel_log.update(unreadable="; ".join(log_why) or "no reader found", fix=KERNEL_LOG_FIX)
     timing = (

@@ -1,5 +1,6 @@
 """Running a fleet through Slurm: a ReFrame configuration generated from the Ansible inventory, one verdict
-per node from a ``reframe --distribute`` run, and the opt-in drain of a failed node.
+per node from a ``reframe --distribute`` run, and the opt-in drain of a failed node (``apply_health``: the rule the
+health check shares, docs/fleet.md "The node's lifecycle in Slurm").
 
 The inventory (``ansible-inventory --list``, group and host variables merged) gives each node its node type
 (``gpuaccept_node_type``), its GPU count (``gpuaccept_gpu_count``) and its Slurm partition
@@ -194,14 +195,61 @@ def split_report(report: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], lis
     return per_node, orphans
 
 
+#: Every drain reason gpuaccept writes starts with this; a drained node whose reason does not is someone else's.
+REASON_PREFIX = "gpuaccept:"
+HEALTH_CHECK = "health-check"
+
+
+def _scontrol(argv: list[str]) -> str:
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise SlurmError(f"{' '.join(argv)}: {err}") from None
+    if res.returncode != 0:
+        raise SlurmError(f"{' '.join(argv)} failed ({res.returncode}): {(res.stderr or res.stdout).strip()}")
+    return res.stdout
+
+
 def drain(node: str, reason: str, dry_run: bool = False) -> list[str]:
     """Drain a node with the reason (scontrol); returns the command. Slurm keeps reasons short: 100 chars here."""
     argv = ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason[:100]}"]
     if not dry_run:
-        res = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if res.returncode != 0:
-            raise SlurmError(f"{' '.join(argv)} failed ({res.returncode}): {(res.stderr or res.stdout).strip()}")
+        _scontrol(argv)
     return argv
+
+
+def node_state(node: str) -> tuple[set[str], str]:
+    """(the node's state flags, upper case: {"IDLE", "DRAIN"}, and its reason without Slurm's "[user@time]")."""
+    text = _scontrol(["scontrol", "show", "node", node])
+    state = re.search(r"\bState=(\S+)", text)
+    reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*@[^\]]*\])?\s*$", text, re.MULTILINE)
+    flags = set(re.split(r"[+*]", state.group(1).upper())) - {""} if state else set()
+    return flags, reason.group(1).strip() if reason else ""
+
+
+def apply_health(node: str, problem: str | None, source: str, dry_run: bool = False) -> str:
+    """The one rule for what gpuaccept does to a node in Slurm after judging it: a problem drains the node with
+    ``gpuaccept: <source>: <problem>``; a node that gpuaccept drained and that is healthy again is resumed; a
+    node drained for another reason (by anyone else) is never touched. ``source`` is ``health-check`` for the
+    passive check, which resumes only what a health check drained (a node a suite rejected waits for a suite that
+    accepts it), or a suite's name, whose acceptance resumes any gpuaccept drain. Returns what was done, in words."""
+    flags, reason = node_state(node)
+    drained = bool(flags & {"DRAIN", "DRAINED", "DRAINING"})
+    if drained and not reason.startswith(REASON_PREFIX):
+        return f"left alone: drained by someone else ({reason or 'no reason'})"
+    if problem is not None:
+        if drained:
+            return f"already drained by gpuaccept: {reason}"
+        text = f"{REASON_PREFIX} {source}: {problem}"[:100]
+        drain(node, text, dry_run)
+        return f"drained: {text}"
+    if not drained:
+        return "in service"
+    if source == HEALTH_CHECK and not reason.startswith(f"{REASON_PREFIX} {HEALTH_CHECK}:"):
+        return f"left drained: a suite drained it ({reason}); a suite that accepts it resumes it"
+    if not dry_run:
+        _scontrol(["scontrol", "update", f"NodeName={node}", "State=RESUME"])
+    return f"resumed (drained by gpuaccept: {reason})"
 
 
 def judge(
@@ -253,7 +301,8 @@ def judge(
 
 
 def drain_reason(result: verdict.Verdict, run_id: str) -> str:
-    return f"gpuaccept {result.suite} failed: {','.join(result.failed_checks()) or 'node'} ({run_id})"
+    """What a rejected node's drain reason says after ``gpuaccept: <suite>:`` (apply_health adds them)."""
+    return f"{','.join(result.failed_checks()) or 'node'} failed ({run_id})"
 
 
 def announce(judged: list[verdict.Verdict], run_id: str, pushgateway_url: str | None, drain_rejected: bool) -> None:
@@ -266,8 +315,8 @@ def announce(judged: list[verdict.Verdict], run_id: str, pushgateway_url: str | 
 
             pushgateway.push(r, pushgateway_url, r.node)
             print(f"  pushed to {redact.url(pushgateway_url)}")
-        if drain_rejected and not r.accepted:
-            print(f"  drained: {' '.join(drain(r.node, drain_reason(r, run_id)))}")
+        if drain_rejected:
+            print(f"  slurm: {apply_health(r.node, None if r.accepted else drain_reason(r, run_id), r.suite)}")
 
 
 def load_inventory(path: str | Path) -> dict[str, Any]:
