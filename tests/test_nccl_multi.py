@@ -90,6 +90,7 @@ def test_emulated_ranks_without_a_gpu_reach_rank_0_and_are_not_run(tool, tmp_pat
     assert p["ring"] is True and p["algo_requested"] == "Ring" and p["nvls"] == "off (NCCL_NVLS_ENABLE=0)"
     assert p["environment"]["NCCL_P2P_DISABLE"] == "1" and p["environment"]["NCCL_NVLS_ENABLE"] == "0"
     assert p["collectives"]["alltoall"]["bus_factor"] == "(n-1)/n"
+    assert p["environment"]["GPUACCEPT_EMULATION"].startswith("3 ranks as 3 emulated hosts on one machine")
     ranks = doc["results"]["ranks"]
     assert [(r["rank"], r["host"], r["local_rank"]) for r in ranks] == [(0, "emuhost0", 0), (1, "emuhost1", 0),
                                                                         (2, "emuhost2", 0)]

@@ -70,6 +70,9 @@ class Plan:
             "GPUACCEPT_LOCAL_RANK": str(self.local_rank(rank)),
             "GPUACCEPT_BOOTSTRAP": f"127.0.0.1:{self.port}",
             "NCCL_HOSTID": f"emuhost{self.host(rank)}",
+            # Recorded in the document's parameters.environment: these hosts are emulated.
+            "GPUACCEPT_EMULATION": f"{self.ranks} ranks as {self.hosts} emulated hosts on one machine "
+            f"({self.gpus} GPUs), NCCL sockets over loopback (gpuaccept.nccl_emulate)",
         })
         return env
 

@@ -38,7 +38,7 @@ inline void write_multi_parameters(Json& j, const MultiState& st, const Options&
   end_parameters(j, {"CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE",
                      "NCCL_IB_DISABLE", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_HOSTID",
                      "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_NET", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
-                     "NCCL_CUMEM_ENABLE", "GPUACCEPT_BOOTSTRAP"});
+                     "NCCL_CUMEM_ENABLE", "GPUACCEPT_BOOTSTRAP", "GPUACCEPT_EMULATION"});
 }
 
 inline void write_row(Json& j, const Row& r, int n) {

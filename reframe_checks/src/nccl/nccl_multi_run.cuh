@@ -57,17 +57,11 @@ inline RankInfo identify(MultiState& st, MultiRank& m, const Options& o) {
   return me;
 }
 
-// The world communicator, this rank's group's communicator (ncclCommSplit; world itself for --comm world), its
-// stream and buffers.
-inline void open_comms(MultiState& st, MultiRank& m, const Options& o, const ncclUniqueId& id) {
+// This rank's stream and buffers on its GPU, where it is in a group (before NCCL: a rank that fails here stops
+// every rank at the next barrier instead of leaving them waiting inside ncclCommInitRank).
+inline void open_buffers(MultiState& st, MultiRank& m, const Options& o) {
   Rank& rk = m.rk;
   CUDA_CHECK(cudaSetDevice(rk.dev));
-  NCCL_CHECK(ncclCommInitRank(&m.world, st.env.size, id, st.env.rank));
-  if (st.comm.layout == Layout::world) {
-    rk.comm = m.world;
-  } else {
-    NCCL_CHECK(ncclCommSplit(m.world, m.group >= 0 ? m.group : NCCL_SPLIT_NOCOLOR, st.env.rank, &rk.comm, nullptr));
-  }
   if (m.group < 0) return;
   const auto& g = st.groups[m.group];
   rk.rank = static_cast<int>(std::find(g.begin(), g.end(), st.env.rank) - g.begin());
@@ -77,6 +71,17 @@ inline void open_comms(MultiState& st, MultiRank& m, const Options& o, const ncc
   CUDA_CHECK(cudaMalloc(&rk.send, max_bytes));
   CUDA_CHECK(cudaMalloc(&rk.recv, max_bytes));
   CUDA_CHECK(cudaMalloc(&rk.bad, sizeof *rk.bad));
+}
+
+// The world communicator and this rank's group's (ncclCommSplit; the world itself for --comm world).
+inline void open_comms(MultiState& st, MultiRank& m, const ncclUniqueId& id) {
+  Rank& rk = m.rk;
+  CUDA_CHECK(cudaSetDevice(rk.dev));
+  NCCL_CHECK(ncclCommInitRank(&m.world, st.env.size, id, st.env.rank));
+  if (st.comm.layout == Layout::world)
+    rk.comm = m.world;
+  else
+    NCCL_CHECK(ncclCommSplit(m.world, m.group >= 0 ? m.group : NCCL_SPLIT_NOCOLOR, st.env.rank, &rk.comm, nullptr));
 }
 
 // Every step, each after a barrier of all ranks; stops when any rank has failed.
@@ -98,11 +103,11 @@ inline void measure_steps(MultiState& st, MultiRank& m, Bootstrap& boot, const O
         st.failure("rank " + std::to_string(st.env.rank) + " " + key + " " + std::to_string(bytes) + " bytes: " +
                    std::to_string(bad) + " wrong elements");
     } catch (const CallError& e) {
-      if (m.rk.comm) {
-        ncclCommAbort(m.rk.comm);
-        if (m.rk.comm == m.world) m.world = nullptr;
-        m.rk.comm = nullptr;
-      }
+      // wait_for has aborted the group's communicator where it gave up; any other failure aborts it here. With
+      // --comm world it is the world communicator, which is then gone too.
+      if (m.rk.comm) ncclCommAbort(m.rk.comm);
+      m.rk.comm = nullptr;
+      if (st.comm.layout == Layout::world) m.world = nullptr;
       fail(st, m, std::string(key) + " " + std::to_string(bytes) + " bytes: " + e.what());
     }
   }
@@ -145,9 +150,16 @@ inline void run_joined(MultiState& st, MultiRank& m, Bootstrap& boot, const Opti
   m.group = group_of(st.groups, st.env.rank);
   ncclUniqueId id;
   if (!from_hex(st.infos[0].extra, &id, sizeof id)) fail(st, m, "rank 0 sent no ncclUniqueId");
+  if (m.ok) {
+    try {
+      open_buffers(st, m, o);
+    } catch (const CallError& e) {
+      fail(st, m, e.what());
+    }
+  }
   if (boot.barrier(m.ok, wait_s)) {
     try {
-      open_comms(st, m, o, id);
+      open_comms(st, m, id);
     } catch (const CallError& e) {
       fail(st, m, e.what());
     }
