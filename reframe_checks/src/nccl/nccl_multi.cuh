@@ -217,7 +217,8 @@ inline void group_metrics(const Options& o, GroupOut& g) {
 }
 
 // The node-level metrics: per name, the worst over the groups (min of a "higher", max of a "lower"), naming the
-// group; waived where every group waived it.
+// group; waived where every group waived it; absent (not measured, which the judge fails) where a group that
+// did not waive it has no figure (e.g. its every row failed verification).
 inline void overall_metrics(const MultiState& st, std::vector<Metric>& metrics, Waived& waived) {
   std::vector<std::string> names;
   for (const auto& k : kNetColls) names.push_back(std::string(k.key) + "_busbw_gbps_max");
@@ -226,7 +227,12 @@ inline void overall_metrics(const MultiState& st, std::vector<Metric>& metrics, 
     const Metric* worst = nullptr;
     const GroupOut* at = nullptr;
     std::string why;
+    bool gap = false;
     for (const auto& g : st.out) {
+      bool has = false;
+      for (const auto& w : g.waived) has = has || w.first == name;
+      for (const auto& m : g.metrics) has = has || m.name == name;
+      gap = gap || !has;
       for (const auto& m : g.metrics)
         if (m.name == name && (!worst || (m.better == "higher" ? m.value < worst->value : m.value > worst->value))) {
           worst = &m;
@@ -235,12 +241,12 @@ inline void overall_metrics(const MultiState& st, std::vector<Metric>& metrics, 
       for (const auto& w : g.waived)
         if (w.first == name) why = w.second;
     }
-    if (worst) {
+    if (worst && !gap) {
       Metric m = *worst;
       m.description = (m.better == "higher" ? "minimum over the " : "maximum over the ") + std::to_string(st.out.size()) +
                       " communicator groups of: " + worst->description + "; set by group " + at->label;
       metrics.push_back(m);
-    } else if (!why.empty()) {
+    } else if (!worst && !why.empty()) {
       waived.push_back({name, why});
     }
   }
