@@ -43,7 +43,8 @@ def tool(tmp_path_factory) -> Path:
 def test_host_logic_unit_tests(tmp_path):
     binary = tmp_path / "test_nccl_net"
     subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pthread", f"-I{SRC / 'nccl'}",
-                    str(ROOT / "tests" / "native" / "test_nccl_net.cpp"), "-o", str(binary)], check=True)
+                    f"-I{SRC / 'common'}", str(ROOT / "tests" / "native" / "test_nccl_net.cpp"), "-o", str(binary)],
+                   check=True)
     res = subprocess.run([str(binary), str(free_port())], capture_output=True, text=True, check=False, timeout=60)
     assert res.returncode == 0, res.stderr
 

@@ -1,7 +1,8 @@
-// Unit tests of gpuaccept-nccl's multi-process host logic (reframe_checks/src/nccl/nccl_net_host.h and
-// nccl_net_bootstrap.h), compiled and run by tests/test_nccl_multi.py: rank detection from each launcher's
-// variables, the --comm layouts, the bus factors, the transport read from NCCL's INFO lines, and the TCP bootstrap
-// over loopback (ranks as threads), including a rank that never comes.
+// Unit tests of gpuaccept-nccl's multi-process host logic (reframe_checks/src/nccl/nccl_net_host.h,
+// nccl_net_bootstrap.h and nccl_multi_summary.h), compiled and run by tests/test_nccl_multi.py: rank detection from
+// each launcher's variables, the --comm layouts, the bus factors, the transport read from NCCL's INFO lines, the TCP
+// bootstrap over loopback (ranks as threads), including a rank that never comes, and rank 0's summary of the
+// ranks' figures (rows, each group's metrics, the node-level worst over the groups), from figures made up here.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -9,10 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "nccl_multi_summary.h"
 #include "nccl_net_bootstrap.h"
 #include "nccl_net_host.h"
 
 using namespace gpuaccept::ncclnet;
+using gpuaccept::nccl::Coll;
 
 namespace {
 
@@ -158,6 +161,63 @@ void test_missing_rank(int port) {
   EXPECT(contains(e2, "rank 1 could not reach rank 0 at tcp://127.0.0.1:" + std::to_string(port + 1)));
 }
 
+// Four ranks on two hosts as two pairs; every rank of pair {2,3} takes twice as long as pair {0,1}, and one rank
+// of pair {0,1} counts wrong elements in all-to-all.
+void test_summary() {
+  namespace nc = gpuaccept::nccl;
+  nc::Options o;
+  o.sizes = {1 << 20};
+  o.iters = 3;
+  o.latency_bytes = 8;
+  const auto steps = nc::steps_of(o);
+  EXPECT(steps.size() == 6 && steps[0].c == Coll::allreduce && steps[0].bytes0 == 8 && steps[4].c == Coll::alltoall);
+  EXPECT(nc::step_bytes(Coll::alltoall, 1000, 3) == 996 && nc::step_bytes(Coll::allreduce, 1002, 3) == 1000);
+  nc::MultiState st;
+  st.env.size = 4;
+  st.comm = parse_comm("groups:0-1,2-3");
+  st.groups = st.comm.groups;
+  for (int r = 0; r < 4; ++r) {
+    RankInfo info;
+    info.rank = r;
+    info.host = r < 2 ? "hA" : "hB";
+    st.infos.push_back(info);
+    nc::RankResult res;
+    res.checked = static_cast<long>(steps.size());
+    for (const auto& step : steps) {
+      const double t = (r < 2 ? 1e-3 : 2e-3) * (1 + 0.1 * (r % 2));  // the second rank of a pair is 10 % slower
+      res.steps.push_back({nc::step_bytes(step.c, step.bytes0, 2), 0, {t, t * 0.5, t * 3}});
+    }
+    if (r == 1) res.steps[4].mismatches = 7;
+    res.transports = {"NET/Socket"};
+    // What rank 0 receives: the figures through their text form.
+    st.results.push_back(nc::decode(nc::encode(res), steps.size()));
+  }
+  EXPECT(st.results[3].steps[1].sec.size() == 3 && std::abs(st.results[3].steps[1].sec[0] - 2.2e-3) < 1e-15);
+  nc::summarise(st, o, steps);
+  EXPECT(st.checked == 24 && st.out.size() == 2 && st.out[1].label == "2@hB+3@hB");
+  const nc::Row& ar = st.out[0].rows[1];  // all-reduce, 1 MiB, pair {0,1}: per call the slower rank, then the median
+  auto near = [](double a, double b) { return std::abs(a - b) <= 1e-12 * std::abs(b); };
+  EXPECT(ar.bytes == (1u << 20) && near(ar.sec_median, 1.1e-3) && near(ar.sec_min, 0.55e-3) && near(ar.sec_max, 3.3e-3));
+  EXPECT(std::abs(ar.busbw - (1 << 20) / 1.1e-3 / 1e9 * 1.0) < 1e-9);
+  EXPECT(st.failures.size() == 1 && contains(st.failures[0], "group 0@hA+1@hA alltoall 1048576 bytes: 7 wrong"));
+  std::vector<gpuaccept::Metric> metrics;
+  gpuaccept::Waived waived;
+  nc::overall_metrics(st, metrics, waived);
+  auto find = [&](const std::string& name) -> const gpuaccept::Metric* {
+    for (const auto& m : metrics)
+      if (m.name == name) return &m;
+    return nullptr;
+  };
+  // The slow pair sets the node's all-reduce bandwidth (the minimum) and latency (the maximum).
+  const auto* bw = find("allreduce_busbw_gbps_max");
+  EXPECT(bw && std::abs(bw->value - (1 << 20) / 2.2e-3 / 1e9) < 1e-9 && contains(bw->description, "group 2@hB+3@hB"));
+  const auto* lat = find("allreduce_latency_us");
+  EXPECT(lat && std::abs(lat->value - 2200.0) < 1e-6 && contains(lat->description, "at 8 bytes"));
+  // Pair {0,1} has no verified all-to-all: the node has no all-to-all figure (not the other pair's).
+  EXPECT(find("alltoall_busbw_gbps_max") == nullptr && find("broadcast_busbw_gbps_max") != nullptr);
+  EXPECT(waived.empty());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,6 +229,7 @@ int main(int argc, char** argv) {
   test_transports();
   test_bootstrap(port);
   test_missing_rank(port + 2);
+  test_summary();
   if (failures) std::fprintf(stderr, "%d failure(s)\n", failures);
   return failures ? 1 : 0;
 }

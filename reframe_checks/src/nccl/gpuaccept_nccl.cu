@@ -96,8 +96,6 @@ struct State : Outcome {
   std::vector<Row> rows;
 };
 
-// Element counts of one (collective, size) on n ranks: the send count and the receive count per rank.
-
 const char* kUsage =
     "usage: gpuaccept-nccl [options]\n"
     "NCCL all-reduce, all-gather, reduce-scatter and broadcast bus bandwidth between this node's GPUs, one\n"

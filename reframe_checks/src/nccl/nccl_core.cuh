@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "nccl_types.h"
 
 #define NCCL_CHECK(call)                                                                                   \
   GPUACCEPT_CHECK(#call, call, ncclSuccess, [](ncclResult_t r) {                                           \
@@ -21,16 +22,6 @@
   })
 
 namespace gpuaccept::nccl {
-
-// alltoall is measured in multi-process mode only (the single-process table, kColls, keeps its four).
-enum class Coll { allreduce, allgather, reducescatter, broadcast, alltoall };
-
-struct CollInfo {
-  Coll c;
-  const char* key;
-  const char* call;
-  const char* size_is;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Data and verification. Rank r's element i is a small integer, so every sum over up to 2^16 ranks is exact in
@@ -70,31 +61,6 @@ __global__ void check_kernel(const float* out, size_t count, int coll, int rank,
   if (local) atomicAdd(bad, local);
 }
 
-
-struct Options {
-  std::vector<size_t> sizes;
-  int warmup = 5, iters = 20;
-  double timeout_s = 300.0;
-  std::string gpus = "all";
-  bool quick = false, allow_nvls = false, inject_error = false;
-  std::string output;
-  // Multi-process mode (--multi-process; nccl_multi.cuh).
-  bool multi = false, ring = false;
-  std::string comm = "world", nccl_log_dir;
-  int device = -1;                 // -1: the local rank
-  double bootstrap_timeout_s = 120.0;
-  size_t latency_bytes = 8;
-};
-
-struct Row {
-  Coll c = Coll::allreduce;
-  size_t bytes = 0, count = 0;  // count: elements each rank sends (allreduce, allgather, broadcast) or receives
-  int iters = 0;
-  double sec_median = NAN, sec_min = NAN, sec_max = NAN, algbw = NAN, busbw = NAN;
-  unsigned long long mismatches = 0;
-  bool verified = false;
-};
-
 // Per rank.
 struct Rank {
   int rank = 0, dev = 0;
@@ -106,17 +72,6 @@ struct Rank {
   std::vector<cudaEvent_t> events;
   std::vector<double> sec;  // this rank's iteration times for the current (collective, size)
 };
-
-inline void counts(Coll c, size_t bytes, int n, size_t& send, size_t& recv) {
-  size_t elems = bytes / sizeof(float);
-  switch (c) {
-    case Coll::allreduce:
-    case Coll::broadcast: send = recv = elems; break;
-    case Coll::allgather: send = elems / n; recv = send * n; break;
-    case Coll::reducescatter: recv = elems / n; send = recv * n; break;
-    case Coll::alltoall: send = recv = elems / n * n; break;
-  }
-}
 
 inline void launch(Rank& rk, Coll c, size_t send_count, size_t recv_count) {
   switch (c) {
@@ -216,15 +171,6 @@ inline unsigned long long run_rank(Rank& rk, const Options& o, Coll c, size_t by
   CUDA_CHECK(cudaMemcpyAsync(&bad, rk.bad, sizeof bad, cudaMemcpyDeviceToHost, rk.stream));
   CUDA_CHECK(cudaStreamSynchronize(rk.stream));
   return bad;
-}
-
-inline std::vector<size_t> sweep(size_t lo, size_t hi, size_t factor) {
-  std::vector<size_t> out;
-  for (size_t s = lo; s <= hi; s *= factor) {
-    out.push_back(s);
-    if (factor < 2 || s > hi / factor) break;
-  }
-  return out;
 }
 
 }  // namespace gpuaccept::nccl

@@ -1,7 +1,8 @@
 // gpuaccept-nccl --multi-process: the one document rank 0 writes (docs/benchmark-json.md, "Multi-process mode").
 #pragma once
 
-#include "nccl_multi.cuh"
+#include "nccl_core.cuh"
+#include "nccl_multi_summary.h"
 
 namespace gpuaccept::nccl {
 

@@ -1,7 +1,10 @@
 // gpuaccept-nccl --multi-process: one rank's run, start to end (nccl_multi.cuh says what it does).
 #pragma once
 
-#include "nccl_multi.cuh"
+#include "nccl_core.cuh"
+#include "nccl_multi_doc.cuh"
+#include "nccl_multi_summary.h"
+#include "nccl_net_bootstrap.h"
 
 namespace gpuaccept::nccl {
 
