@@ -30,17 +30,22 @@ gpus=$(nvidia-smi -L | wc -l)
 sweep=(--min-bytes 1048576 --max-bytes 67108864 --factor 4 --warmup 3 --iters 10 --timeout-s 60
        --bootstrap-timeout-s 60)
 
-# run NAME RANKS HOSTS [launcher options...] -- [tool options...]
+start=$(date +%s)
+# run NAME RANKS HOSTS [launcher options...] -- [tool options...]; skipped once 270 s have gone (the 5-minute budget).
 run() {
   local name=$1 ranks=$2 hosts=$3
+  if [ $(($(date +%s) - start)) -gt 270 ]; then
+    echo "== $name: skipped (past 270 s)" | tee -a "$out/summary.txt"
+    return 0
+  fi
   shift 3
   local launcher=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do launcher+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   local t0 rc=0
   t0=$(date +%s.%N)
-  PYTHONPATH="$repo/src" timeout 150 python3 -m gpuaccept.nccl_emulate --ranks "$ranks" --gpus "$gpus" \
-    --hosts "$hosts" --timeout-s 140 --log-dir "$out/$name.logs" "${launcher[@]}" -- \
+  PYTHONPATH="$repo/src" timeout 120 python3 -m gpuaccept.nccl_emulate --ranks "$ranks" --gpus "$gpus" \
+    --hosts "$hosts" --timeout-s 110 --log-dir "$out/$name.logs" "${launcher[@]}" -- \
     "$tool" "${sweep[@]}" "$@" --nccl-log-dir "$out/$name.logs" --output "$out/$name.json" \
     > "$out/$name.launcher.log" 2>&1 || rc=$?
   echo "== $name: exit $rc in $(echo "$(date +%s.%N) - $t0" | bc | cut -c1-6) s" | tee -a "$out/summary.txt"
