@@ -87,12 +87,24 @@ inline void open_comms(MultiState& st, MultiRank& m, const ncclUniqueId& id) {
     NCCL_CHECK(ncclCommSplit(m.world, m.group >= 0 ? m.group : NCCL_SPLIT_NOCOLOR, st.env.rank, &rk.comm, nullptr));
 }
 
+// A rank stopped by another rank's failure measured nothing more, which is not a success: its own error (not sent
+// to rank 0, whose document has the failing rank's reason).
+inline void stopped(MultiState& st, const MultiRank& m, const std::string& where) {
+  if (m.ok && st.env.rank != 0)
+    st.error("rank " + std::to_string(st.env.rank) + ": stopped " + where +
+             ": another rank failed (rank 0's document names it)");
+}
+
 // Every step, each after a barrier of all ranks; stops when any rank has failed.
 inline void measure_steps(MultiState& st, MultiRank& m, Bootstrap& boot, const Options& o,
                           const std::vector<Step>& steps) {
   const double wait_s = o.timeout_s + o.bootstrap_timeout_s;
   for (size_t i = 0; i < steps.size(); ++i) {
-    if (!boot.barrier(m.ok, wait_s)) return;
+    if (!boot.barrier(m.ok, wait_s)) {
+      stopped(st, m, std::string("before ") + net_coll(steps[i].c).key + " " + std::to_string(steps[i].bytes0) +
+                         " bytes");
+      return;
+    }
     if (m.group < 0) continue;
     const int n = static_cast<int>(st.groups[m.group].size());
     const size_t bytes = step_bytes(steps[i].c, steps[i].bytes0, n);
@@ -167,6 +179,8 @@ inline void run_joined(MultiState& st, MultiRank& m, Bootstrap& boot, const Opti
       fail(st, m, e.what());
     }
     measure_steps(st, m, boot, o, steps);
+  } else {
+    stopped(st, m, "before NCCL started");
   }
   close_rank(m);
   m.mine.transports = read_transports(st.nccl_env);
