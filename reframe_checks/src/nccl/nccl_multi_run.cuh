@@ -1,6 +1,10 @@
 // gpuaccept-nccl --multi-process: one rank's run, start to end (nccl_multi.cuh says what it does).
 #pragma once
 
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+
 #include "nccl_core.cuh"
 #include "nccl_multi_doc.cuh"
 #include "nccl_multi_summary.h"
@@ -76,10 +80,38 @@ inline void open_buffers(MultiState& st, MultiRank& m, const Options& o) {
   CUDA_CHECK(cudaMalloc(&rk.bad, sizeof *rk.bad));
 }
 
-// The world communicator and this rank's group's (ncclCommSplit; the world itself for --comm world).
-inline void open_comms(MultiState& st, MultiRank& m, const ncclUniqueId& id) {
+// Calls `give_up` from a thread of its own unless it is destroyed within `seconds`: NCCL's initialisation blocks
+// until every rank has joined, and neither an error of another rank nor a network NCCL cannot use ends it.
+class Watchdog {
+ public:
+  Watchdog(double seconds, std::function<void()> give_up)
+      : t_([this, seconds, give_up] {
+          std::unique_lock<std::mutex> l(m_);
+          if (!cv_.wait_for(l, std::chrono::duration<double>(seconds), [this] { return done_; })) give_up();
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    t_.join();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread t_;
+};
+
+// The world communicator and this rank's group's (ncclCommSplit; the world itself for --comm world). Where they
+// are not made within --timeout-s, `give_up` ends the process (run_multi: rank 0 writes its document first).
+inline void open_comms(MultiState& st, MultiRank& m, const Options& o, const ncclUniqueId& id,
+                       const std::function<void()>& give_up) {
   Rank& rk = m.rk;
   CUDA_CHECK(cudaSetDevice(rk.dev));
+  Watchdog watchdog(o.timeout_s, give_up);
   NCCL_CHECK(ncclCommInitRank(&m.world, st.env.size, id, st.env.rank));
   if (st.comm.layout == Layout::world)
     rk.comm = m.world;
@@ -157,7 +189,8 @@ inline void print_groups(const MultiState& st) {
 }
 
 // The rank's run after the bootstrap: communicators, steps, teardown, figures to rank 0 (which summarises).
-inline void run_joined(MultiState& st, MultiRank& m, Bootstrap& boot, const Options& o, const std::vector<Step>& steps) {
+inline void run_joined(MultiState& st, MultiRank& m, Bootstrap& boot, const Options& o, const std::vector<Step>& steps,
+                       const std::function<void()>& give_up) {
   const double wait_s = o.timeout_s + o.bootstrap_timeout_s;
   std::vector<int> local_ranks;
   for (const auto& r : st.infos) local_ranks.push_back(r.local_rank);
@@ -174,7 +207,7 @@ inline void run_joined(MultiState& st, MultiRank& m, Bootstrap& boot, const Opti
   }
   if (boot.barrier(m.ok, wait_s)) {
     try {
-      open_comms(st, m, id);
+      open_comms(st, m, o, id, give_up);
     } catch (const CallError& e) {
       fail(st, m, e.what());
     }
@@ -234,7 +267,18 @@ inline int run_multi(const Options& o, const Invocation& run) {
     for (size_t r = 0; r < payloads.size(); ++r)
       st.infos.push_back(r == static_cast<size_t>(st.env.rank) ? me : from_payload(static_cast<int>(r), payloads[r]));
     st.infos[st.env.rank].rank = st.env.rank;
-    run_joined(st, m, boot, o, steps);
+    // NCCL's initialisation that does not finish: the reason recorded, rank 0's document written, the process ended
+    // (the thread inside NCCL cannot be stopped otherwise).
+    auto give_up = [&] {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", o.timeout_s);
+      st.error("rank " + std::to_string(st.env.rank) + ": NCCL's initialisation (ncclCommInitRank/ncclCommSplit) did " +
+               "not finish within --timeout-s " + limit + " s: a rank failed inside it, or the ranks cannot reach " +
+               "each other through NCCL's own sockets (NCCL_SOCKET_IFNAME)");
+      write_doc();
+      std::_Exit(kExitCallFailed);
+    };
+    run_joined(st, m, boot, o, steps, give_up);
   } catch (const std::exception& e) {  // the bootstrap's, or a failed call before the communicators
     st.error(std::string("rank ") + std::to_string(st.env.rank) + ": " + e.what());
     close_rank(m);
