@@ -66,7 +66,10 @@ def run_tool(tool: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
      "rank 2 given, but the world has 2 ranks"),
     (["--ring"], {"GPUACCEPT_RANK": "0", "GPUACCEPT_SIZE": "1", "NCCL_ALGO": "Tree"}, "NCCL_ALGO=Tree"),
     ([], {"GPUACCEPT_RANK": "0", "GPUACCEPT_SIZE": "1", "NCCL_NVLS_ENABLE": "1"}, "--allow-nvls"),
-], ids=["overlap", "layout", "gpus", "latency", "no-rank", "no-bootstrap", "rank-range", "ring-vs-algo", "nvls"])
+    (["--nccl-log-dir", "/nonexistent/logs"], {"GPUACCEPT_RANK": "0", "GPUACCEPT_SIZE": "1"},
+     "--nccl-log-dir /nonexistent/logs: not a directory"),
+], ids=["overlap", "layout", "gpus", "latency", "no-rank", "no-bootstrap", "rank-range", "ring-vs-algo", "nvls",
+        "log-dir"])
 def test_bad_multi_process_input_is_named(tool, args, env, message):
     res = run_tool(tool, "--multi-process", *args, **env)
     assert res.returncode == 3 and message in res.stderr, res.stderr

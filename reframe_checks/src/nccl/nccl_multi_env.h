@@ -32,7 +32,7 @@ inline std::string getenv_str(const char* n) {
 
 // Sets what the run needs before NCCL's first call; throws std::invalid_argument (a usage error) where the
 // environment contradicts the options: NCCL_NVLS_ENABLE on without --allow-nvls, NCCL_ALGO other than Ring
-// with --ring.
+// with --ring, an --nccl-log-dir that cannot be written.
 inline NcclEnv prepare_nccl_env(bool allow_nvls, bool ring, const std::string& log_dir, int rank) {
   NcclEnv e;
   const std::string nvls = getenv_str("NCCL_NVLS_ENABLE");
@@ -57,6 +57,8 @@ inline NcclEnv prepare_nccl_env(bool allow_nvls, bool ring, const std::string& l
     if (file.find('%') == std::string::npos) e.debug_file = file;
     return e;
   }
+  if (!log_dir.empty() && ::access(log_dir.c_str(), W_OK | X_OK) != 0)
+    throw std::invalid_argument("option --nccl-log-dir " + log_dir + ": not a directory this rank can write");
   std::string dir = log_dir.empty() ? getenv_str("TMPDIR") : log_dir;
   if (dir.empty()) dir = "/tmp";
   e.debug_file = dir + "/gpuaccept-nccl-rank" + std::to_string(rank) + "-" + std::to_string(getpid()) + ".log";
