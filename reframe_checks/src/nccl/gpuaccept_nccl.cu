@@ -13,6 +13,9 @@
 //          reduce-scatter), 1 (broadcast), n = ranks.
 // With one GPU there are no peers: a one-rank communicator still runs and verifies every collective (the
 // self-test; its figures are informational) and every metric is waived.
+//
+// --multi-process runs the same measurements with one rank per process across hosts, adding all-to-all
+// (nccl_multi.cuh); this file keeps the single-process mode, nccl_core.cuh what both share.
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -30,28 +33,19 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "nccl_core.cuh"
+#include "nccl_multi.cuh"
 #include "tool_main.h"
 
 using namespace gpuaccept;
 
-#define NCCL_CHECK(call)                                                                                   \
-  GPUACCEPT_CHECK(#call, call, ncclSuccess, [](ncclResult_t r) {                                           \
-    return std::string(ncclGetErrorString(r)) + " (" + ncclGetLastError(nullptr) + ")";                    \
-  })
+using namespace gpuaccept::nccl;
 
 namespace {
 
 constexpr const char* kTool = "gpuaccept-nccl";
 constexpr const char* kOneGpu = "one GPU: no peers (a one-rank self-test ran every collective; results.self_test)";
 
-enum class Coll { allreduce, allgather, reducescatter, broadcast };
-
-struct CollInfo {
-  Coll c;
-  const char* key;
-  const char* call;
-  const char* size_is;
-};
 
 const CollInfo kColls[] = {
     {Coll::allreduce, "allreduce", "ncclAllReduce(ncclFloat, ncclSum), out of place", "each rank's buffer"},
@@ -68,44 +62,9 @@ double bus_factor(Coll c, int n) {
     case Coll::allgather:
     case Coll::reducescatter: return static_cast<double>(n - 1) / n;
     case Coll::broadcast: return 1.0;
+    case Coll::alltoall: return static_cast<double>(n - 1) / n;
   }
   return NAN;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Data and verification. Rank r's element i is a small integer, so every sum over up to 2^16 ranks is exact in
-// float and a result is either right or wrong.
-__host__ __device__ inline float value(int rank, size_t i) {
-  return static_cast<float>(static_cast<int>(i % 251) + 1 + 3 * rank);
-}
-
-__global__ void fill_kernel(float* p, size_t count, int rank, size_t offset) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = value(rank, offset + i);
-}
-
-// Counts the elements of `out` that differ from what the collective must give on rank `rank` of `n`.
-// allreduce: sum_r value(r, i); allgather: value(i / count, i % count); reducescatter: sum_r value(r, rank*count+i);
-// broadcast: value(0, i).
-__global__ void check_kernel(const float* out, size_t count, int coll, int rank, int n, size_t part,
-                             unsigned long long* bad) {
-  unsigned long long local = 0;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    float want = 0.0f;
-    if (coll == 0) {
-      for (int r = 0; r < n; ++r) want += value(r, i);
-    } else if (coll == 1) {
-      want = value(static_cast<int>(i / part), i % part);
-    } else if (coll == 2) {
-      for (int r = 0; r < n; ++r) want += value(r, static_cast<size_t>(rank) * part + i);
-    } else {
-      want = value(0, i);
-    }
-    if (!(out[i] == want)) ++local;  // NaN (the poison) never equals
-  }
-  if (local) atomicAdd(bad, local);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -131,146 +90,11 @@ class Barrier {
   unsigned long gen_ = 0;
 };
 
-struct Options {
-  std::vector<size_t> sizes;
-  int warmup = 5, iters = 20;
-  double timeout_s = 300.0;
-  std::string gpus = "all";
-  bool quick = false, allow_nvls = false, inject_error = false;
-  std::string output;
-};
-
-struct Row {
-  Coll c = Coll::allreduce;
-  size_t bytes = 0, count = 0;  // count: elements each rank sends (allreduce, allgather, broadcast) or receives
-  int iters = 0;
-  double sec_median = NAN, sec_min = NAN, sec_max = NAN, algbw = NAN, busbw = NAN;
-  unsigned long long mismatches = 0;
-  bool verified = false;
-};
-
-// Per rank.
-struct Rank {
-  int rank = 0, dev = 0;
-  ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
-  float* send = nullptr;
-  float* recv = nullptr;
-  unsigned long long* bad = nullptr;
-  std::vector<cudaEvent_t> events;
-  std::vector<double> sec;  // this rank's iteration times for the current (collective, size)
-};
 
 struct State : Outcome {
   State() : Outcome(kTool) {}
   std::vector<Row> rows;
 };
-
-// Element counts of one (collective, size) on n ranks: the send count and the receive count per rank.
-void counts(Coll c, size_t bytes, int n, size_t& send, size_t& recv) {
-  size_t elems = bytes / sizeof(float);
-  switch (c) {
-    case Coll::allreduce:
-    case Coll::broadcast: send = recv = elems; break;
-    case Coll::allgather: send = elems / n; recv = send * n; break;
-    case Coll::reducescatter: recv = elems / n; send = recv * n; break;
-  }
-}
-
-void launch(Rank& rk, Coll c, size_t send_count, size_t recv_count) {
-  switch (c) {
-    case Coll::allreduce:
-      NCCL_CHECK(ncclAllReduce(rk.send, rk.recv, send_count, ncclFloat, ncclSum, rk.comm, rk.stream));
-      break;
-    case Coll::allgather: NCCL_CHECK(ncclAllGather(rk.send, rk.recv, send_count, ncclFloat, rk.comm, rk.stream)); break;
-    case Coll::reducescatter:
-      NCCL_CHECK(ncclReduceScatter(rk.send, rk.recv, recv_count, ncclFloat, ncclSum, rk.comm, rk.stream));
-      break;
-    case Coll::broadcast: NCCL_CHECK(ncclBroadcast(rk.send, rk.recv, send_count, ncclFloat, 0, rk.comm, rk.stream)); break;
-  }
-}
-
-// Set when a rank fails: every rank waiting in wait_for aborts its communicator and stops.
-std::atomic<bool> g_abort{false};
-
-// Waits for the rank's stream like cudaStreamSynchronize, but polls NCCL's asynchronous error and the other ranks'
-// failures, and gives up after `timeout_s`: a rank whose peer failed, or whose link hangs, would otherwise wait
-// inside the collective for ever. Giving up aborts this rank's communicator (ncclCommAbort, from its own thread,
-// which ends its kernels) and throws.
-void wait_for(Rank& rk, double timeout_s, const char* what) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  for (;;) {
-    cudaError_t q = cudaStreamQuery(rk.stream);
-    if (q == cudaSuccess) return;
-    if (q != cudaErrorNotReady) CUDA_CHECK(q);
-    ncclResult_t async = ncclSuccess;
-    NCCL_CHECK(ncclCommGetAsyncError(rk.comm, &async));
-    std::string why;
-    if (async != ncclSuccess && async != ncclInProgress)
-      why = std::string("NCCL asynchronous error: ") + ncclGetErrorString(async);
-    else if (g_abort)
-      why = "another rank failed";
-    else if (std::chrono::steady_clock::now() > deadline)
-      why = "not finished after --timeout-s " + std::to_string(timeout_s) + " s";
-    if (!why.empty()) {
-      g_abort = true;
-      ncclCommAbort(rk.comm);
-      rk.comm = nullptr;
-      throw CallError(std::string(what) + ": " + why + "; communicator aborted");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
-// One rank's part of one (collective, size): fill, warm up, poison, time, verify. Returns its mismatches.
-unsigned long long run_rank(Rank& rk, const Options& o, Coll c, size_t bytes, int n) {
-  size_t sc = 0, rc = 0;
-  counts(c, bytes, n, sc, rc);
-  CUDA_CHECK(cudaSetDevice(rk.dev));
-  fill_kernel<<<1024, 256, 0, rk.stream>>>(rk.send, sc, rk.rank, 0);
-  CUDA_CHECK_LAST();
-  for (int i = 0; i < o.warmup; ++i) launch(rk, c, sc, rc);
-  CUDA_CHECK(cudaMemsetAsync(rk.recv, 0xFF, rc * sizeof(float), rk.stream));  // NaN: a call that writes nothing fails
-  while (rk.events.size() < 2 * static_cast<size_t>(o.iters)) {
-    cudaEvent_t e;
-    CUDA_CHECK(cudaEventCreate(&e));
-    rk.events.push_back(e);
-  }
-  for (int i = 0; i < o.iters; ++i) {
-    CUDA_CHECK(cudaEventRecord(rk.events[2 * i], rk.stream));
-    launch(rk, c, sc, rc);
-    CUDA_CHECK(cudaEventRecord(rk.events[2 * i + 1], rk.stream));
-  }
-  wait_for(rk, o.timeout_s, "timed calls");
-  rk.sec.assign(o.iters, 0.0);
-  for (int i = 0; i < o.iters; ++i) {
-    float ms = 0.0f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, rk.events[2 * i], rk.events[2 * i + 1]));
-    rk.sec[i] = ms * 1e-3;
-  }
-  if (o.inject_error && rc > 0) {
-    float wrong = 1e30f;
-    CUDA_CHECK(cudaMemcpyAsync(rk.recv + rc / 2, &wrong, sizeof wrong, cudaMemcpyHostToDevice, rk.stream));
-  }
-  CUDA_CHECK(cudaMemsetAsync(rk.bad, 0, sizeof *rk.bad, rk.stream));
-  int coll = c == Coll::allreduce ? 0 : c == Coll::allgather ? 1 : c == Coll::reducescatter ? 2 : 3;
-  size_t part = c == Coll::allgather ? sc : rc;
-  check_kernel<<<1024, 256, 0, rk.stream>>>(rk.recv, rc, coll, rk.rank, n, part, rk.bad);
-  CUDA_CHECK_LAST();
-  unsigned long long bad = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&bad, rk.bad, sizeof bad, cudaMemcpyDeviceToHost, rk.stream));
-  CUDA_CHECK(cudaStreamSynchronize(rk.stream));
-  return bad;
-}
-
-std::vector<size_t> sweep(size_t lo, size_t hi, size_t factor) {
-  std::vector<size_t> out;
-  for (size_t s = lo; s <= hi; s *= factor) {
-    out.push_back(s);
-    if (factor < 2 || s > hi / factor) break;
-  }
-  return out;
-}
 
 const char* kUsage =
     "usage: gpuaccept-nccl [options]\n"
@@ -284,10 +108,37 @@ const char* kUsage =
     "  --gpus all|LIST    CUDA device indices (default all visible)\n"
     "  --allow-nvls       do not set NCCL_NVLS_ENABLE=0 (the default turns NVLink SHARP/multicast off)\n"
     "  --timeout-s S      abort the communicators when one size of one collective takes longer (default 300)\n"
-    "  --quick            nightly: 1 MiB .. 256 MiB, 10 timed calls\n";
+    "  --quick            nightly: 1 MiB .. 256 MiB, 10 timed calls\n"
+    "Across processes and hosts (docs/checks/nccl.md), one rank per process, one GPU per rank:\n"
+    "  --multi-process    rank and size from the launcher (GPUACCEPT_RANK/_SIZE/_LOCAL_RANK, OMPI_COMM_WORLD_*,\n"
+    "                     SLURM_PROCID/NTASKS/LOCALID, PMI_RANK/PMI_SIZE); rank 0 listens at GPUACCEPT_BOOTSTRAP=\n"
+    "                     HOST:PORT (set in every rank) and writes the one document; adds all-to-all\n"
+    "  --comm LAYOUT      world (default), rail (one communicator per local GPU index across the hosts) or\n"
+    "                     groups:0-1,2+5,... (disjoint groups at once; ranks and ranges joined by +)\n"
+    "  --device N         this rank's CUDA device (default: its local rank)\n"
+    "  --ring             set NCCL_ALGO=Ring before NCCL starts (to measure the network)\n"
+    "  --latency-bytes N  the all-reduce size of allreduce_latency_us (default 8)\n"
+    "  --bootstrap-timeout-s S  how long ranks wait for each other at the bootstrap (default 120)\n"
+    "  --nccl-log-dir DIR keep each rank's NCCL INFO lines there (default: a temporary file, removed)\n";
 const UsageTail kUsageTail{21, false,
     "self-test: corrupt one received element before every verification (expect exit 2)",
     "CUDA/NCCL call failed or no GPU", "Sizes are rounded down to a multiple of ranks x 4 bytes.\n"};
+
+// The options of --multi-process (without it they are unknown options).
+void parse_multi_options(Args& a, Options& o) {
+  o.comm = a.get("comm", "world");
+  ncclnet::parse_comm(o.comm);  // throws naming the option
+  o.device = static_cast<int>(a.get_long("device", -1));
+  if (o.device < -1 || o.device > 1023) throw std::invalid_argument("option --device: a CUDA device index 0..1023");
+  o.ring = a.flag("ring");
+  long lat = a.get_long("latency-bytes", 8);
+  if (lat < 4 || lat > (1l << 30) || lat % 4) throw std::invalid_argument("option --latency-bytes: a multiple of 4 from 4 to 1 GiB");
+  o.latency_bytes = static_cast<size_t>(lat);
+  o.bootstrap_timeout_s = a.get_double("bootstrap-timeout-s", 120.0);
+  if (!(o.bootstrap_timeout_s >= 1.0 && o.bootstrap_timeout_s <= 86400.0))
+    throw std::invalid_argument("option --bootstrap-timeout-s: 1..86400 seconds");
+  o.nccl_log_dir = a.get("nccl-log-dir", "");
+}
 
 Options parse_options(Args& a) {
   Options o;
@@ -309,6 +160,9 @@ Options parse_options(Args& a) {
   if (!(o.timeout_s >= 1.0 && o.timeout_s <= 86400.0)) throw std::invalid_argument("option --timeout-s: 1..86400 seconds");
   o.gpus = a.get_gpus();
   o.output = a.get("output", "");
+  o.multi = a.flag("multi-process");
+  if (o.multi && o.gpus != "all") throw std::invalid_argument("option --gpus: not with --multi-process (use --device)");
+  if (o.multi) parse_multi_options(a, o);
   a.reject_unknown();
   return o;
 }
@@ -525,5 +379,7 @@ int run_tool(const Options& o, const Invocation& run) {
 }
 
 int main(int argc, char** argv) {
-  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, run_tool);
+  return tool_main<Options>(argc, argv, kTool, kUsage, kUsageTail, parse_options, [](const Options& o, const Invocation& run) {
+    return o.multi ? run_multi(o, run) : run_tool(o, run);
+  });
 }
