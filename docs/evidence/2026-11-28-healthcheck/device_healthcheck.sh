@@ -1,7 +1,7 @@
 #!/bin/bash
 # The passive health check and the PCIe counters on a real GPU machine (docs/checks/health.md, "PCIe counters",
 # "The passive health check"). Records under $OUT:
-#   1. nvidia-smi -q -d PCIE (its "Replays Since Reset") and which GPUs have Linux AER files (aer-files.txt);
+#   1. nvidia-smi -q (its "Replays Since Reset") and which GPUs have Linux AER files (aer-files.txt);
 #   2. the node facts (node-facts.json) with each GPU's pcie_counters: the replay counter through NVML and the AER
 #      counts, or the reason they could not be read;
 #   3. `gpuaccept health-check` run three times on the idle node (each one's line, exit status and wall time in
@@ -13,18 +13,20 @@
 set -uo pipefail
 REPO=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}" LC_ALL=C
+# The tool environment where make accept left one (the machine's python3 lacks some of its packages).
+PY=python3; [ -x "$REPO/.venv/bin/python" ] && PY=$REPO/.venv/bin/python
 exec > >(tee -a "$OUT/console.log") 2>&1
 echo "== $(date -u +%FT%TZ) $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || cat .gitrev 2>/dev/null)"
 
-nvidia-smi -q -d PCIE > "$OUT/nvidia-smi-q-pcie.txt" 2>&1
-grep -E "Bus Id|Replays Since Reset|Replay Number Rollovers" "$OUT/nvidia-smi-q-pcie.txt"
+nvidia-smi -q > "$OUT/nvidia-smi-q.txt" 2>&1
+grep -E "Bus Id|Replays Since Reset|Replay Number Rollovers" "$OUT/nvidia-smi-q.txt"
 for bus in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader); do
   dev=/sys/bus/pci/devices/$(echo "${bus#0000}" | tr '[:upper:]' '[:lower:]')
   files=$(for f in "$dev"/aer_dev_*; do [ -e "$f" ] && printf '%s ' "${f##*/}"; done)
   echo "$bus ($dev): ${files:-no AER files}"
 done | tee "$OUT/aer-files.txt"
 
-python3 - "$OUT" <<'PY'
+"$PY" - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
 from gpuaccept.probe import facts
@@ -41,15 +43,15 @@ echo "== node type $node_type"
 for run in 1 2 3 clear; do
   extra=(); [ "$run" = clear ] && extra=(--clear-xids)
   t0=$EPOCHREALTIME
-  line=$(python3 -m gpuaccept health-check --node-type "$node_type" --expected-gpus "$gpus" \
-    --state-dir "$OUT/state" --output "$OUT/health-check-$run.json" "${extra[@]}")
+  line=$("$PY" -m gpuaccept health-check --node-type "$node_type" --expected-gpus "$gpus" \
+    --state-dir "$OUT/state" --output "$OUT/health-check-$run.json" "${extra[@]}" 2>"$OUT/health-check-$run.err")
   status=$?
   t1=$EPOCHREALTIME
   secs=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
   echo "$run: exit $status in $secs s: $line" | tee -a "$OUT/checks.txt"
   sleep 2
 done
-python3 - "$OUT" <<'PY'
+"$PY" - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
 r = json.loads((Path(sys.argv[1]) / "health-check-3.json").read_text())

@@ -9,6 +9,7 @@
 #   calibrate   calibrate.py on GPU: FP64/BF16 GEMM without and with duty loads 0.03, 0.05, 0.08; the duty whose FP64
 #               loss is nearest 5 % is used by `loaded` (DUTY overrides)
 #   loaded      make accept SUITE=nightly with the duty load on GPU for the whole run
+#   hc          the passive health check (docs/evidence/2026-11-28-healthcheck/device_healthcheck.sh) into $OUT/hc
 #   other phases are device_accept.sh's.
 # Read-only towards the GPUs' settings; NCCL_NVLS_ENABLE=0 in the environment of every process.
 set -uo pipefail
@@ -38,6 +39,8 @@ print(min((r for r in d['runs'] if r['duty']), key=lambda r: abs(r['fp64_tflops_
       accept_phase nightly
       kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
       echo "$(date -u +%FT%TZ) load stopped" | tee -a "$OUT/loaded-runs.txt" ;;
+    hc) OUT=$OUT/hc bash docs/evidence/2026-11-28-healthcheck/device_healthcheck.sh > /dev/null 2>&1
+        echo "health-check script: exit $?"; cat "$OUT/hc/checks.txt" ;;
     *) accept_phase "$p" ;;
   esac
 done
