@@ -1,14 +1,17 @@
 """Between nodes: the schedules, halving, and the judge's rules that name the bad node, over simulated fleets of 8,
-16 and 64 nodes (tests/across_sim.py: seeded noise) with none, one or two bad nodes, in every mode."""
+16 and 64 nodes (tests/across_sim.py: seeded noise) with none, one or two bad nodes, in every mode, and over the
+figures of real runs on four emulated nodes (tests/fixtures/across)."""
 
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from across_sim import fleet
+from conftest import FIXTURES
 
-from gpuaccept.judge import across_rules
+from gpuaccept.judge import across_blame, across_rules
 from gpuaccept.judge.across_rules import FAIL, NOT_RUN, PASS, Floor, GroupFigure
 from gpuaccept.results import across_halving, across_modes, across_schedule
 
@@ -123,6 +126,110 @@ def test_a_slow_rail_fails_the_set_naming_the_rail():
     assert v.failed and [r.subject for r in v.rails if r.status == "fail"] == ["rail 2"]
     assert "rail 2 all-reduce bus bandwidth 30.1 GB/s, 62 % of the best rail 48.2 GB/s" in v.rails[2].reason
     assert v.named() == []
+
+
+# ---- which nodes explain the failing pairs ---------------------------------------------------------------------
+
+
+def _judge_pairs(nodes, failing, bw=35.0, slow=20.0):
+    """Every pair of ``nodes`` measured, the ``failing`` ones (pairs of indexes) at ``slow``: the judge's rows."""
+    bad = {frozenset(nodes[i] for i in p) for p in failing}
+    figs = [_pair(a, b, slow if frozenset((a, b)) in bad else bw) for a, b in itertools.combinations(nodes, 2)]
+    verdict = across_rules.judge(nodes, figs)
+    return verdict, {r.subject: r for r in verdict.nodes}
+
+
+def test_a_node_failing_with_everyone_is_named_alone_and_its_partners_pass():
+    nodes = [f"n{i}" for i in range(6)]
+    verdict, rows = _judge_pairs(nodes, [(2, i) for i in range(6) if i != 2])
+    assert verdict.named() == ["n2"]
+    assert "it failed with 5 partners that are not suspects themselves (n0, n1, n3, n4, n5), all known good" in (
+        rows["n2"].reason)
+    assert rows["n0"].status == PASS
+    assert rows["n0"].reason == "passed with other nodes; failed only with n2, which is named"
+
+
+def test_failing_pairs_that_point_at_no_one_node_name_nobody():
+    nodes = [f"n{i}" for i in range(6)]
+    # A triangle of slow links: each of n0, n1, n2 failed with the two others and passed with n3..n5.
+    verdict, rows = _judge_pairs(nodes, [(0, 1), (1, 2), (0, 2)])
+    assert verdict.named() == [] and not verdict.accepted and verdict.unplaced() == []
+    assert [rows[n].status for n in nodes] == [NOT_RUN] * 3 + [PASS] * 3
+    assert "each of n0, n1, n2 failed with 2 of 5 partners: the pattern does not point at one node" in rows["n1"].reason
+    # One slow pair between nodes that passed elsewhere: the link or a one-off, neither node.
+    verdict, rows = _judge_pairs(nodes, [(3, 4)])
+    assert verdict.named() == [] and [rows[n].status for n in ("n3", "n4")] == [NOT_RUN, NOT_RUN]
+    assert "pair n3+n4 failed while each node passed elsewhere" in rows["n3"].reason
+    # A node in the triangle and also slow with everyone else stands apart: named; the two others' pairs explained.
+    verdict, rows = _judge_pairs(nodes, [(0, 1), (1, 2), (0, 2), (1, 3), (1, 4), (1, 5)])
+    assert verdict.named() == ["n1"]
+    assert rows["n0"].status == NOT_RUN and "pair n0+n2 failed while each node passed elsewhere" in rows["n0"].reason
+
+
+def test_explain_by_as_few_nodes_as_the_evidence_separates():
+    def pairs(*ps):
+        return {frozenset(p) for p in ps}
+
+    # Two bad nodes side by side in the quick pairing (a-b, c-d, e-f then b-c, d-e, f-a): c and d failed with each
+    # other, so neither has two partners that are not suspects; each failed every pair, one with a known-good node.
+    got = across_blame.explain(pairs("cd", "bc", "de"), known_good={"a", "b", "e", "f"})
+    assert got.named == {"c": across_blame.Blame(across_blame.BY_EVERY_PAIR, ("b",)),
+                         "d": across_blame.Blame(across_blame.BY_EVERY_PAIR, ("e",))}  # fmt: skip
+    assert got.unexplained == set()
+    # Bipartite: every node failed with the same two partners, all known good: nobody separates, nobody named.
+    got = across_blame.explain(pairs("ac", "ab", "bd", "cd"), known_good=set("abcd"))
+    assert got.named == {} and got.unexplained == pairs("ac", "ab", "bd", "cd")
+    # No known-good node at all: nothing confirms anyone.
+    assert across_blame.explain(pairs("ab", "ac", "ad"), known_good=set()).named == {}
+
+
+def test_a_node_that_failed_only_with_named_nodes_and_passed_nothing_goes_to_confirm():
+    nodes = ["a", "b", "c", "d", "e", "f"]
+    # quick pairing; b and d bad, c between them: every pair of c failed, but only with named nodes
+    figs = [_pair("a", "b", 20.0), _pair("c", "d", 20.0), _pair("e", "f", 35.0), _pair("b", "c", 20.0),
+            _pair("d", "e", 20.0), _pair("f", "a", 35.0)]  # fmt: skip
+    verdict = across_rules.judge(nodes, figs)
+    assert verdict.named() == ["b", "d"] and verdict.unplaced() == ["c"]
+    assert "every pair it took part in failed, all with b, d, which are named" in verdict.nodes[2].reason
+    confirmed = across_rules.judge(nodes, [*figs, _pair("c", "a", 35.0, mode="confirm")])
+    assert confirmed.named() == ["b", "d"] and confirmed.nodes[2].status == PASS
+
+
+# ---- real runs: four emulated nodes on 2 x H200, NCCL over loopback sockets -----------------------------------
+
+
+def _recorded(name):
+    doc = json.loads((FIXTURES / "across" / f"{name}.across.json").read_text())
+    figures = [GroupFigure(**{**f, "nodes": tuple(f["nodes"])}) for f in doc["figures"]]
+    return doc, across_rules.judge(doc["hosts"], figures)
+
+
+def test_recorded_bipartite_pattern_on_healthy_nodes_names_no_node():
+    doc, verdict = _recorded("healthy-pairwise")
+    passed = {"+".join(sorted(r.subject.split()[1].split("+"))) for r in verdict.groups if r.status == PASS}
+    assert passed == {"node-a+node-d", "node-b+node-c"} and len(verdict.groups) == 6
+    assert doc["judgement"]["named"] == doc["hosts"]  # the judge at the time convicted all four, circularly
+    assert verdict.named() == [] and not verdict.failed and not verdict.accepted
+    for row in verdict.nodes:
+        assert row.status == NOT_RUN, row.reason
+        assert "each of node-a, node-b, node-c, node-d failed with 2 of 3 partners" in row.reason
+        assert "links or the fabric" in row.reason and "66 % of the best pair 2.8 GB/s" in row.reason
+
+
+def test_recorded_slow_node_c_is_named_alone():
+    _doc, verdict = _recorded("slow-c-pairwise")
+    rows = {r.subject: r for r in verdict.nodes}
+    assert verdict.named() == ["node-c"] and verdict.failed
+    assert "pair node-a+node-c all-reduce bus bandwidth 0.6 GB/s, 31 % of the best pair 2.1 GB/s" in (
+        rows["node-c"].reason)
+    assert rows["node-a"].status == PASS and "failed only with node-c, which is named" in rows["node-a"].reason
+    # node-b+node-d at 92.9 % of the best: one pair of two nodes that passed elsewhere, explained by neither
+    for n in ("node-b", "node-d"):
+        assert rows[n].status == NOT_RUN and "92.9 % of the best pair" in rows[n].reason
+        assert "pair node-b+node-d failed while each node passed elsewhere" in rows[n].reason
+    _doc, verdict = _recorded("slow-c-world-quick")
+    assert verdict.named() == ["node-c"] and verdict.whole_set.status == FAIL
+    assert [r.status for r in verdict.nodes] == [PASS, PASS, FAIL, PASS]
 
 
 # ---- simulated fleets, every mode ------------------------------------------------------------------------------

@@ -3,10 +3,11 @@ to blame, and whether the whole set meets its floor. The one place that decides 
 between nodes; the modes that measure (gpuaccept.results.across_schedule, across_halving) ask it.
 
 Every rule is data with its source (``RULES``): a pair is bad under 93 % of the best pair's bus bandwidth or over
-2.1 x the best pair's latency (NVIDIA ClusterKit, HPC-X documentation); a node is named when every pair it took part
-in failed and one of them was with a known-good partner, or when it failed with two or more distinct known-good
-partners (the halving and confirmation of Azure's NCCL diagnosis guide, ai-infrastructure-on-azure); the whole set
-against its node type's floor where it has one, else against the best pair.
+2.1 x the best pair's latency (NVIDIA ClusterKit, HPC-X documentation); the failing pairs are explained by as few
+nodes as the evidence separates from their partners (gpuaccept.judge.across_blame, after the halving and confirmation
+of Azure's NCCL diagnosis guide, ai-infrastructure-on-azure), and the nodes of failing pairs no node explains are
+not judged (a pattern of links or the fabric, never a node convicted by partners that are themselves suspects); the
+whole set against its node type's floor where it has one, else against the best pair.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from gpuaccept.judge import across_blame
 
 PASS, FAIL, NOT_RUN = "pass", "fail", "not_run"
 
@@ -39,8 +42,11 @@ RULES: dict[str, Rule] = {
         Rule("group_bandwidth", 0.93, "a group of nodes under 93 % of the reference bus bandwidth (the best pair's, "
              "else the best group's) is slow: ClusterKit's pair rule, as bus bandwidth is comparable across "
              "rank counts", f"{CLUSTERKIT}; {NCCL_TESTS}"),
-        Rule("node", 2, "a node is bad when every pair it took part in failed, one of them with a known-good "
-             "partner, or when it failed with 2 or more distinct known-good partners", AZURE_GUIDE),
+        Rule("node", 2, "the failing pairs are explained by as few nodes as the evidence separates from their "
+             "partners: a node is bad when it failed with the most partners and with 2 or more that did not, one "
+             "of them known good, or when every pair it took part in failed and one of its partners is known good; "
+             "failing pairs no node explains point at links or the fabric, and their nodes are not judged",
+             AZURE_GUIDE),
         Rule("whole_set", 0.93, "the whole set's bus bandwidth at least its node type's floor, else 93 % of the "
              "best pair's", f"{CLUSTERKIT}; {NCCL_TESTS}"),
     )
@@ -108,6 +114,10 @@ class Judgement:
 
     def named(self) -> list[str]:
         return [r.subject for r in self.nodes if r.status == FAIL]
+
+    def unplaced(self) -> list[str]:
+        """The nodes every pair of which failed with no known-good partner to place them: the confirm round's."""
+        return [r.subject for r in self.nodes if r.status == NOT_RUN and r.reason.endswith(CONFIRM)]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -222,39 +232,105 @@ def slow(f: GroupFigure, figures: Sequence[GroupFigure], floor: Floor | None = N
     return figure_problem(f, bw, lat, floor, ref_what=what)
 
 
-def _node_row(node: str, figs: list[GroupFigure], problems: dict[int, str], known_good: set[str]) -> Row:
-    """One node's row from the pairs and groups it took part in (``problems``: each figure's problem by id)."""
+CONFIRM = "pair it with a node that passed (confirm)"  # ends every row of a node the confirm round is for
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What every node's row is judged from: each figure's problem by id, the nodes that passed some pair or group,
+    and which nodes explain the failing pairs (gpuaccept.judge.across_blame)."""
+
+    problems: dict[int, str]
+    known_good: set[str]
+    blame: across_blame.Explanation
+
+    def unexplained(self, f: GroupFigure) -> bool:
+        return frozenset(f.nodes) in self.blame.unexplained
+
+
+def _others(node: str, figs: Iterable[GroupFigure]) -> list[str]:
+    return sorted({m for f in figs for m in f.nodes if m != node})
+
+
+def _and(names: Sequence[str]) -> str:
+    return ", ".join(names) + (", which is named" if len(names) == 1 else ", which are named")
+
+
+def _pattern(node: str, pairs: list[GroupFigure], ev: _Evidence) -> str:
+    """Why the unexplained failing pairs ``node`` is in point at no one node: its connected set of such pairs, each
+    member's count of partners failed with out of those it had."""
+    unexplained = ev.blame.unexplained
+    members, todo = {node}, [node]
+    while todo:
+        here = todo.pop()
+        for p in unexplained:
+            if here in p and not p <= members:
+                todo += list(p - members)
+                members |= p
+    failed = across_blame.failed_with(p for p in unexplained if p <= members)
+    had = across_blame.failed_with(frozenset(f.nodes) for f in pairs)
+    counts = {m: f"{len(failed[m])} of {len(had[m])}" for m in sorted(members)}
+    if len(members) == 2:
+        return (f"pair {'+'.join(sorted(members))} failed while each node passed elsewhere: the link between them or "
+                f"a one-off rather than a node; run the pair again and confirm each against a known-good node")
+    if len(set(counts.values())) == 1:
+        who = f"each of {', '.join(counts)} failed with {next(iter(counts.values()))} partners"
+    else:
+        who = ", ".join(f"{m} failed with {c} partners" for m, c in counts.items())
+    return (f"{who}: the pattern does not point at one node but at links or the fabric; confirm each against a "
+            "known-good node")
+
+
+def _failing_row(node: str, pairs: list[GroupFigure], failing: list[GroupFigure], ev: _Evidence) -> Row:
+    """The row of a node with failing pairs: named (the rule and the pairs that convict it), passed (its failing
+    pairs all with named nodes), not placed, or in a pattern that points at no one node."""
+    rule, problems = "node", ev.problems
+    worst = min(failing, key=lambda f: f.busbw_gbps or 0.0).busbw_gbps
+    blame = ev.blame.named.get(node)
+    if blame is not None:
+        convicting = [f for f in failing if set(f.nodes) & set(blame.partners)]
+        good = [m for m in blame.partners if m in ev.known_good]
+        which = "all" if len(good) == len(blame.partners) else ", ".join(good)
+        why = (f"it failed with {len(blame.partners)} partners that are not suspects themselves "
+               f"({', '.join(blame.partners)}), {which} known good" if blame.rule == across_blame.BY_PARTNERS else
+               f"every pair it took part in failed, with known-good partner(s) {', '.join(blame.partners)}")
+        return Row(node, FAIL, f"{node}: " + "; ".join(problems[id(f)] for f in convicting) + f"; {why}", worst,
+                   rule)  # fmt: skip
+    left = [f for f in failing if ev.unexplained(f)]
+    named = _others(node, [f for f in failing if not ev.unexplained(f)])
+    if node not in ev.known_good:  # every pair it took part in failed: only a known-good partner can place it
+        if not left:
+            return Row(node, NOT_RUN, f"{node}: every pair it took part in failed, all with {_and(named)}, so it "
+                       f"is not placed: {CONFIRM}", worst, rule)  # fmt: skip
+        return Row(node, NOT_RUN, f"{node}: every pair it took part in failed ({problems[id(left[0])]}) but no "
+                   f"partner is known good, so the fault cannot be placed: {CONFIRM}", worst, rule)  # fmt: skip
+    if not left:
+        return Row(node, PASS, f"passed with other nodes; failed only with {_and(named)}", rule=rule)
+    also = f"; it failed too with {_and(named)}" if named else ""
+    return Row(node, NOT_RUN, f"{node}: " + "; ".join(problems[id(f)] for f in left) + "; "
+               + _pattern(node, pairs, ev) + also, worst, rule)  # fmt: skip
+
+
+def _node_row(node: str, figs: list[GroupFigure], all_pairs: list[GroupFigure], ev: _Evidence) -> Row:
+    """One node's row from the pairs and groups it took part in (``all_pairs``: every pair measured)."""
     pairs = [f for f in figs if len(f.nodes) == 2]
     groups = [f for f in figs if len(f.nodes) > 2]
-    failing = [f for f in pairs if problems[id(f)]]
+    failing = [f for f in pairs if ev.problems[id(f)]]
     rule = "node"
     if not pairs:
-        passing = [g for g in groups if not problems[id(g)]]
+        passing = [g for g in groups if not ev.problems[id(g)]]
         if passing:
             return Row(node, PASS, f"in a group that passed ({passing[0].label}, {passing[0].busbw_gbps:.1f} GB/s)",
                        rule=rule)  # fmt: skip
         if groups:
-            return Row(node, NOT_RUN, f"{node}: only in slow groups ({problems[id(groups[-1])]}), never in a pair: "
-                       "not isolated; run the pairwise or halving mode", rule=rule)  # fmt: skip
+            return Row(node, NOT_RUN, f"{node}: only in slow groups ({ev.problems[id(groups[-1])]}), never in a "
+                       "pair: not isolated; run the pairwise or halving mode", rule=rule)  # fmt: skip
         return Row(node, NOT_RUN, f"{node}: not measured in any pair or group", rule=rule)
     if not failing:
         low = min(pairs, key=lambda f: f.busbw_gbps or 0.0)
         return Row(node, PASS, f"{len(pairs)} pair(s) passed, the lowest {low.label} {low.busbw_gbps:.1f} GB/s",
                    low.busbw_gbps, rule)  # fmt: skip
-    confirming = [f for f in failing if any(m in known_good for m in f.nodes if m != node)]
-    partners = {m for f in confirming for m in f.nodes if m != node}
-    worst = min(failing, key=lambda f: f.busbw_gbps or 0.0).busbw_gbps
-    if node in known_good:  # it passed with someone: named only against two or more known-good partners
-        if len(partners) >= RULES["node"].value:
-            return Row(node, FAIL, f"{node}: failed with {len(partners)} known-good partners: "
-                       + "; ".join(problems[id(f)] for f in confirming), worst, rule)  # fmt: skip
-        others = sorted({m for f in failing for m in f.nodes if m != node})
-        return Row(node, PASS, f"passed with other nodes; failed only with {', '.join(others)}", rule=rule)
-    if confirming:
-        return Row(node, FAIL, f"{node}: " + "; ".join(problems[id(f)] for f in confirming), worst, rule)
-    return Row(node, NOT_RUN, f"{node}: every pair it took part in failed ({problems[id(failing[0])]}) but no "
-               "partner is known good, so the fault cannot be placed: pair it with a node that passed "
-               "(confirm)", worst, rule)  # fmt: skip
+    return _failing_row(node, all_pairs, failing, ev)
 
 
 def _whole_set(world: GroupFigure, best_bw: float | None, floor: Floor | None, node_type: str) -> Row:
@@ -321,12 +397,15 @@ def judge(
             out.whole_set = Row("whole set", NOT_RUN, why, out.whole_set.value, "whole_set")
         return out
     known_good = {m for f in judged if not problems[id(f)] for m in f.nodes}
+    all_pairs = [f for f in judged if len(f.nodes) == 2]
+    failing = {frozenset(f.nodes) for f in all_pairs if problems[id(f)]}
+    ev = _Evidence(problems, known_good, across_blame.explain(failing, known_good, int(RULES["node"].value)))
     for node in nodes:
         mine = [f for f in judged if node in f.nodes]
         if not mine and out.whole_set is not None and out.whole_set.status == PASS:
             out.nodes.append(Row(node, PASS, f"in the whole set, which passed ({out.whole_set.reason})", rule="node"))
             continue
-        out.nodes.append(_node_row(node, mine, problems, known_good))
+        out.nodes.append(_node_row(node, mine, all_pairs, ev))
     return out
 
 

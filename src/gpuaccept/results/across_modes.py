@@ -42,9 +42,8 @@ def confirm(
     """One more round for the nodes the judge could not place (every pair failed, no partner known good): each
     paired with a different node that passed, as Azure's NCCL diagnosis guide confirms a suspect."""
     verdict = across_rules.judge(nodes, figures, floor, node_type)
-    unplaced = [r.subject for r in verdict.nodes if r.status == across_rules.NOT_RUN and "known good" in r.reason]
     good = [r.subject for r in verdict.nodes if r.status == across_rules.PASS]
-    rounds, _left = across_halving.confirm_rounds(unplaced, good)
+    rounds, _left = across_halving.confirm_rounds(verdict.unplaced(), good)
     return [f for r in rounds for f in _run(measure, r, "confirm")]
 
 
