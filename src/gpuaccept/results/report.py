@@ -65,6 +65,10 @@ class Group:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of documents left out
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     facts: list[dict[str, Any]] = field(default_factory=list)  # `gpuaccept facts` outputs found beside the runs
+    # The documents of no judged run (no verdict.json in a folder above them): the only documents the first page
+    # reads; a judged run's figures come from its verdict's rows (report_headline.measure).
+    unjudged: list[dict[str, Any]] = field(default_factory=list)
+    node_name: str = ""  # the node's name as the operator gives it (gpuaccept report --node-name); "" from the runs
 
     def by_tool(self, tool: str) -> list[dict[str, Any]]:
         return [d for d in self.docs if d.get("tool") == tool]
@@ -97,6 +101,7 @@ def load_group(spec: str) -> Group:
     group = Group(label, paths)
     seen: set[tuple] = set()
     found: list[tuple[str, str, dict[str, Any]]] = []
+    judged: list[Path] = []  # the folders of the verdicts found: their runs' documents are judged
     for path in paths:
         if not path.is_dir():
             raise ReportInputError(f"{path}: not a directory of runs or benchmark documents")
@@ -109,6 +114,7 @@ def load_group(spec: str) -> Group:
                 continue
             if doc.get("schema") == VERDICT_SCHEMA:
                 group.verdicts.append(doc)
+                judged.append(f.parent)
             elif FACTS_KEYS <= set(doc):
                 group.facts.append(doc)
             elif doc.get("schema") == BENCH_SCHEMA:
@@ -127,7 +133,9 @@ def load_group(spec: str) -> Group:
                     group.rejected.append((str(f), "; ".join(why) or "verification failed"))
                     continue
                 found.append((doc.get("started_utc") or "", str(f), doc))
-    group.docs = [d for _, _, d in sorted(found, key=lambda t: (t[0], t[1]))]
+    found.sort(key=lambda t: (t[0], t[1]))
+    group.docs = [d for _, _, d in found]
+    group.unjudged = [d for _, f, d in found if not any(Path(f).is_relative_to(run) for run in judged)]
     group.verdicts.sort(key=lambda v: v.get("started_unix") or 0)
     if not group.docs and not group.verdicts:
         raise ReportInputError(f"{', '.join(map(str, paths))}: no benchmark documents or verdicts found")
@@ -821,12 +829,14 @@ def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
     ]
     if not entries:
         return None
+    series = {p: sorted((e["m"], e["tflops_median"]) for e in entries
+                        if e["precision"] == p and e.get("phase") == "series") for p in PRECISIONS}  # fmt: skip
+    if not any(series.values()):
+        return None  # the run measured its metric size alone (no series against size): nothing to draw
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4))
     for precision, color in zip(PRECISIONS, _colors(len(PRECISIONS)), strict=True):
-        pts = sorted(
-            (e["m"], e["tflops_median"]) for e in entries if e["precision"] == precision and e.get("phase") == "series"
-        )
+        pts = series[precision]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3, lw=1, color=color, label=precision)
     title = f"{group.label}: GEMM throughput against size"
