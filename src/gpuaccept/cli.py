@@ -156,8 +156,29 @@ def _newest_verdicts(results: Path, newer_than: float | None) -> list[Path]:
     return list(newest.values())
 
 
+def _show_archives(path: Path) -> int:
+    """gpuaccept show over a run archive or a folder of them: every verdict found in them, then what was found."""
+    from gpuaccept.results import archive  # noqa: PLC0415
+
+    try:
+        folders, unpacked = archive.expand(path)
+    except archive.ArchiveError as err:
+        raise InputError(str(err)) from None
+    found = sorted({p for f in folders for p in f.rglob(VERDICT_FILE)}, key=lambda p: str(p.parent.name))
+    what = f"{len(unpacked)} archive{'s' if len(unpacked) != 1 else ''} ({', '.join(unpacked)})"
+    if not found:
+        raise InputError(f"{path}: no {VERDICT_FILE} in it or in the {what} it holds: no judged run to show")
+    status = max(cmd_show(argparse.Namespace(run_dir=str(p), newer_than=None)) for p in found)
+    print(f"\n{path}: {len(found)} judged run{'s' if len(found) != 1 else ''} found in {what}")
+    return status
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     path = Path(args.run_dir)
+    if (path.is_file() and path.name.endswith((".tar", ".tar.gz", ".tgz"))) or (
+        path.is_dir() and not args.newer_than and not any(path.rglob(VERDICT_FILE))
+        and any(path.glob("*.tar*"))):  # fmt: skip
+        return _show_archives(path)
     if path.is_dir() and not (path / VERDICT_FILE).exists():
         since = None
         if args.newer_than:
@@ -167,10 +188,9 @@ def cmd_show(args: argparse.Namespace) -> int:
                 raise InputError(f"--newer-than {args.newer_than}: {err.strerror}") from None
         paths = _newest_verdicts(path, since)
         if not paths:
-            raise InputError(
-                f"{path}: no {VERDICT_FILE} from this run: the suite did not get to judge the node "
-                "(see the playbook's output above)"
-            )
+            newer = f" newer than {args.newer_than}" if args.newer_than else ""
+            raise InputError(f"{path}: no {VERDICT_FILE}{newer} under it: no run there was judged (gpuaccept run "
+                             "writes one when it judges a node)")  # fmt: skip
         return max(cmd_show(argparse.Namespace(run_dir=str(p), newer_than=None)) for p in paths)
     path = path / VERDICT_FILE if path.is_dir() else path
     doc = readback.read(path, InputError)

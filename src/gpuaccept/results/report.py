@@ -33,7 +33,7 @@ from gpuaccept import __version__, atomic, textinput
 from gpuaccept.judge import readback
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
-from gpuaccept.results import across_heatmap, burnin_plot, report_headline, report_pergpu
+from gpuaccept.results import across_heatmap, archive, burnin_plot, report_headline, report_pergpu
 from gpuaccept.results import scaling as hpl_scaling
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
@@ -95,16 +95,22 @@ def load_group(spec: str) -> Group:
     label, _, rest = spec.partition("=")
     if not rest or not LABEL_RE.match(label):
         label, rest = "", spec
-    paths = [Path(p) for p in rest.split(",") if p]
-    if not paths:
+    given = [Path(p) for p in rest.split(",") if p]
+    if not given:
         raise ReportInputError(f"{spec!r}: no path given ([LABEL=]PATH[,PATH...])")
+    paths = []
+    for path in given:  # a run archive, or a folder holding some (an evidence folder): unpacked to read
+        try:
+            paths += archive.expand(path)[0]
+        except archive.ArchiveError as err:
+            raise ReportInputError(str(err)) from None
     group = Group(label, paths)
     seen: set[tuple] = set()
     found: list[tuple[str, str, dict[str, Any]]] = []
     judged: list[Path] = []  # the folders of the verdicts found: their runs' documents are judged
     for path in paths:
         if not path.is_dir():
-            raise ReportInputError(f"{path}: not a directory of runs or benchmark documents")
+            raise ReportInputError(f"{path}: not a directory of runs or benchmark documents, nor a run archive")
         for f in sorted(path.rglob("*.json")):
             doc, error = _read_json(f)
             if error:  # a half-written or damaged file is shown, not skipped
@@ -138,7 +144,8 @@ def load_group(spec: str) -> Group:
     group.unjudged = [d for _, f, d in found if not any(Path(f).is_relative_to(run) for run in judged)]
     group.verdicts.sort(key=lambda v: v.get("started_unix") or 0)
     if not group.docs and not group.verdicts:
-        raise ReportInputError(f"{', '.join(map(str, paths))}: no benchmark documents or verdicts found")
+        where = ", ".join(map(str, given))
+        raise ReportInputError(f"{where}: no benchmark documents or verdicts found in it or in the archives it holds")
     if not group.label:
         types = sorted({v.get("node_type", "?") for v in group.verdicts})
         if types:
