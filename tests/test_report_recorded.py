@@ -112,10 +112,13 @@ def test_the_decision_gpus_and_verdict_lines_are_the_runs(recorded):
     assert f"node <span class='node-name'>{host}</span>" in decision and "localhost" not in section
     assert f"{gpus} x NVIDIA H200" in decision and f"node type {node_type};" in decision
     assert f"{ok} of {len(verdicts)} runs ACCEPTED" in decision and ok == len(verdicts)
+    # every run accepted with nothing more to say: one line, how many, the suites, from when to when
     lines = re.findall(r"<li class='verdict'>(.*?)</li>", section)
-    for v, line in zip(sorted(verdicts, key=lambda v: v["started_unix"]), lines, strict=True):
-        when = dt.datetime.fromtimestamp(v["started_unix"], dt.UTC).strftime("%Y-%m-%d %H:%MZ")
-        assert re.sub(r"<[^>]+>", "", line) == f"ACCEPTED {host}, {v['suite']} suite, {when}"
+    runs = sorted(verdicts, key=lambda v: v["started_unix"])
+    when = [dt.datetime.fromtimestamp(v["started_unix"], dt.UTC).strftime("%Y-%m-%d %H:%MZ") for v in runs]
+    suites = ", ".join(f"{sum(v['suite'] == s for v in runs)} {s}" for s in sorted({v["suite"] for v in runs}))
+    assert [re.sub(r"<[^>]+>", "", line) for line in lines] == [
+        f"ACCEPTED {len(runs)} runs of {host} ({suites}), {when[0]} to {when[-1]}"]
 
 
 def test_the_gpu_by_gpu_summary_counts_each_gpus_slowest_figures_from_the_rows(recorded):

@@ -1381,7 +1381,9 @@ figcaption{font-size:.85em;color:#555}.pass,.better{color:#13801f;font-weight:bo
 #headline h3{margin:1.2em 0 .2em}#headline table{font-size:.8em}.missing{color:#777}
 ul.verdict-lines{margin:.2em 0 1em;padding-left:1.2em;font-size:.85em}li.reason{list-style:none;color:#555}
 ol.sources{font-size:.75em;color:#444}sup.cite{color:#555}td.slowest{background:#fde8e8}ul.slow{font-size:.85em}
-@media print{body{margin:0;max-width:none}#headline{break-after:page}h2{break-after:avoid}}
+#headline h3 .note{font-weight:normal;font-size:.7em}
+@media print{body{margin:0;max-width:none}#headline{break-after:page}h2{break-after:avoid}
+ol.sources{font-size:.65em;margin:.2em 0}#headline h2{margin-top:.5em}}
 """
 
 

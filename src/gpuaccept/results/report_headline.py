@@ -597,13 +597,38 @@ def _disagreement(v: dict[str, Any]) -> str:
         return f"its rows cannot be read ({err})"
 
 
+def _clean(v: dict[str, Any]) -> bool:
+    """An accepted verdict with nothing more to say: no reason, its fields agreeing with its rows."""
+    return accepted(v) and not _reasons(v) and not _disagreement(v)
+
+
+def _accepted_line(group: Group, runs: list[dict[str, Any]]) -> str:
+    """Accepted runs with nothing more to say, in one line: how many, the node, the suites, from when to when."""
+    if len(runs) == 1:
+        v = runs[0]
+        where = ", ".join(html.escape(str(x)) for x in (node_name(group, v), f"{v.get('suite')} suite", _when(v)))
+        return f"<li class='verdict'><span class='pass'>ACCEPTED</span> {where}</li>"
+    names = sorted({node_name(group, v) for v in runs})
+    suites = Counter(str(v.get("suite")) for v in runs)
+    said = ", ".join(f"{n} {s}" for s, n in sorted(suites.items()))
+    span = f"{_when(runs[0])} to {_when(runs[-1])}"
+    return (f"<li class='verdict'><span class='pass'>ACCEPTED</span> {len(runs)} runs of "
+            f"{html.escape(', '.join(names))} ({html.escape(said)}), {span}</li>")  # fmt: skip
+
+
 def verdict_lines(group: Group, limit: int = 6) -> str:
     """Each verdict in one line (ACCEPTED or REJECTED, node, suite, when), then each reason it gives for a failed
-    or not-run expected check, one line each (the first ``limit``; the Verdicts section lists every one)."""
+    or not-run expected check, one line each (the first ``limit``; the Verdicts section lists every one). Accepted
+    runs with nothing more to say share one line, so that the first page stays one page."""
     if not group.verdicts:
         return "<p class='note'>No verdict among these runs: benchmark documents only, not judged.</p>"
     lines = []
+    quiet = [v for v in group.verdicts if _clean(v)]
+    if quiet:
+        lines.append(_accepted_line(group, quiet))
     for v in group.verdicts:
+        if _clean(v):
+            continue
         ok = accepted(v)
         word = f"<span class='{'pass' if ok else 'fail'}'>{'ACCEPTED' if ok else 'REJECTED'}</span>"
         where = ", ".join(html.escape(str(x)) for x in (node_name(group, v), f"{v.get('suite')} suite", _when(v)))
@@ -748,8 +773,8 @@ def section(groups: list[Group], baseline: Group, reference_dir: Path | None = N
         label = html.escape(c.group.label)
         nt = f"node type {html.escape(c.node_type.name)} ({html.escape(c.node_type_how)})" if c.node_type else (
             f"no node type: {html.escape(c.node_type_how)}")  # fmt: skip
-        parts.append(f"<h3 id='headline-{label}'>{label}: <span class='gpus'>{html.escape(c.node.text)}</span></h3>")
-        parts.append(f"<p class='note'>GPUs from the {html.escape(c.node.origin)}; {nt}.</p>")
+        parts.append(f"<h3 id='headline-{label}'>{label}: <span class='gpus'>{html.escape(c.node.text)}</span> "
+                     f"<span class='note'>(GPUs from the {html.escape(c.node.origin)}; {nt})</span></h3>")
         parts.append(headline_table(c, figures, sources))
         if per_gpu is not None and c.node.gpus > 1:
             parts.append(per_gpu(c.group))
