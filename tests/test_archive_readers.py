@@ -37,3 +37,14 @@ def test_a_damaged_archive_is_named(tmp_path, capsys):
     assert main(["show", str(bad)]) == 4
     assert f"{bad}: not a readable tar archive" in capsys.readouterr().err
     assert tarfile.is_tarfile(EVIDENCE / "call-000458.tar")
+
+
+def test_the_report_names_the_node_as_the_operator_names_it(tmp_path):
+    out = tmp_path / "r.html"
+    start1 = FIXTURES / "multigpu_h200x2_one_revision" / "start1-results.tar.gz"
+    assert main(["report", "--output", str(out), "--node-name", "x2=gpu-node-17", f"x2={start1}"]) == 0
+    page = out.read_text()
+    assert "node <span class='node-name'>gpu-node-17</span>" in page and "ACCEPTED</span> 3 runs of gpu-node-17" in page
+    assert main(["report", "--output", str(out), f"x2={start1}"]) == 0  # by default: the host name in the facts
+    assert "node <span class='node-name'>vm</span>" in out.read_text()
+    assert main(["report", "--output", str(out), "--node-name", "nope=a", f"x2={start1}"]) == 4

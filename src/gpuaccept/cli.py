@@ -408,6 +408,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if outside else 0
 
 
+def _name_nodes(groups: list, names: list[str]) -> None:
+    """gpuaccept report --node-name [LABEL=]NAME: the node of column LABEL (of every column without LABEL=) as the
+    operator names it."""
+    for given in names:
+        label, sep, name = given.rpartition("=")
+        if not name.strip():
+            raise InputError(f"--node-name {given!r}: no name given ([LABEL=]NAME)")
+        named = [g for g in groups if not sep or g.label == label]
+        if not named:
+            raise InputError(f"--node-name {given!r}: no input is labelled {label!r} "
+                             f"(the labels: {', '.join(g.label for g in groups)})")  # fmt: skip
+        for g in named:
+            g.node_name = name.strip()
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     try:
         from gpuaccept.results import report  # noqa: PLC0415 (matplotlib is optional: requirements/report.txt)
@@ -419,6 +434,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError("--pdf prints with headless Chromium, and none is on PATH: apt-get install chromium (Debian's "
                          "package; or name a Chromium with GPUACCEPT_CHROMIUM)")  # fmt: skip
     groups = [report.load_group(spec) for spec in args.inputs]
+    _name_nodes(groups, args.node_name)
     from gpuaccept.results import across_heatmap  # noqa: PLC0415 (matplotlib, as above)
 
     across = [(path, across_heatmap.load(Path(path))) for path in args.across or []]
@@ -675,9 +691,14 @@ def parser() -> argparse.ArgumentParser:
         "inputs",
         nargs="+",
         metavar="[LABEL=]PATH[,PATH...]",
-        help="runs of one node type or vendor per argument: run directories, results trees or document folders",
+        help="runs of one node type or vendor per argument: run directories, results trees, document folders, "
+        "run archives (.tar, .tar.gz) or folders of them",
     )
     sp.add_argument("--output", required=True, help="the HTML file to write (atomically)")
+    sp.add_argument("--node-name", action="append", default=[], metavar="[LABEL=]NAME",
+                    help="the node's name as the report prints it, for the column LABEL (every column without "
+                    "LABEL=); default: the inventory's name, or the host name in the runs' facts where that is "
+                    "localhost")  # fmt: skip
     sp.add_argument("--title", default="GPU node evaluation", help="the report's title (default: %(default)s)")
     sp.add_argument("--baseline", help="the label ratios are taken against (default: the first input)")
     sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")
