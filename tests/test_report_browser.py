@@ -128,7 +128,8 @@ def test_the_printed_first_page_holds_the_decision_and_the_runs_own_figures(rend
         want = [own_median(g, fig) for g in groups]
         if sum(w is not None for w in want) < 2:
             continue
-        line = next(line for line in lines if line.startswith(fig.label + " "))
+        line = next((line.strip() for line in lines if line.strip().startswith(fig.label + " ")), None)
+        assert line, (fig.label, page1)
         # the line: label, unit, then each column's median (and each other column's ratio to the first)
         tokens = line[len(fig.label) :].split()
         assert [tokens[1], *tokens[2::2]] == [f"{w:.4g}" if w is not None else "-" for w in want], line
