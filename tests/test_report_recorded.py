@@ -148,6 +148,12 @@ def test_the_page_cites_sources_by_title_and_names_no_internal_id_or_machine_lab
     _, _, section = recorded
     sources = re.search(r"<ol class='sources'>(.*?)</ol>", section).group(1)
     assert "NVIDIA H200 Tensor Core GPU datasheet (NVIDIA, 2024" in sources
+    # a published figure for the same GPU beside the node's: the Top500 list's HPL per H100 and H200 GPU
+    per_gpu = re.search(r"<tr data-group='node' data-figure='hpl_cuda_gpu'>(.*?)</tr>", section).group(1)
+    public = r"public: Top500 H100 and H200 systems, 55-59 TFLOP/s per GPU<sup class='cite'>\[(\d+)\]"
+    cited = re.search(public, per_gpu)
+    items = re.findall(r"<li>(.*?)</li>", sources)
+    assert cited and items[int(cited.group(1)) - 1].startswith("Glenn K. Lockwood, &quot;H100&quot;")
     assert not re.search(r"nvidia-[ah]\d+(-x\d+)?(?![-\w])|device tool|\blent\b|no-public-figure|-device-20", section)
     assert " 1 runs" not in section and "GPU GPU" not in section
 

@@ -457,9 +457,22 @@ def reference_cell(nt: references.NodeType | None, fig: Figure, unit: str, sourc
     return f"{fmt(ref.value)} {html.escape(unit)} ({', '.join(band) or 'no band'}){cite}"
 
 
-def public_figures(fig: Figure, sources: Sources) -> str:
+# HPL per GPU of the Top500 systems built of H100 and H200 GPUs (Rmax over the GPU count), as a public survey of
+# the list gives it: set beside a node's HPL-CUDA per GPU, a multi-node run of NVIDIA's HPL at the system's size.
+TOP500_HOPPER_HPL = (55.0, 59.0)
+TOP500_HOPPER_SOURCE = ("Glenn K. Lockwood, \"H100\" (glennklockwood.com/garden/processors/h100, read 2026-11-28): the "
+                        "Top500 list's H100 and H200 systems give 55.0 to 59.0 TFLOP/s of HPL per GPU")  # fmt: skip
+
+
+def public_figures(fig: Figure, sources: Sources, the_node: Node | None = None) -> str:
     """Published figures a row compares with that are no reference of the node type's: NAMD 3.0 on an A100 for
-    APOA1 (gpuaccept.probe.namd)."""
+    APOA1 (gpuaccept.probe.namd); for a node of H100 or H200 GPUs, the Top500 list's HPL per GPU beside HPL-CUDA
+    per GPU."""
+    hopper = the_node is not None and any(m.startswith(("NVIDIA H100", "NVIDIA H200")) for m in the_node.models)
+    if fig.key == "hpl_cuda_gpu" and hopper:
+        low, high = TOP500_HOPPER_HPL
+        return f"<br>public: Top500 H100 and H200 systems, {fmt(low)}-{fmt(high)} TFLOP/s per GPU" + sources.cite(
+            TOP500_HOPPER_SOURCE)
     if fig.key != "apoa1":
         return ""
     from gpuaccept.probe.namd import NAMD3_A100_APOA1, NAMD3_A100_SOURCE  # noqa: PLC0415 - constants only
@@ -542,7 +555,7 @@ def headline_table(col: Column, figures: list[Figure], sources: Sources) -> str:
             fraction = f"{share:.{0 if share >= 0.1 else 1}%} of {html.escape(peak.text)}{sources.cite(peak.source)}"
         else:
             fraction = "-"
-        compares = reference_cell(col.node_type, fig, v.unit, sources) + public_figures(fig, sources)
+        compares = reference_cell(col.node_type, fig, v.unit, sources) + public_figures(fig, sources, col.node)
         per = per_note(fig, v)
         per = f" <span class='note'>{html.escape(per)}</span>" if per else ""
         rows.append(
