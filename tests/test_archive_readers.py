@@ -19,9 +19,12 @@ def test_show_opens_a_call_archive_two_levels_down(capsys):
     assert out.rstrip().endswith("1 judged run found in 3 archives (call-000458.tar, logs.tar.gz, results.tar.gz)")
 
 
-def test_report_reads_a_results_archive(tmp_path):
-    group = report.load_group(f"x2={FIXTURES / 'multigpu_h200x2_one_revision' / 'start1-results.tar.gz'}")
-    assert len(group.verdicts) == 3 and group.label == "x2"
+def test_report_reads_a_results_archive(tmp_path, capsys):
+    start1 = FIXTURES / "multigpu_h200x2_one_revision" / "start1-results.tar.gz"
+    group = report.load_group(f"x2={start1}")
+    assert len(group.verdicts) == 3 and group.label == "x2" and group.archives == ["start1-results.tar.gz"]
+    assert main(["report", "--output", str(tmp_path / "r.html"), f"x2={start1}"]) == 0
+    assert "x2 (18 documents, 3 verdicts, from 1 archive: start1-results.tar.gz)" in capsys.readouterr().out
 
 
 def test_a_folder_without_a_verdict_names_no_playbook(tmp_path, capsys):

@@ -408,6 +408,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if outside else 0
 
 
+def _archives(names: list[str]) -> str:
+    """', from N archive(s): a, b' where a report column's paths were run archives; '' otherwise."""
+    return f", from {len(names)} archive{'s' if len(names) != 1 else ''}: {', '.join(names)}" if names else ""
+
+
 def _name_nodes(groups: list, names: list[str]) -> None:
     """gpuaccept report --node-name [LABEL=]NAME: the node of column LABEL (of every column without LABEL=) as the
     operator names it."""
@@ -443,7 +448,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.pdf:
         report.print_pdf(Path(args.output), Path(args.pdf))
         print(f"wrote {args.pdf} (printed by headless Chromium)")
-    inputs = ", ".join(f"{g.label} ({len(g.docs)} documents, {len(g.verdicts)} verdicts)" for g in groups)
+    inputs = ", ".join(f"{g.label} ({len(g.docs)} documents, {len(g.verdicts)} verdicts{_archives(g.archives)})"
+                       for g in groups)  # fmt: skip
     print(f"wrote {args.output} ({len(text) // 1024} KiB): {inputs}")
     return 0
 

@@ -69,6 +69,7 @@ class Group:
     # reads; a judged run's figures come from its verdict's rows (report_headline.measure).
     unjudged: list[dict[str, Any]] = field(default_factory=list)
     node_name: str = ""  # the node's name as the operator gives it (gpuaccept report --node-name); "" from the runs
+    archives: list[str] = field(default_factory=list)  # the run archives unpacked to read the paths, by name
 
     def by_tool(self, tool: str) -> list[dict[str, Any]]:
         return [d for d in self.docs if d.get("tool") == tool]
@@ -98,13 +99,15 @@ def load_group(spec: str) -> Group:
     given = [Path(p) for p in rest.split(",") if p]
     if not given:
         raise ReportInputError(f"{spec!r}: no path given ([LABEL=]PATH[,PATH...])")
-    paths = []
+    paths, unpacked = [], []
     for path in given:  # a run archive, or a folder holding some (an evidence folder): unpacked to read
         try:
-            paths += archive.expand(path)[0]
+            folders, names = archive.expand(path)
         except archive.ArchiveError as err:
             raise ReportInputError(str(err)) from None
-    group = Group(label, paths)
+        paths += folders
+        unpacked += names
+    group = Group(label, paths, archives=unpacked)
     seen: set[tuple] = set()
     found: list[tuple[str, str, dict[str, Any]]] = []
     judged: list[Path] = []  # the folders of the verdicts found: their runs' documents are judged
