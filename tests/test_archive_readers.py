@@ -27,6 +27,15 @@ def test_report_reads_a_results_archive(tmp_path, capsys):
     assert "x2 (18 documents, 3 verdicts, from 1 archive: start1-results.tar.gz)" in capsys.readouterr().out
 
 
+def test_show_opens_an_evidence_folder_and_shows_each_run_once(capsys):
+    assert main(["show", str(EVIDENCE)]) == 0
+    out = capsys.readouterr().out
+    runs = [line for line in out.splitlines() if line.startswith("run:")]
+    assert len(runs) == 9 and f"run:     {EVIDENCE}: call-000458.tar/results.tar.gz/results/localhost/" in out
+    assert out.rstrip().endswith("1 of them kept in more than one archive, shown once")
+    assert out.count("ACCEPTED") >= 9
+
+
 def test_a_folder_without_a_verdict_names_no_playbook(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("x")
     assert main(["show", str(tmp_path)]) == 4

@@ -164,12 +164,19 @@ def _show_archives(path: Path) -> int:
         folders, unpacked = archive.expand(path)
     except archive.ArchiveError as err:
         raise InputError(str(err)) from None
-    found = sorted({p for f in folders for p in f.rglob(VERDICT_FILE)}, key=lambda p: str(p.parent.name))
+    found: dict[tuple[str, str], list[Path]] = {}  # (node, run) -> its verdicts: one run kept in two archives
+    for p in sorted((p for f in folders for p in f.rglob(VERDICT_FILE)), key=lambda p: (p.parent.name, str(p))):
+        found.setdefault((p.parent.parent.name, p.parent.name), []).append(p)
     what = f"{len(unpacked)} archive{'s' if len(unpacked) != 1 else ''} ({', '.join(unpacked)})"
     if not found:
         raise InputError(f"{path}: no {VERDICT_FILE} in it or in the {what} it holds: no judged run to show")
-    status = max(cmd_show(argparse.Namespace(run_dir=str(p), newer_than=None)) for p in found)
-    print(f"\n{path}: {len(found)} judged run{'s' if len(found) != 1 else ''} found in {what}")
+    top = folders[-1]  # the temporary folder the archives were unpacked into (removed at exit)
+    status = max(cmd_show(argparse.Namespace(run_dir=str(ps[0]), newer_than=None,
+                                             inside=(path, top) if ps[0].is_relative_to(top) else None))
+                 for ps in found.values())  # fmt: skip
+    twice = sum(1 for ps in found.values() if len(ps) > 1)
+    again = f"; {twice} of them kept in more than one archive, shown once" if twice else ""
+    print(f"\n{path}: {len(found)} judged run{'s' if len(found) != 1 else ''} found in {what}{again}")
     return status
 
 
@@ -203,6 +210,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     if edited:
         print(f"\nwarning: {path}: {edited}")
         print(f"gpuaccept show: warning: {path}: {edited}", file=sys.stderr)
+    inside = getattr(args, "inside", None)  # (archive or folder, unpacked top): the run as the archive holds it
+    if inside:
+        print(f"\nrun:     {inside[0]}: {path.parent.relative_to(inside[1])}")
+        return 0 if result.accepted else EXIT_REJECTED
     print(f"\nreport:  {path}")
     if (path.parent / REPORT_FILE).exists():
         print(f"reframe: {path.parent / REPORT_FILE}")

@@ -32,8 +32,11 @@ def _unpack(archive: Path, into: Path, depth: int, found: list[str]) -> None:
     found.append(archive.name)
     if depth < DEPTH:
         for inner in sorted(p for p in into.rglob("*") if is_archive(p)):
-            _unpack(inner, inner.parent / (inner.name.split(".tar")[0] + "-unpacked"), depth + 1, found)
+            # unpacked into a folder named as the archive was: a run reads as call.tar/results.tar.gz/results/...
+            staging = inner.with_name(inner.name + ".unpacking")
+            _unpack(inner, staging, depth + 1, found)
             inner.unlink()
+            staging.rename(inner)
 
 
 def expand(path: Path) -> tuple[list[Path], list[str]]:
@@ -49,5 +52,6 @@ def expand(path: Path) -> tuple[list[Path], list[str]]:
     atexit.register(shutil.rmtree, top, True)
     found: list[str] = []
     for n, archive in enumerate(archives):
-        _unpack(archive, top / f"{n}-{archive.name.split('.tar')[0]}", 1, found)
+        name = archive.name if not (top / archive.name).exists() else f"{n}-{archive.name}"
+        _unpack(archive, top / name, 1, found)
     return ([top] if is_archive(path) else [path, top]), found
