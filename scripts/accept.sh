@@ -6,8 +6,9 @@
 # Exit status (docs/exit-status.md), the same words as gpuaccept run's:
 #   0 accepted   1 rejected (the table says why)   3 cannot judge (no usable GPU or driver, the tool environment or
 #   the playbook failed before a verdict, the suite did not run to the end)   4 bad input (suite, inventory, node type)
-# The last line says which, for `make accept`, which exits 0 once it is printed. Ansible's own output goes to
-# results/accept-<time>-<suite>.log, named in that line; the terminal gets the verdict table and the line.
+# The last line says which, for `make accept`, which exits 0 once it is printed. The tool environment's and Ansible's
+# own output go to results/accept-<time>-<suite>.log, named in that line; the terminal gets the checks' progress,
+# the verdict table and the line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SUITES=(commission nightly evaluation burnin)
@@ -17,10 +18,10 @@ shift 2 2>/dev/null || shift $#
 VENV=${VENV:-.venv}
 REFERENCE_DIR=${GPUACCEPT_REFERENCE_DIR:-reference_values}
 
-log=""  # Ansible's output, once the playbook has started
+log=""  # the tool environment's and Ansible's output, once they have started
 finish() {  # finish STATUS [WHY]: the closing line (naming the playbook's log where it ran), then exit
   local words=([0]=accepted [1]=rejected [3]="cannot judge" [4]="bad input")
-  echo "accept: exit $1 (${words[$1]:-unknown})${2:+: $2}${log:+ (playbook output: $log)}"
+  echo "accept: exit $1 (${words[$1]:-unknown})${2:+: $2}${log:+ (details: $log)}"
   exit "$1"
 }
 
@@ -80,15 +81,15 @@ show_progress() {
   done
 }
 
-scripts/venv.sh || finish 3 "the tool environment could not be made (scripts/venv.sh, above)"
-marker=$(mktemp)
-trap 'rm -f "$marker" "$marker.done"' EXIT
 mkdir -p results
 log=results/accept-$(date -u +%Y%m%dT%H%M%SZ)-$suite.log
+scripts/venv.sh >"$log" 2>&1 || finish 3 "the tool environment could not be made (scripts/venv.sh)"
+marker=$(mktemp)
+trap 'rm -f "$marker" "$marker.done"' EXIT
 show_progress &
 follower=$!
 LC_ALL=C.UTF-8 ANSIBLE_CONFIG=ansible.cfg "$VENV/bin/ansible-playbook" -i "$inventory" "playbooks/$suite.yml" \
-  -e "gpuaccept_toolenv_venv=$(realpath "$VENV")" "${extra[@]}" "$@" >"$log" 2>&1
+  -e "gpuaccept_toolenv_venv=$(realpath "$VENV")" "${extra[@]}" "$@" >>"$log" 2>&1
 rc=$?
 touch "$marker.done"
 wait "$follower"

@@ -67,7 +67,7 @@ def test_the_exit_status_and_the_closing_line(tree, play, status, last):
     res = accept(tree, play)
     assert res.returncode == status, res.stdout + res.stderr
     log = r"results/accept-\d{8}T\d{6}Z-commission\.log"
-    closing = re.fullmatch(rf"{re.escape(last)} \(playbook output: ({log})\)", res.stdout.splitlines()[-1])
+    closing = re.fullmatch(rf"{re.escape(last)} \(details: ({log})\)", res.stdout.splitlines()[-1])
     assert closing, res.stdout
     # Ansible's output in the log it names, not on the terminal
     assert "ansible-playbook" not in res.stdout and "fatal:" not in res.stdout
@@ -85,7 +85,7 @@ def test_make_accept_ends_with_the_accept_line_and_exits_0(tree):
     (tree / "play").write_text(f"- 2 {NO_GPU}\n")
     res = subprocess.run(["make", "-s", "accept"], cwd=tree, capture_output=True, text=True, check=False, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.splitlines()[-1].startswith(f"accept: exit 3 (cannot judge): {NO_GPU} (playbook output: ")
+    assert res.stdout.splitlines()[-1].startswith(f"accept: exit 3 (cannot judge): {NO_GPU} (details: ")
     assert len(res.stdout.splitlines()) == 1 and "Error" not in res.stdout + res.stderr
 
 
@@ -167,6 +167,19 @@ exit 0
     started = out.index("gpuaccept: [1/2] GpuHealth started; 0 s elapsed")
     assert started < out.index("gpuaccept: [1/2] GpuHealth OK in 3 s; 3 s elapsed")
     # the play's own output goes to the log the closing line names, not to the terminal
-    closing = re.fullmatch(r"accept: exit 0 \(accepted\) \(playbook output: (\S+)\)", out[-1])
+    closing = re.fullmatch(r"accept: exit 0 \(accepted\) \(details: (\S+)\)", out[-1])
     assert closing and "PLAY STILL RUNNING" not in out
     assert "PLAY STILL RUNNING" in (tree / closing.group(1)).read_text()
+
+
+def test_the_tool_environments_output_goes_to_the_log_too(tree):
+    """A first run makes the tool environment: its output goes to the same log, and a failure there is one line."""
+    (tree / "scripts" / "venv.sh").write_text("#!/bin/bash\necho 'Creating the tool environment'\necho 'pip: no' >&2\n"
+                                              "exit 2\n")  # fmt: skip
+    res = accept(tree, "0 0")
+    assert res.returncode == 3 and len(res.stdout.splitlines()) == 1, res.stdout
+    closing = re.fullmatch(r"accept: exit 3 \(cannot judge\): the tool environment could not be made "
+                           r"\(scripts/venv\.sh\) \(details: (\S+)\)", res.stdout.strip())  # fmt: skip
+    assert closing, res.stdout
+    assert (tree / closing.group(1)).read_text() == "Creating the tool environment\npip: no\n"
+    assert not (tree / "calls").exists()
