@@ -1,7 +1,7 @@
 # gpuaccept: what an operator types. See README.md.
 #   make accept      accept this node: tool environment, commissioning playbook on inventories/local, verdict;
-#                    its last line says accepted (0), rejected (1), cannot judge (3) or bad input (4): make itself
-#                    can only exit 0 or 2 (docs/exit-status.md). HOST_ONLY=1: the host checks alone, without a GPU
+#                    its last line says accepted (0), rejected (1), cannot judge (3) or bad input (4), and make
+#                    exits 0 after it (docs/exit-status.md; scripts/accept.sh itself exits with the status)
 #   make test        the test suite (what CI runs): installs what it needs first (scripts/deps.sh, scripts/venv.sh)
 #   make deps        only the Debian packages the tests need (scripts/deps.sh; --check lists the missing ones)
 #   make wheelhouse  on a connected machine: every wheel `accept` and `test` need, for air-gapped sites
@@ -14,12 +14,11 @@ WHEELHOUSE ?=
 SUITE ?= commission
 INVENTORY ?= inventories/local
 ANSIBLE_ARGS ?=
-HOST_ONLY ?=
-export PYTHON VENV WHEELHOUSE HOST_ONLY
+export PYTHON VENV WHEELHOUSE
 
 .PHONY: accept test deps wheelhouse bundle lock venv clean
-accept:
-	@scripts/accept.sh $(SUITE) $(INVENTORY) $(ANSIBLE_ARGS)
+accept:  # the status is in the last line: make's own "Error" line would follow it otherwise
+	@scripts/accept.sh $(SUITE) $(INVENTORY) $(ANSIBLE_ARGS) || true
 
 test:
 	@scripts/test.sh

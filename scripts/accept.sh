@@ -2,12 +2,13 @@
 # Accept this node: tool environment, then the suite's playbook (default commission) against the inventory
 # (default inventories/local), then the verdict table, once, and where the run's files are.
 #   scripts/accept.sh [SUITE [INVENTORY]] [ansible-playbook options, e.g. -e gpuaccept_node_type=h100_sxm5_80gb]
-#   HOST_ONLY=1: run without a usable GPU (the host checks alone; else such a node stops at once)
 #   GPUACCEPT_BURNIN_MINUTES=N: the burnin suite's length (default 30 minutes)
 # Exit status (docs/exit-status.md), the same words as gpuaccept run's:
 #   0 accepted   1 rejected (the table says why)   3 cannot judge (no usable GPU or driver, the tool environment or
 #   the playbook failed before a verdict, the suite did not run to the end)   4 bad input (suite, inventory, node type)
-# The last line says which, for `make accept`, whose own exit status can only be 0 or 2.
+# The last line says which, for `make accept`, which exits 0 once it is printed. The tool environment's and Ansible's
+# own output go to results/accept-<time>-<suite>.log, named in that line; the terminal gets the checks' progress,
+# the verdict table and the line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SUITES=(commission nightly evaluation burnin)
@@ -17,9 +18,10 @@ shift 2 2>/dev/null || shift $#
 VENV=${VENV:-.venv}
 REFERENCE_DIR=${GPUACCEPT_REFERENCE_DIR:-reference_values}
 
-finish() {  # finish STATUS [WHY]: the closing line, then exit
+log=""  # the tool environment's and Ansible's output, once they have started
+finish() {  # finish STATUS [WHY]: the closing line (naming the playbook's log where it ran), then exit
   local words=([0]=accepted [1]=rejected [3]="cannot judge" [4]="bad input")
-  echo "accept: exit $1 (${words[$1]:-unknown})${2:+: $2}"
+  echo "accept: exit $1 (${words[$1]:-unknown})${2:+: $2}${log:+ (details: $log)}"
   exit "$1"
 }
 
@@ -40,8 +42,8 @@ node_type_exists() {
 [[ " ${SUITES[*]} " == *" $suite "* ]] ||
   finish 4 "unknown suite '$suite': the suites are ${SUITES[*]} (make accept SUITE=nightly)"
 [ -e "$inventory" ] || finish 4 "no inventory $inventory (make accept INVENTORY=inventories/local)"
-# The node type and host-only the operator gives through ansible-playbook's -e (ANSIBLE_ARGS).
-node_type="" host_only=${HOST_ONLY:-}
+# The node type the operator gives through ansible-playbook's -e (ANSIBLE_ARGS).
+node_type=""
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   case ${args[i]} in
@@ -53,7 +55,6 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   for kv in $vars; do
     case $kv in
       gpuaccept_node_type=*) node_type=${kv#*=} ;;
-      gpuaccept_host_only=*) host_only=${kv#*=} ;;
     esac
   done
 done
@@ -61,7 +62,6 @@ if [ -n "$node_type" ] && [ "$node_type" != auto ] && ! node_type_exists "$node_
   finish 4 "unknown node type '$node_type': no $REFERENCE_DIR/$node_type.yaml; known node types: $(listed "$REFERENCE_DIR"); <sku>_x<count> for the known GPU SKUs: $(listed "$REFERENCE_DIR/gpus") (or auto)"
 fi
 extra=()
-case ${host_only,,} in 1 | true | yes) extra+=(-e gpuaccept_host_only=true) ;; esac
 [ -n "${WHEELHOUSE:-}" ] && extra+=(-e "gpuaccept_toolenv_wheelhouse=$(realpath "$WHEELHOUSE")")
 [ -n "${GPUACCEPT_BURNIN_MINUTES:-}" ] && extra+=(-e "gpuaccept_burnin_minutes=$GPUACCEPT_BURNIN_MINUTES")
 
@@ -81,15 +81,16 @@ show_progress() {
   done
 }
 
-scripts/venv.sh || finish 3 "the tool environment could not be made (scripts/venv.sh, above)"
+mkdir -p results
+log=results/accept-$(date -u +%Y%m%dT%H%M%SZ)-$suite.log
+scripts/venv.sh >"$log" 2>&1 || finish 3 "the tool environment could not be made (scripts/venv.sh)"
 marker=$(mktemp)
-log=$(mktemp)
-trap 'rm -f "$marker" "$marker.done" "$log"' EXIT
+trap 'rm -f "$marker" "$marker.done"' EXIT
 show_progress &
 follower=$!
 LC_ALL=C.UTF-8 ANSIBLE_CONFIG=ansible.cfg "$VENV/bin/ansible-playbook" -i "$inventory" "playbooks/$suite.yml" \
-  -e "gpuaccept_toolenv_venv=$(realpath "$VENV")" "${extra[@]}" "$@" 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
+  -e "gpuaccept_toolenv_venv=$(realpath "$VENV")" "${extra[@]}" "$@" >>"$log" 2>&1
+rc=$?
 touch "$marker.done"
 wait "$follower"
 
@@ -103,10 +104,10 @@ why=$(grep -o -e 'no NVIDIA GPU/driver on [^"]*install the driver with playbooks
   -e 'no datasheet for [^"]*(docs/reference-values.md)' "$log" | head -1)
 if grep -qx 1 <<<"$statuses"; then finish 1; fi
 if grep -qx 3 <<<"$statuses"; then finish 3 "$why"; fi
-if grep -qx 4 <<<"$statuses"; then finish 4 "gpuaccept run refused its input (above)"; fi
+if grep -qx 4 <<<"$statuses"; then finish 4 "gpuaccept run refused its input"; fi
 if [ -n "$statuses" ] && [ "$rc" -eq 0 ]; then finish 0; fi
 if [ -n "$why" ]; then finish 3 "$why"; fi
 unknown=$(grep -o "unknown node type '[^']*'[^\"]*(or auto: detect it)" "$log" | head -1)
 [ -z "$unknown" ] || finish 4 "$unknown"
-if [ -n "$statuses" ]; then finish 3 "the playbook failed after the verdict (exit $rc, above)"; fi
-finish 3 "the playbook stopped before a verdict (exit $rc, above)"
+if [ -n "$statuses" ]; then finish 3 "the playbook failed after the verdict (exit $rc)"; fi
+finish 3 "the playbook stopped before a verdict (exit $rc)"

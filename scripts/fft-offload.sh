@@ -1,5 +1,5 @@
 #!/bin/bash
-# FFT offload and its crossover against the host's FFT (issue 27 item 2, docs/checks/fft-offload.md): builds
+# FFT offload and its crossover against the host's FFT (docs/checks/fft-offload.md): builds
 # gpuaccept-fft (or takes a built one), runs it on one GPU with the host FFT on every CPU, and runs
 # python -m gpuaccept.probe.fft over its document.
 #

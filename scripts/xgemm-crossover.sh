@@ -1,5 +1,5 @@
 #!/bin/bash
-# Transfer-inclusive GEMM and its crossover against the host's BLAS (issue 27 item 1, docs/checks/offload-gemm.md):
+# Transfer-inclusive GEMM and its crossover against the host's BLAS (docs/checks/offload-gemm.md):
 # builds gpuaccept-xgemm, runs it on one GPU, times the host's DGEMM/SGEMM with gpuaccept-cpugemm at each size
 # (all physical cores, pinned close), and runs python -m gpuaccept.probe.offload over the documents.
 #

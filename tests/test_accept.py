@@ -1,9 +1,11 @@
 """scripts/accept.sh (`make accept`): one exit-status contract with gpuaccept run (docs/exit-status.md): 0 accepted,
-1 rejected, 3 cannot judge, 4 bad input, and a closing line that says which (make can only exit 0 or 2). Run on a
+1 rejected, 3 cannot judge, 4 bad input, and a closing line that says which, the last line of `make accept` too
+(which exits 0 after it), naming the log file that holds Ansible's output. Run on a
 copy of the script with stand-ins: scripts/venv.sh, ansible-playbook (it leaves what gpuaccept run would leave,
 as tmp_path/play says) and gpuaccept show."""
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -57,16 +59,34 @@ def accept(tree: Path, play: str, *args: str, **env: str) -> subprocess.Complete
         ("1 2", 1, "accept: exit 1 (rejected)"),
         ("3 2", 3, "accept: exit 3 (cannot judge)"),
         (f"- 2 {NO_GPU}", 3, f"accept: exit 3 (cannot judge): {NO_GPU}"),
-        ("- 2", 3, "accept: exit 3 (cannot judge): the playbook stopped before a verdict (exit 2, above)"),
-        ("0 2", 3, "accept: exit 3 (cannot judge): the playbook failed after the verdict (exit 2, above)"),
+        ("- 2", 3, "accept: exit 3 (cannot judge): the playbook stopped before a verdict (exit 2)"),
+        ("0 2", 3, "accept: exit 3 (cannot judge): the playbook failed after the verdict (exit 2)"),
     ],
 )
 def test_the_exit_status_and_the_closing_line(tree, play, status, last):
     res = accept(tree, play)
     assert res.returncode == status, res.stdout + res.stderr
-    assert res.stdout.splitlines()[-1] == last
-    # The table once, from gpuaccept show, when there is a verdict.
+    log = r"results/accept-\d{8}T\d{6}Z-commission\.log"
+    closing = re.fullmatch(rf"{re.escape(last)} \(details: ({log})\)", res.stdout.splitlines()[-1])
+    assert closing, res.stdout
+    # Ansible's output in the log it names, not on the terminal
+    assert "ansible-playbook" not in res.stdout and "fatal:" not in res.stdout
+    if play.startswith("- 2 "):
+        assert f"msg: '{NO_GPU}'" in (tree / closing.group(1)).read_text()
+    # The table once, from gpuaccept show, when there is a verdict; without one, one line
     assert res.stdout.count("TABLE show") == (0 if play.startswith("-") else 1)
+    if play.startswith("-"):
+        assert len(res.stdout.splitlines()) == 1, res.stdout
+
+
+def test_make_accept_ends_with_the_accept_line_and_exits_0(tree):
+    """make's own exit status can say only 0 or 2: the line says which status it was, and nothing follows it."""
+    shutil.copy(ROOT / "Makefile", tree / "Makefile")
+    (tree / "play").write_text(f"- 2 {NO_GPU}\n")
+    res = subprocess.run(["make", "-s", "accept"], cwd=tree, capture_output=True, text=True, check=False, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.splitlines()[-1].startswith(f"accept: exit 3 (cannot judge): {NO_GPU} (details: ")
+    assert len(res.stdout.splitlines()) == 1 and "Error" not in res.stdout + res.stderr
 
 
 @pytest.mark.parametrize(
@@ -93,11 +113,11 @@ def test_bad_input_stops_before_anything_runs(tree, args, says):
     assert not (tree / "calls").exists()
 
 
-def test_a_known_node_type_and_host_only_reach_the_playbook(tree):
-    res = accept(tree, "0 0", "commission", "inventories/local", "-e", "gpuaccept_node_type=h200", HOST_ONLY="1")
+def test_a_known_node_type_reaches_the_playbook(tree):
+    res = accept(tree, "0 0", "commission", "inventories/local", "-e", "gpuaccept_node_type=h200")
     assert res.returncode == 0, res.stdout + res.stderr
     call = (tree / "calls").read_text()
-    assert "-e gpuaccept_host_only=true" in call and "-e gpuaccept_node_type=h200" in call
+    assert "-e gpuaccept_node_type=h200" in call and "host_only" not in call
 
 
 @pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
@@ -145,5 +165,21 @@ exit 0
     assert res.returncode == 0, res.stdout + res.stderr
     out = res.stdout.splitlines()
     started = out.index("gpuaccept: [1/2] GpuHealth started; 0 s elapsed")
-    assert started < out.index("PLAY STILL RUNNING") < out.index("gpuaccept: [1/2] GpuHealth OK in 3 s; 3 s elapsed")
-    assert out[-1] == "accept: exit 0 (accepted)"
+    assert started < out.index("gpuaccept: [1/2] GpuHealth OK in 3 s; 3 s elapsed")
+    # the play's own output goes to the log the closing line names, not to the terminal
+    closing = re.fullmatch(r"accept: exit 0 \(accepted\) \(details: (\S+)\)", out[-1])
+    assert closing and "PLAY STILL RUNNING" not in out
+    assert "PLAY STILL RUNNING" in (tree / closing.group(1)).read_text()
+
+
+def test_the_tool_environments_output_goes_to_the_log_too(tree):
+    """A first run makes the tool environment: its output goes to the same log, and a failure there is one line."""
+    (tree / "scripts" / "venv.sh").write_text("#!/bin/bash\necho 'Creating the tool environment'\necho 'pip: no' >&2\n"
+                                              "exit 2\n")  # fmt: skip
+    res = accept(tree, "0 0")
+    assert res.returncode == 3 and len(res.stdout.splitlines()) == 1, res.stdout
+    closing = re.fullmatch(r"accept: exit 3 \(cannot judge\): the tool environment could not be made "
+                           r"\(scripts/venv\.sh\) \(details: (\S+)\)", res.stdout.strip())  # fmt: skip
+    assert closing, res.stdout
+    assert (tree / closing.group(1)).read_text() == "Creating the tool environment\npip: no\n"
+    assert not (tree / "calls").exists()

@@ -97,3 +97,36 @@ def test_a_broken_link_is_caught():
     links = LINK.findall("see [X](../bibliography.md#nobody-1900) and [Y](bibliography.md#allada-2009)")
     assert [a for _, a in links] == ["nobody-1900", "allada-2009"]
     assert "nobody-1900" not in bibliography_anchors()
+
+
+# How the project got its machines is no part of what it ships: no tracker numbers ("issue 15"), and machines named
+# by what they are ("2 x H200 141 GB SXM, 32 vCPUs, VM"), never by the label they were lent under or the tool
+# that lent them. (Reference files' own source ids, such as nvidia-h200-datasheet, are not labels.)
+HISTORY_WORDS = re.compile(r"\bissues? #?\d+|\blent\b|device tool|nvidia-[ah]\d+(?:-x\d+)?(?![-\w])", re.IGNORECASE)
+
+
+def history_words(text: str) -> list[tuple[int, str]]:
+    return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if HISTORY_WORDS.search(line)]
+
+
+def test_no_shipped_text_speaks_of_issue_numbers_or_how_machines_were_lent():
+    found = []
+    for rel in shipped_files():
+        path = ROOT / rel
+        if path.is_file():
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            found += [f"{rel}:{n}: {line}" for n, line in history_words(text)]
+    assert not found, ("say what is true of the project, not which issue changed it or how a machine was lent; "
+                       "describe a machine by what it is (2 x H200 141 GB SXM, 32 vCPUs, VM):\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("text", ["(issue 15)", "before issue 26 item 3", "Issues 4 and 5", "on the lent VMs",
+                                  "device tool nvidia-h200-x2", "measured on nvidia-h100-x1", "nvidia-h200: NVIDIA"])
+def test_a_history_word_is_caught(text):
+    assert history_words(text)
+
+
+@pytest.mark.parametrize("text", ["source: nvidia-h200-datasheet", "a silent error", "2 x H200 141 GB SXM, VM",
+                                  "the issues the judge raises", "nvidia-smi -q"])  # fmt: skip
+def test_a_plain_word_is_not_a_history_word(text):
+    assert not history_words(text)

@@ -156,8 +156,36 @@ def _newest_verdicts(results: Path, newer_than: float | None) -> list[Path]:
     return list(newest.values())
 
 
+def _show_archives(path: Path) -> int:
+    """gpuaccept show over a run archive or a folder of them: every verdict found in them, then what was found."""
+    from gpuaccept.results import archive  # noqa: PLC0415
+
+    try:
+        folders, unpacked = archive.expand(path)
+    except archive.ArchiveError as err:
+        raise InputError(str(err)) from None
+    found: dict[tuple[str, str], list[Path]] = {}  # (node, run) -> its verdicts: one run kept in two archives
+    for p in sorted((p for f in folders for p in f.rglob(VERDICT_FILE)), key=lambda p: (p.parent.name, str(p))):
+        found.setdefault((p.parent.parent.name, p.parent.name), []).append(p)
+    what = f"{len(unpacked)} archive{'s' if len(unpacked) != 1 else ''} ({', '.join(unpacked)})"
+    if not found:
+        raise InputError(f"{path}: no {VERDICT_FILE} in it or in the {what} it holds: no judged run to show")
+    top = folders[-1]  # the temporary folder the archives were unpacked into (removed at exit)
+    status = max(cmd_show(argparse.Namespace(run_dir=str(ps[0]), newer_than=None,
+                                             inside=(path, top) if ps[0].is_relative_to(top) else None))
+                 for ps in found.values())  # fmt: skip
+    twice = sum(1 for ps in found.values() if len(ps) > 1)
+    again = f"; {twice} of them kept in more than one archive, shown once" if twice else ""
+    print(f"\n{path}: {len(found)} judged run{'s' if len(found) != 1 else ''} found in {what}{again}")
+    return status
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     path = Path(args.run_dir)
+    if (path.is_file() and path.name.endswith((".tar", ".tar.gz", ".tgz"))) or (
+        path.is_dir() and not args.newer_than and not any(path.rglob(VERDICT_FILE))
+        and any(path.glob("*.tar*"))):  # fmt: skip
+        return _show_archives(path)
     if path.is_dir() and not (path / VERDICT_FILE).exists():
         since = None
         if args.newer_than:
@@ -167,10 +195,9 @@ def cmd_show(args: argparse.Namespace) -> int:
                 raise InputError(f"--newer-than {args.newer_than}: {err.strerror}") from None
         paths = _newest_verdicts(path, since)
         if not paths:
-            raise InputError(
-                f"{path}: no {VERDICT_FILE} from this run: the suite did not get to judge the node "
-                "(see the playbook's output above)"
-            )
+            newer = f" newer than {args.newer_than}" if args.newer_than else ""
+            raise InputError(f"{path}: no {VERDICT_FILE}{newer} under it: no run there was judged (gpuaccept run "
+                             "writes one when it judges a node)")  # fmt: skip
         return max(cmd_show(argparse.Namespace(run_dir=str(p), newer_than=None)) for p in paths)
     path = path / VERDICT_FILE if path.is_dir() else path
     doc = readback.read(path, InputError)
@@ -183,6 +210,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     if edited:
         print(f"\nwarning: {path}: {edited}")
         print(f"gpuaccept show: warning: {path}: {edited}", file=sys.stderr)
+    inside = getattr(args, "inside", None)  # (archive or folder, unpacked top): the run as the archive holds it
+    if inside:
+        print(f"\nrun:     {inside[0]}: {path.parent.relative_to(inside[1])}")
+        return 0 if result.accepted else EXIT_REJECTED
     print(f"\nreport:  {path}")
     if (path.parent / REPORT_FILE).exists():
         print(f"reframe: {path.parent / REPORT_FILE}")
@@ -388,6 +419,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if outside else 0
 
 
+def _archives(names: list[str]) -> str:
+    """', from N archive(s): a, b' where a report column's paths were run archives; '' otherwise."""
+    return f", from {len(names)} archive{'s' if len(names) != 1 else ''}: {', '.join(names)}" if names else ""
+
+
+def _name_nodes(groups: list, names: list[str]) -> None:
+    """gpuaccept report --node-name [LABEL=]NAME: the node of column LABEL (of every column without LABEL=) as the
+    operator names it."""
+    for given in names:
+        label, sep, name = given.rpartition("=")
+        if not name.strip():
+            raise InputError(f"--node-name {given!r}: no name given ([LABEL=]NAME)")
+        named = [g for g in groups if not sep or g.label == label]
+        if not named:
+            raise InputError(f"--node-name {given!r}: no input is labelled {label!r} "
+                             f"(the labels: {', '.join(g.label for g in groups)})")  # fmt: skip
+        for g in named:
+            g.node_name = name.strip()
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     try:
         from gpuaccept.results import report  # noqa: PLC0415 (matplotlib is optional: requirements/report.txt)
@@ -399,6 +450,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError("--pdf prints with headless Chromium, and none is on PATH: apt-get install chromium (Debian's "
                          "package; or name a Chromium with GPUACCEPT_CHROMIUM)")  # fmt: skip
     groups = [report.load_group(spec) for spec in args.inputs]
+    _name_nodes(groups, args.node_name)
     from gpuaccept.results import across_heatmap  # noqa: PLC0415 (matplotlib, as above)
 
     across = [(path, across_heatmap.load(Path(path))) for path in args.across or []]
@@ -407,7 +459,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.pdf:
         report.print_pdf(Path(args.output), Path(args.pdf))
         print(f"wrote {args.pdf} (printed by headless Chromium)")
-    inputs = ", ".join(f"{g.label} ({len(g.docs)} documents, {len(g.verdicts)} verdicts)" for g in groups)
+    inputs = ", ".join(f"{g.label} ({len(g.docs)} documents, {len(g.verdicts)} verdicts{_archives(g.archives)})"
+                       for g in groups)  # fmt: skip
     print(f"wrote {args.output} ({len(text) // 1024} KiB): {inputs}")
     return 0
 
@@ -655,9 +708,14 @@ def parser() -> argparse.ArgumentParser:
         "inputs",
         nargs="+",
         metavar="[LABEL=]PATH[,PATH...]",
-        help="runs of one node type or vendor per argument: run directories, results trees or document folders",
+        help="runs of one node type or vendor per argument: run directories, results trees, document folders, "
+        "run archives (.tar, .tar.gz) or folders of them",
     )
     sp.add_argument("--output", required=True, help="the HTML file to write (atomically)")
+    sp.add_argument("--node-name", action="append", default=[], metavar="[LABEL=]NAME",
+                    help="the node's name as the report prints it, for the column LABEL (every column without "
+                    "LABEL=); default: the inventory's name, or the host name in the runs' facts where that is "
+                    "localhost")  # fmt: skip
     sp.add_argument("--title", default="GPU node evaluation", help="the report's title (default: %(default)s)")
     sp.add_argument("--baseline", help="the label ratios are taken against (default: the first input)")
     sp.add_argument("--generated", help="the date printed as when the report was made (default: now)")

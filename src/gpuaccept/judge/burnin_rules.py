@@ -33,7 +33,7 @@ from gpuaccept.judge.rules import FAULT_REASONS
 from gpuaccept.probe import burnin_timeline as tl
 
 #: The last GEMM window's median rate must be at least this fraction of the first's, on every GPU. A window's median
-#: over thousands of back-to-back calls moves by 1-3 % from run to run on the lent H100 and H200 at the power cap,
+#: over thousands of back-to-back calls moves by 1-3 % from run to run on the test H100 and H200 at the power cap,
 #: although single FP64 calls there vary by up to 16 % (docs/reference-values.md); the first window runs on the
 #: coolest GPU. A GPU that throttles once hot, or that shares its SMs with another process, loses more than 10 %.
 LAST_OVER_FIRST_MIN = 0.9

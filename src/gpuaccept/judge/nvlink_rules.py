@@ -8,7 +8,7 @@ minutes; a replay (a flit sent again) or a recovery (the link retrained) in that
 and DCGM's own health watch fails a GPU on one replay or recovery error (DCGM_LIMIT_MAX_NVLINK_ERROR, 1). CRC errors
 are detected and corrected on the link, and a healthy link counts some under load: DCGM's health watch fails a link
 whose CRC errors grow by more than 100 per second (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR), and a healthy 4 x H200 HGX node
-lent here counted 28-86 data CRC errors per link over a 75 s nightly suite (docs/evidence/2026-11-27-multigpu). So
+measured here counted 28-86 data CRC errors per link over a 75 s nightly suite (docs/evidence/2026-11-27-multigpu). So
 a link fails when its CRC errors grow faster than ``health.nvlink_crc_rate_max`` per second over the time between
 the two snapshots (default 100, DCGM's limit), or by more than ``health.nvlink_crc_growth_max`` where a site sets
 an absolute bound; without the snapshots' times, the absolute bound alone (default 0) applies.

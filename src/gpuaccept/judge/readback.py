@@ -6,6 +6,7 @@ damaged), the reader says so (:func:`disagreement`).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,31 @@ def read(path: Path, error: type[Exception]) -> dict[str, Any]:
 
 def rows(doc: dict[str, Any]) -> list[Row]:
     """The rows of a recorded verdict as the judge's rule reads them: check, metric, status and whether it is
-    expected (a row that does not say counts). ValueError when ``rows`` is not a list of objects."""
+    expected (a row that does not say counts), with the figure, its unit, reference and bounds and its GPU, which the
+    report reads. ValueError when ``rows`` is not a list of objects."""
     recorded = doc.get("rows")
     if not isinstance(recorded, list) or not all(isinstance(r, dict) for r in recorded):
         raise ValueError("'rows' is not a list of objects")
     return [
         Row(str(r.get("check")), r.get("metric") if r.get("metric") is None else str(r.get("metric")),
-            str(r.get("status")), reason=str(r.get("reason") or ""), expected=r.get("expected", True) is not False)
+            str(r.get("status")), value=_number(r.get("value")), unit=str(r.get("unit") or ""),
+            reference=_number(r.get("reference")), lower_bound=_number(r.get("lower_bound")),
+            upper_bound=_number(r.get("upper_bound")), reason=str(r.get("reason") or ""),
+            expected=r.get("expected", True) is not False, gpu=_gpu(r.get("gpu")))
         for r in recorded
     ]  # fmt: skip
+
+
+def _number(value: Any) -> float | None:
+    """A row's figure: a finite number, else None (a row without one, or a damaged file)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _gpu(value: Any) -> int | None:
+    """A per-GPU row's GPU index; None for the node's or the check's row."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def accepted(doc: dict[str, Any]) -> bool:

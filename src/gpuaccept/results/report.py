@@ -33,7 +33,7 @@ from gpuaccept import __version__, atomic, textinput
 from gpuaccept.judge import readback
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import fft, offload, overlap
-from gpuaccept.results import across_heatmap, burnin_plot, report_headline, report_pergpu
+from gpuaccept.results import across_heatmap, archive, burnin_plot, report_headline, report_pergpu
 from gpuaccept.results import scaling as hpl_scaling
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
@@ -65,6 +65,11 @@ class Group:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of documents left out
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     facts: list[dict[str, Any]] = field(default_factory=list)  # `gpuaccept facts` outputs found beside the runs
+    # The documents of no judged run (no verdict.json in a folder above them): the only documents the first page
+    # reads; a judged run's figures come from its verdict's rows (report_headline.measure).
+    unjudged: list[dict[str, Any]] = field(default_factory=list)
+    node_name: str = ""  # the node's name as the operator gives it (gpuaccept report --node-name); "" from the runs
+    archives: list[str] = field(default_factory=list)  # the run archives unpacked to read the paths, by name
 
     def by_tool(self, tool: str) -> list[dict[str, Any]]:
         return [d for d in self.docs if d.get("tool") == tool]
@@ -91,15 +96,24 @@ def load_group(spec: str) -> Group:
     label, _, rest = spec.partition("=")
     if not rest or not LABEL_RE.match(label):
         label, rest = "", spec
-    paths = [Path(p) for p in rest.split(",") if p]
-    if not paths:
+    given = [Path(p) for p in rest.split(",") if p]
+    if not given:
         raise ReportInputError(f"{spec!r}: no path given ([LABEL=]PATH[,PATH...])")
-    group = Group(label, paths)
+    paths, unpacked = [], []
+    for path in given:  # a run archive, or a folder holding some (an evidence folder): unpacked to read
+        try:
+            folders, names = archive.expand(path)
+        except archive.ArchiveError as err:
+            raise ReportInputError(str(err)) from None
+        paths += folders
+        unpacked += names
+    group = Group(label, paths, archives=unpacked)
     seen: set[tuple] = set()
     found: list[tuple[str, str, dict[str, Any]]] = []
+    judged: list[Path] = []  # the folders of the verdicts found: their runs' documents are judged
     for path in paths:
         if not path.is_dir():
-            raise ReportInputError(f"{path}: not a directory of runs or benchmark documents")
+            raise ReportInputError(f"{path}: not a directory of runs or benchmark documents, nor a run archive")
         for f in sorted(path.rglob("*.json")):
             doc, error = _read_json(f)
             if error:  # a half-written or damaged file is shown, not skipped
@@ -109,6 +123,7 @@ def load_group(spec: str) -> Group:
                 continue
             if doc.get("schema") == VERDICT_SCHEMA:
                 group.verdicts.append(doc)
+                judged.append(f.parent)
             elif FACTS_KEYS <= set(doc):
                 group.facts.append(doc)
             elif doc.get("schema") == BENCH_SCHEMA:
@@ -127,10 +142,13 @@ def load_group(spec: str) -> Group:
                     group.rejected.append((str(f), "; ".join(why) or "verification failed"))
                     continue
                 found.append((doc.get("started_utc") or "", str(f), doc))
-    group.docs = [d for _, _, d in sorted(found, key=lambda t: (t[0], t[1]))]
+    found.sort(key=lambda t: (t[0], t[1]))
+    group.docs = [d for _, _, d in found]
+    group.unjudged = [d for _, f, d in found if not any(Path(f).is_relative_to(run) for run in judged)]
     group.verdicts.sort(key=lambda v: v.get("started_unix") or 0)
     if not group.docs and not group.verdicts:
-        raise ReportInputError(f"{', '.join(map(str, paths))}: no benchmark documents or verdicts found")
+        where = ", ".join(map(str, given))
+        raise ReportInputError(f"{where}: no benchmark documents or verdicts found in it or in the archives it holds")
     if not group.label:
         types = sorted({v.get("node_type", "?") for v in group.verdicts})
         if types:
@@ -821,12 +839,14 @@ def plot_gemm(group: Group, doc: dict[str, Any]) -> str | None:
     ]
     if not entries:
         return None
+    series = {p: sorted((e["m"], e["tflops_median"]) for e in entries
+                        if e["precision"] == p and e.get("phase") == "series") for p in PRECISIONS}  # fmt: skip
+    if not any(series.values()):
+        return None  # the run measured its metric size alone (no series against size): nothing to draw
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4))
     for precision, color in zip(PRECISIONS, _colors(len(PRECISIONS)), strict=True):
-        pts = sorted(
-            (e["m"], e["tflops_median"]) for e in entries if e["precision"] == precision and e.get("phase") == "series"
-        )
+        pts = series[precision]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", ms=3, lw=1, color=color, label=precision)
     title = f"{group.label}: GEMM throughput against size"
@@ -1364,7 +1384,9 @@ figcaption{font-size:.85em;color:#555}.pass,.better{color:#13801f;font-weight:bo
 #headline h3{margin:1.2em 0 .2em}#headline table{font-size:.8em}.missing{color:#777}
 ul.verdict-lines{margin:.2em 0 1em;padding-left:1.2em;font-size:.85em}li.reason{list-style:none;color:#555}
 ol.sources{font-size:.75em;color:#444}sup.cite{color:#555}td.slowest{background:#fde8e8}ul.slow{font-size:.85em}
-@media print{body{margin:0;max-width:none}#headline{break-after:page}h2{break-after:avoid}}
+#headline h3 .note{font-weight:normal;font-size:.7em}
+@media print{body{margin:0;max-width:none}#headline{break-after:page}h2{break-after:avoid}
+ol.sources{font-size:.65em;margin:.2em 0}#headline h2{margin-top:.5em}}
 """
 
 

@@ -144,6 +144,26 @@ def node(group: Group) -> Node:
     return Node(len(gpus), models, min(memory) if memory else None, facts, origin)
 
 
+LOCAL_NAMES = ("localhost", "127.0.0.1", "::1", "")  # an inventory's name for the machine it runs on
+
+
+def node_name(group: Group, verdict: dict[str, Any] | None = None) -> str:
+    """The node as the operator named it: the name given to the report (``--node-name``), else the verdict's
+    inventory name, unless that is only 'localhost' (inventories/local), then the host name in its facts."""
+    if getattr(group, "node_name", ""):
+        return str(group.node_name)
+    verdicts = [verdict] if verdict is not None else list(reversed(group.verdicts))
+    for v in verdicts:
+        name = str(v.get("node") or "")
+        if name not in LOCAL_NAMES:
+            return name
+        host = str((v.get("facts") or {}).get("hostname") or "")
+        if host:
+            return host
+    host = str(node_facts(group).get("hostname") or "")
+    return host or "unnamed node"
+
+
 def node_type(group: Group, reference_dir: Path) -> tuple[references.NodeType | None, str]:
     """The column's node type (its verdicts', else detected from its facts) with its link gates bound to the
     node's link, and how it was found; (None, why) where there is none."""
@@ -167,17 +187,66 @@ def node_type(group: Group, reference_dir: Path) -> tuple[references.NodeType | 
 
 @dataclass
 class Value:
-    """A figure of one column: its runs' values (median shown), unit, and where they came from; or why none."""
+    """A figure of one column: one value per run (median shown), unit, what each run's verdict said of it, and where
+    the values came from; or why there is none."""
 
     values: list[float] = field(default_factory=list)
     unit: str = ""
-    origin: str = ""  # 'documents' or 'verdicts'
-    missing: str = ""  # why there is no value: the document's or the verdict's waiver, or 'not run'
+    origin: str = ""  # 'verdicts', 'documents' (runs no verdict judged), or both
+    missing: str = ""  # why there is no value: the verdict's or the document's waiver, or 'not run'
     detail: str = ""  # what the figure is of, where it depends on the run (HPL's N)
+    statuses: Counter = field(default_factory=Counter)  # per judged run: the status its verdict gave the figure
+    per_gpu: bool = False  # each run's value is its slowest GPU's (the verdict's rows name a GPU each)
 
     @property
     def median(self) -> float | None:
         return statistics.median(self.values) if self.values else None
+
+
+# A figure's statuses, worst first: a run's status for a per-GPU figure is its worst GPU's.
+STATUS_ORDER = ("fail", "not_run", "pass", "info", "waived")
+
+
+def _worst(statuses: list[str]) -> str:
+    return min(statuses, key=lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER))
+
+
+def _why(reason: str, status: str) -> str:
+    return (reason or status).split(" (not expected")[0]
+
+
+@dataclass(frozen=True)
+class RunFigure:
+    """A figure in one judged run: its value (a per-GPU figure: the slowest GPU's), unit, the verdict's status
+    (a per-GPU figure: the worst GPU's), whether it came from per-GPU rows, and why there is no value."""
+
+    value: float | None
+    unit: str = ""
+    status: str = ""
+    per_gpu: bool = False
+    missing: str = ""
+
+
+def run_figure(verdict: dict[str, Any], fig: Figure) -> RunFigure:
+    """The figure in one run, from its verdict's rows (gpuaccept.judge.readback, the judge's reader): the node's
+    row of the figure's check and metric, else its per-GPU rows (the slowest GPU's value, the worst status)."""
+    try:
+        rows = readback.rows(verdict)
+    except ValueError as err:
+        return RunFigure(None, missing=f"its verdict's rows cannot be read ({err})")
+    mine = [r for r in rows if r.check == fig.check and r.metric == fig.metric]
+    node_rows = [r for r in mine if r.gpu is None]
+    use = node_rows or [r for r in mine if r.gpu is not None]
+    if use:
+        values = [r.value for r in use if r.value is not None]
+        pick = min if fig.better == "higher" else max
+        missing = next((_why(r.reason, r.status) for r in use if r.status in ("waived", "not_run")), "")
+        return RunFigure(pick(values) if values else None, use[0].unit, _worst([r.status for r in use]),
+                         not node_rows, "" if values else missing)  # fmt: skip
+    check = next((r for r in rows if r.check == fig.check and r.metric is None), None)
+    if check is not None and check.status == "not_run":
+        return RunFigure(None, missing=_why(check.reason, "not run"))
+    return RunFigure(None)
 
 
 def _system(doc: dict[str, Any]) -> str:
@@ -194,39 +263,43 @@ def gpus_used(doc: dict[str, Any]) -> int | None:
     return len(devices) if isinstance(devices, list) and devices else None
 
 
-def measure(group: Group, fig: Figure) -> Value:
-    """The figure over the column's runs: every verified document of its tool that carries the metric (and, for
-    molecular dynamics, simulated its system); where none does, the verdicts' rows of its check (the judge forms
-    some figures from two documents, GFLOP/s per watt from the rate and the sampler's power)."""
-    docs = [d for d in group.by_tool(fig.tool) if not fig.system or _system(d) == fig.system]
+def _documents(group: Group, fig: Figure, out: Value) -> None:
+    """The figure from the documents of runs no verdict judged (a vendor's folder of documents): the tool's
+    metric in each (for molecular dynamics, of the figure's system; a node figure, of runs over every GPU)."""
+    docs = [d for d in group.unjudged if d.get("tool") == fig.tool and (not fig.system or _system(d) == fig.system)]
     if fig.per == "node":  # a node's figure from runs over all of its GPUs (not a scaling run on fewer)
         gpus = node(group).gpus
         docs = [d for d in docs if gpus_used(d) in (None, gpus)]
-    out = Value()
     for d in docs:
         m = (d.get("metrics") or {}).get(fig.metric)
         if isinstance(m, dict) and isinstance(m.get("value"), (int, float)) and math.isfinite(m["value"]):
             out.values.append(float(m["value"]))
-            out.unit = str(m.get("unit") or "")
-        elif fig.metric in (d.get("waived") or {}):
+            out.unit = out.unit or str(m.get("unit") or "")
+            out.per_gpu = out.per_gpu or fig.per == "GPU"
+        elif fig.metric in (d.get("waived") or {}) and not out.missing:
             out.missing = f"waived: {d['waived'][fig.metric]}"
-    if out.values:
-        out.origin = "documents"
-    else:
-        for v in group.verdicts:
-            for r in v.get("rows") or []:
-                if r.get("check") != fig.check or r.get("metric") != fig.metric or r.get("gpu") is not None:
-                    continue
-                if isinstance(r.get("value"), (int, float)):
-                    out.values.append(float(r["value"]))
-                    out.unit = str(r.get("unit") or "")
-                elif r.get("status") in ("waived", "not_run") and not out.missing:
-                    out.missing = str(r.get("reason") or r["status"]).split(" (not expected")[0]
-            checks = [r for r in v.get("rows") or [] if r.get("check") == fig.check and not r.get("metric")]
-            if checks and checks[0].get("status") == "not_run" and not out.missing:
-                out.missing = str(checks[0].get("reason") or "not run").split(" (not expected")[0]
-        out.origin = "verdicts" if out.values else ""
-    if fig.check == "hplstyle" and fig.metric == "energy_j" and docs:
+
+
+def measure(group: Group, fig: Figure) -> Value:
+    """The figure over the column's runs: each judged run's from its verdict's rows (:func:`run_figure`: the
+    check that owns the figure, never another check's documents of the same tool), then each unjudged run's from
+    its documents."""
+    out = Value()
+    for v in group.verdicts:
+        found = run_figure(v, fig)
+        if found.status:
+            out.statuses[found.status] += 1
+        if found.value is not None:
+            out.values.append(found.value)
+            out.unit = out.unit or found.unit
+            out.per_gpu = out.per_gpu or found.per_gpu
+        elif found.missing and not out.missing:
+            out.missing = found.missing
+    judged = len(out.values)
+    _documents(group, fig, out)
+    out.origin = " and ".join(w for w, n in (("verdicts", judged), ("documents", len(out.values) - judged)) if n)
+    if fig.check == "hplstyle" and fig.metric == "energy_j" and out.values:
+        docs = group.by_tool(fig.tool)
         sizes = sorted({g.get("n") for d in docs for g in (d.get("results") or {}).get("per_gpu") or [] if g.get("n")})
         out.detail = f"N = {', '.join(map(str, sizes))}" if sizes else ""
     return out
@@ -266,8 +339,9 @@ def datasheet_peak(kind: str, sheet: peaks.GpuPeaks | None, the_node: Node) -> P
     if kind == "link":
         rate, label = link.node_link(the_node.facts)
         text = label.replace(" per direction", "")
-        return Peak(rate, "GB/s", text, "the PCIe link NVML reports (gpuaccept facts): PCI Express base "
-                    "specification rate per lane and direction x width") if rate else None  # fmt: skip
+        source = ("PCI-SIG, PCI Express Base Specification, Revisions 4.0 (2017) and 5.0 (2019): the rate per lane "
+                  "and direction, times the link width and generation NVML reports")
+        return Peak(rate, "GB/s", text, source) if rate else None
     if sheet is None:
         return None
     if kind in ("fp64", "fp64_node") or kind.startswith("gemm_"):
@@ -311,8 +385,10 @@ class Sources:
 
 
 def fmt(value: float | None) -> str:
-    """A figure as every headline cell prints it: 4 significant digits."""
-    return "-" if value is None else f"{value:.4g}"
+    """A figure as every headline cell prints it: 4 significant digits (a figure of 10,000 or more whole)."""
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
 
 
 def _table(head: list[str], rows: list[str], cls: str) -> str:
@@ -320,16 +396,38 @@ def _table(head: list[str], rows: list[str], cls: str) -> str:
     return f"<table class='{cls}'><thead><tr>{cells}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def year(date: Any) -> str:
+    """A source's year, from its date ('2026-11-27', 2024)."""
+    text = str(date or "")
+    return text[:4] if text[:4].isdigit() else ""
+
+
 def source_text(nt: references.NodeType, source_id: str) -> str:
-    """A reference's source as the page cites it: what was measured where and when, or the public text."""
+    """A reference's source as the page cites it, never by its id in the reference file: what was measured on
+    which machine, when and in how many runs (and where the runs are kept); a datasheet or publication by its text
+    and year. "" where the source only says that there is no published figure."""
     src = nt.sources.get(source_id) or {}
     kind = src.get("kind", "")
+    when = year(src.get("date"))
     if kind == "measured":
-        runs = f", {src['runs']} runs" if src.get("runs") else ""
+        runs = f", {plural(int(src['runs']), 'run')}" if isinstance(src.get("runs"), int) else ""
         where = f" ({src['evidence']})" if src.get("evidence") else ""
-        return f"{source_id}: measured on {src.get('machine', '?')}, {src.get('date', '?')}{runs}{where}"
-    text = src.get("reference") or src.get("description") or ""
-    return f"{source_id} ({kind}, {src.get('date', '?')}): {text}".strip()
+        machine = src.get("machine", "an unnamed machine")
+        return f"Measured with gpuaccept on {machine}, {src.get('date', '?')}{runs}{where}"
+    text = " ".join(str(src.get("reference") or src.get("description") or "").split())
+    if not text or not citable(src):
+        return ""
+    return f"{text} ({when})" if when and when not in text else text
+
+
+def citable(src: dict[str, Any]) -> bool:
+    """Whether a source names a measurement or a publication (not a note that none exists yet)."""
+    text = str(src.get("reference") or src.get("description") or "").lower()
+    return src.get("kind") in ("measured", "datasheet") or not text.startswith("no ")
 
 
 def reference_cell(nt: references.NodeType | None, fig: Figure, unit: str, sources: Sources) -> str:
@@ -340,10 +438,11 @@ def reference_cell(nt: references.NodeType | None, fig: Figure, unit: str, sourc
     ref = (nt.checks.get(fig.check) or {}).get(fig.metric)
     if ref is None:
         return "no reference"
-    cite = sources.cite(source_text(nt, ref.source)) if ref.source else ""
+    text = source_text(nt, ref.source) if ref.source else ""
+    cite = sources.cite(text) if text else ""
     unit = unit or ref.unit
     if not ref.judged:
-        return f"not judged{cite}"
+        return f"not judged{cite}" if cite else "not judged: no published or measured figure yet"
     if ref.needs_link:
         return f"{html.escape(ref.band or 'a fraction of the PCIe link')}{cite}"
     if ref.link_fraction is not None and ref.value is not None:
@@ -358,9 +457,22 @@ def reference_cell(nt: references.NodeType | None, fig: Figure, unit: str, sourc
     return f"{fmt(ref.value)} {html.escape(unit)} ({', '.join(band) or 'no band'}){cite}"
 
 
-def public_figures(fig: Figure, sources: Sources) -> str:
+# HPL per GPU of the Top500 systems built of H100 and H200 GPUs (Rmax over the GPU count), as a public survey of
+# the list gives it: set beside a node's HPL-CUDA per GPU, a multi-node run of NVIDIA's HPL at the system's size.
+TOP500_HOPPER_HPL = (55.0, 59.0)
+TOP500_HOPPER_SOURCE = ("Glenn K. Lockwood, \"H100\" (glennklockwood.com/garden/processors/h100, read 2026-11-28): the "
+                        "Top500 list's H100 and H200 systems give 55.0 to 59.0 TFLOP/s of HPL per GPU")  # fmt: skip
+
+
+def public_figures(fig: Figure, sources: Sources, the_node: Node | None = None) -> str:
     """Published figures a row compares with that are no reference of the node type's: NAMD 3.0 on an A100 for
-    APOA1 (gpuaccept.probe.namd)."""
+    APOA1 (gpuaccept.probe.namd); for a node of H100 or H200 GPUs, the Top500 list's HPL per GPU beside HPL-CUDA
+    per GPU."""
+    hopper = the_node is not None and any(m.startswith(("NVIDIA H100", "NVIDIA H200")) for m in the_node.models)
+    if fig.key == "hpl_cuda_gpu" and hopper:
+        low, high = TOP500_HOPPER_HPL
+        return f"<br>public: Top500 H100 and H200 systems, {fmt(low)}-{fmt(high)} TFLOP/s per GPU" + sources.cite(
+            TOP500_HOPPER_SOURCE)
     if fig.key != "apoa1":
         return ""
     from gpuaccept.probe.namd import NAMD3_A100_APOA1, NAMD3_A100_SOURCE  # noqa: PLC0415 - constants only
@@ -369,23 +481,27 @@ def public_figures(fig: Figure, sources: Sources) -> str:
     return f"<br>public: NAMD 3.0, A100 80GB PCIe, GPU-resident {fmt(resident)} ns/day{sources.cite(NAMD3_A100_SOURCE)}"
 
 
-def verdict_cell(group: Group, fig: Figure) -> str:
-    """What the column's verdicts said of the figure: each status and in how many runs (failures first)."""
-    seen: Counter = Counter()
-    for v in group.verdicts:
-        for r in v.get("rows") or []:
-            if r.get("check") == fig.check and r.get("metric") == fig.metric and r.get("gpu") is None:
-                seen[str(r.get("status"))] += 1
+def verdict_cell(value: Value) -> str:
+    """What the column's verdicts said of the figure: each status and in how many runs (failures first); a per-GPU
+    figure passes in a run where every GPU's row passed."""
+    seen = value.statuses
     if not seen:
         return "-"
     total = sum(seen.values())
-    order = ("fail", "not_run", "pass", "info", "waived")
     parts = []
-    for status in sorted(seen, key=lambda s: order.index(s) if s in order else len(order)):
+    for status in sorted(seen, key=lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER)):
         cls = {"fail": "fail", "not_run": "fail", "pass": "pass"}.get(status, "")
         word = {"info": "reported", "not_run": "not run"}.get(status, status)
         parts.append((f"<span class='{cls}'>{word}</span>" if cls else word) + f" {seen[status]}/{total}")
-    return ", ".join(parts)
+    every = " <span class='note'>(every GPU)</span>" if value.per_gpu and seen.get("pass") else ""
+    return ", ".join(parts) + every
+
+
+def per_note(fig: Figure, value: Value) -> str:
+    """What one value of the figure is of, where its label does not say: the slowest GPU's, or the node's."""
+    if value.per_gpu or fig.per == "GPU":
+        return "" if "per GPU" in fig.label or "one GPU" in fig.label else "slowest GPU"
+    return "" if "every GPU" in fig.label or "GPU to GPU" in fig.label else "node"
 
 
 @dataclass
@@ -425,11 +541,11 @@ def headline_table(col: Column, figures: list[Figure], sources: Sources) -> str:
         med = v.median
         unit = html.escape(v.unit)
         if med is None:
-            why = v.missing or f"not measured: no {fig.check} run among these"
+            why = v.missing or "not measured in these runs"
             measured = f"<span class='missing'>{html.escape(why)}</span>"
         else:
             spread = f" [{fmt(min(v.values))}-{fmt(max(v.values))}]" if len(v.values) > 1 else ""
-            runs = f"{len(v.values)} run{'s' if len(v.values) > 1 else ''}"
+            runs = plural(len(v.values), "run")
             detail = f", {html.escape(v.detail)}" if v.detail else ""
             measured = (f"<b class='value' data-value='{med!r}'>{fmt(med)}</b> {unit} "
                         f"<span class='note'>({runs}{spread}{detail})</span>")  # fmt: skip
@@ -439,12 +555,12 @@ def headline_table(col: Column, figures: list[Figure], sources: Sources) -> str:
             fraction = f"{share:.{0 if share >= 0.1 else 1}%} of {html.escape(peak.text)}{sources.cite(peak.source)}"
         else:
             fraction = "-"
-        compares = reference_cell(col.node_type, fig, v.unit, sources) + public_figures(fig, sources)
-        per = "per GPU (slowest)" if fig.per == "GPU" and fig.check in ("gemm", "bandwidth") else fig.per
+        compares = reference_cell(col.node_type, fig, v.unit, sources) + public_figures(fig, sources, col.node)
+        per = per_note(fig, v)
+        per = f" <span class='note'>{html.escape(per)}</span>" if per else ""
         rows.append(
-            f"<tr data-group='{label}' data-figure='{fig.key}'><td>{html.escape(fig.label)} "
-            f"<span class='note'>{html.escape(per)}</span></td><td>{measured}</td><td>{fraction}</td>"
-            f"<td>{compares}</td><td>{verdict_cell(col.group, fig)}</td></tr>"
+            f"<tr data-group='{label}' data-figure='{fig.key}'><td>{html.escape(fig.label)}{per}</td>"
+            f"<td>{measured}</td><td>{fraction}</td><td>{compares}</td><td>{verdict_cell(v)}</td></tr>"
         )
     head = ["figure", "measured (median)", "of the datasheet peak", "judged against", "verdicts"]
     return _table(head, rows, "headline")
@@ -494,16 +610,41 @@ def _disagreement(v: dict[str, Any]) -> str:
         return f"its rows cannot be read ({err})"
 
 
+def _clean(v: dict[str, Any]) -> bool:
+    """An accepted verdict with nothing more to say: no reason, its fields agreeing with its rows."""
+    return accepted(v) and not _reasons(v) and not _disagreement(v)
+
+
+def _accepted_line(group: Group, runs: list[dict[str, Any]]) -> str:
+    """Accepted runs with nothing more to say, in one line: how many, the node, the suites, from when to when."""
+    if len(runs) == 1:
+        v = runs[0]
+        where = ", ".join(html.escape(str(x)) for x in (node_name(group, v), f"{v.get('suite')} suite", _when(v)))
+        return f"<li class='verdict'><span class='pass'>ACCEPTED</span> {where}</li>"
+    names = sorted({node_name(group, v) for v in runs})
+    suites = Counter(str(v.get("suite")) for v in runs)
+    said = ", ".join(f"{n} {s}" for s, n in sorted(suites.items()))
+    span = f"{_when(runs[0])} to {_when(runs[-1])}"
+    return (f"<li class='verdict'><span class='pass'>ACCEPTED</span> {len(runs)} runs of "
+            f"{html.escape(', '.join(names))} ({html.escape(said)}), {span}</li>")  # fmt: skip
+
+
 def verdict_lines(group: Group, limit: int = 6) -> str:
     """Each verdict in one line (ACCEPTED or REJECTED, node, suite, when), then each reason it gives for a failed
-    or not-run expected check, one line each (the first ``limit``; the Verdicts section lists every one)."""
+    or not-run expected check, one line each (the first ``limit``; the Verdicts section lists every one). Accepted
+    runs with nothing more to say share one line, so that the first page stays one page."""
     if not group.verdicts:
         return "<p class='note'>No verdict among these runs: benchmark documents only, not judged.</p>"
     lines = []
+    quiet = [v for v in group.verdicts if _clean(v)]
+    if quiet:
+        lines.append(_accepted_line(group, quiet))
     for v in group.verdicts:
+        if _clean(v):
+            continue
         ok = accepted(v)
         word = f"<span class='{'pass' if ok else 'fail'}'>{'ACCEPTED' if ok else 'REJECTED'}</span>"
-        where = ", ".join(html.escape(str(x)) for x in (v.get("node"), f"{v.get('suite')} suite", _when(v)))
+        where = ", ".join(html.escape(str(x)) for x in (node_name(group, v), f"{v.get('suite')} suite", _when(v)))
         lines.append(f"<li class='verdict'>{word} {where}</li>")
         edited = _disagreement(v)
         if edited:
@@ -627,6 +768,7 @@ def section(groups: list[Group], baseline: Group, reference_dir: Path | None = N
             verdict = "<span class='note'>not judged (no verdict)</span>"
         nt = c.node_type.name if c.node_type else "no node type"
         summary.append(f"<li data-group='{html.escape(c.group.label)}'><b>{html.escape(c.group.label)}</b>: "
+                       f"node <span class='node-name'>{html.escape(node_name(c.group))}</span>, "
                        f"<span class='gpus'>{html.escape(c.node.text)}</span>, node type {html.escape(nt)}; "
                        f"{verdict}</li>")  # fmt: skip
     parts.append(f"<ul class='decision'>{''.join(summary)}</ul>")
@@ -644,8 +786,8 @@ def section(groups: list[Group], baseline: Group, reference_dir: Path | None = N
         label = html.escape(c.group.label)
         nt = f"node type {html.escape(c.node_type.name)} ({html.escape(c.node_type_how)})" if c.node_type else (
             f"no node type: {html.escape(c.node_type_how)}")  # fmt: skip
-        parts.append(f"<h3 id='headline-{label}'>{label}: <span class='gpus'>{html.escape(c.node.text)}</span></h3>")
-        parts.append(f"<p class='note'>GPUs from the {html.escape(c.node.origin)}; {nt}.</p>")
+        parts.append(f"<h3 id='headline-{label}'>{label}: <span class='gpus'>{html.escape(c.node.text)}</span> "
+                     f"<span class='note'>(GPUs from the {html.escape(c.node.origin)}; {nt})</span></h3>")
         parts.append(headline_table(c, figures, sources))
         if per_gpu is not None and c.node.gpus > 1:
             parts.append(per_gpu(c.group))

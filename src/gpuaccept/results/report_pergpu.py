@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpuaccept.judge import readback
 from gpuaccept.results import report_headline
 
 if TYPE_CHECKING:
@@ -121,9 +122,51 @@ def figures(doc: dict[str, Any]) -> dict[int, dict[str, float]]:
     return extract(doc) if extract else {}
 
 
+#: What the per-GPU rows of the other checks measure, as the table heads them (name, unit).
+ROW_LABELS = {
+    ("bandwidth", "h2d_pageable_min"): ("H2D pageable", "GB/s"),
+    ("bandwidth", "d2h_pageable_min"): ("D2H pageable", "GB/s"),
+    ("bandwidth", "latency_h2d_max"): ("H2D latency", "us"),
+    ("bandwidth", "latency_d2h_max"): ("D2H latency", "us"),
+    ("power", "idle_power_max_w"): ("idle power", "W"),
+    ("power", "load_power_min_w"): ("power under load, lowest", "W"),
+    ("power", "gflops_per_watt"): ("FP64 GEMM per watt", "GFLOP/s/W"),
+    ("memtest", "errors_total"): ("memory errors", ""),
+    ("memtest", "tested_fraction_min"): ("memory tested, fraction", ""),
+    ("memtest", "throughput_gbps_min"): ("memory test rate", "GB/s"),
+    ("health", "pcie_gen_min"): ("PCIe generation", ""),
+    ("health", "pcie_width_min"): ("PCIe width", ""),
+    ("health", "nvlink_links_up_min"): ("NVLink links up", ""),
+    ("health", "xid_events"): ("XID events", ""),
+}
+CHECK_TOOL = {check: tool for tool, check in TOOL_CHECK.items()}
+
+
+def from_verdicts(group: Group) -> Figures:
+    """Each GPU's figures from the rows of the column's verdicts that name a GPU (gpuaccept.judge.readback, the
+    judge's reader), keyed by (tool, metric) as the documents' are: each the median over the runs."""
+    seen: dict[int, dict[tuple[str, str], list[float]]] = {}
+    for v in group.verdicts:
+        try:
+            rows = readback.rows(v)
+        except ValueError:
+            continue  # the first page says which verdict cannot be read
+        for r in rows:
+            if r.gpu is not None and r.metric and r.value is not None:
+                key = (CHECK_TOOL.get(r.check, r.check), r.metric)
+                seen.setdefault(r.gpu, {}).setdefault(key, []).append(r.value)
+    return {g: {k: statistics.median(v) for k, v in each.items()} for g, each in seen.items()}
+
+
 def per_gpu(group: Group) -> tuple[Figures, list[str]]:
-    """Each GPU's figures in a column, keyed by (tool, metric), from the newest document of each tool; and those
-    documents' descriptions."""
+    """Each GPU's figures in a column, keyed by (tool, metric): from its verdicts' per-GPU rows (the check that
+    owns each figure), else from the newest document of each tool; and where they came from."""
+    if group.verdicts:
+        found = from_verdicts(group)
+        if found:
+            n = len(group.verdicts)
+            runs = f"{n} run{'s' if n != 1 else ''}'"
+            return found, [f"the rows of the {runs} verdicts (each figure the median over the runs)"]
     out: dict[int, dict[tuple[str, str], float]] = {}
     used = []
     for tool in sorted({str(d.get("tool")) for d in group.docs}):
@@ -139,11 +182,19 @@ def per_gpu(group: Group) -> tuple[Figures, list[str]]:
 
 
 def _verdict_marks(group: Group) -> dict[tuple[str, str, int], tuple[str, str]]:
-    """(check, metric, gpu) -> (status, reason) of the newest verdict's rows that name a GPU."""
-    if not group.verdicts:
-        return {}
-    return {(str(r.get("check")), str(r.get("metric")), int(r["gpu"])): (str(r.get("status")), str(r.get("reason")))
-            for r in group.verdicts[-1].get("rows") or [] if r.get("gpu") is not None}  # fmt: skip
+    """(check, metric, gpu) -> (status, reason) of the verdicts' rows that name a GPU: a failure in any run, else
+    the newest run's status."""
+    marks: dict[tuple[str, str, int], tuple[str, str]] = {}
+    for v in group.verdicts:
+        try:
+            rows = readback.rows(v)
+        except ValueError:
+            continue
+        for r in rows:
+            key = (r.check, str(r.metric), r.gpu) if r.gpu is not None else None
+            if key and marks.get(key, ("", ""))[0] != "fail":
+                marks[key] = (r.status, r.reason)
+    return marks
 
 
 def gpu_table(group: Group) -> str:
@@ -154,12 +205,14 @@ def gpu_table(group: Group) -> str:
         return "<p class='note'>No per-GPU figures among these documents.</p>"
     gpus = sorted(found)
     known = [c for c in COLUMNS if any((c.tool, c.metric) in found[g] for g in gpus)]
-    extra = sorted({k for g in gpus for k in found[g]} - {(c.tool, c.metric) for c in COLUMNS})
-    extra = [k for k in extra if k[0] not in FROM_RESULTS]  # gpu_metrics of other tools (power, health...)
-    columns = known + [Column(tool, metric, metric, "") for tool, metric in extra]
+    extra = [k for k in ROW_LABELS if any((CHECK_TOOL.get(k[0], k[0]), k[1]) in found[g] for g in gpus)]
+    # The other checks' per-GPU figures (power, memory test, health...), shown; the slowest is named only among
+    # the performance figures above.
+    columns = known + [Column(CHECK_TOOL.get(check, check), metric, *ROW_LABELS[(check, metric)])
+                       for check, metric in extra]  # fmt: skip
     facts = {g.get("index"): g for g in report_headline.node_facts(group).get("gpus") or [] if isinstance(g, dict)}
     marks = _verdict_marks(group)
-    slowest = slowest_of(found, columns)
+    slowest = slowest_of(found, known)
     head = ["GPU", "model, PCI bus", *[f"{c.label} ({c.unit})" if c.unit else c.label for c in columns]]
     rows = []
     for g in gpus:
@@ -187,7 +240,7 @@ def gpu_table(group: Group) -> str:
         "<table class='per-gpu'><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
         + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
     )
-    return table + slow_lines(slowest, columns, len(gpus)) + (
+    return table + slow_lines(slowest, known, len(gpus)) + (
         f"<p class='note'>From {html.escape('; '.join(used))}. Marked: the slowest GPU of each figure, with how far "
         "it is from the other GPUs' median; in red: a GPU its verdict failed.</p>"
     )
@@ -202,6 +255,8 @@ def slowest_of(found: Figures, columns: list[Column]) -> Slowest:
         if len(values) > 1:
             pick = min if c.better == "higher" else max
             worst = pick(values, key=lambda g, v=values: v[g])
+            if sum(1 for v in values.values() if v == values[worst]) > 1:
+                continue  # a tie: no GPU is the slowest
             others = statistics.median(v for g, v in values.items() if g != worst)
             slowest[(c.tool, c.metric)] = (worst, (values[worst] - others) / others if others else 0.0)
     return slowest
@@ -254,24 +309,45 @@ def gpu_count(doc: dict[str, Any]) -> int:
     return int(used) if isinstance(used, int) and used > 0 else max(1, len(doc.get("devices") or []))
 
 
+def _busy(group: Group, precision: str) -> tuple[float | None, float | None]:
+    """One GPU busy (the slowest GPU's solo window) and every GPU busy (the slowest GPU's concurrent window) of a
+    GEMM precision: the medians over the column's verdicts' rows, else the newest GEMM document's metrics."""
+    solo_fig = report_headline.Figure("solo", "", "gemm", "gpuaccept-gemm", f"{precision}_tflops_min", "GPU", "")
+    busy_fig = report_headline.Figure("busy", "", "gemm", "gpuaccept-gemm", f"{precision}_concurrent_tflops_min",
+                                      "node", "")  # fmt: skip
+    if group.verdicts:
+        pairs = [(report_headline.run_figure(v, solo_fig).value, report_headline.run_figure(v, busy_fig).value)
+                 for v in group.verdicts]  # fmt: skip
+        pairs = [(a, b) for a, b in pairs if a and b]
+        if pairs:
+            return statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs)
+    metrics = (group.newest("gpuaccept-gemm") or {}).get("metrics") or {}
+    solo, busy = metrics.get(solo_fig.metric), metrics.get(busy_fig.metric)
+    if isinstance(solo, dict) and isinstance(busy, dict) and solo.get("value") and busy.get("value"):
+        return float(solo["value"]), float(busy["value"])
+    return None, None
+
+
 def busy_table(groups: list[Group]) -> str:
     """Every GPU busy against one GPU busy (gpuaccept-gemm's concurrent and solo windows): a node that cannot
     power, cool or feed all its GPUs at once shows it here."""
-    rows = []
+    rows, together = [], []
     for g in groups:
-        doc = g.newest("gpuaccept-gemm")
-        metrics = (doc or {}).get("metrics") or {}
         for p, name in report_headline.GEMM_NAMES.items():
-            solo, busy = metrics.get(f"{p}_tflops_min"), metrics.get(f"{p}_concurrent_tflops_min")
-            if isinstance(solo, dict) and isinstance(busy, dict) and solo.get("value") and busy.get("value"):
-                rows.append(f"<tr><td>{html.escape(g.label)}</td><td>{name}</td><td>{report_headline.fmt(solo['value'])}"
-                            f"</td><td>{report_headline.fmt(busy['value'])}</td>"
-                            f"<td>{busy['value'] / solo['value']:.3f}</td></tr>")  # fmt: skip
+            solo, busy = _busy(g, p)
+            if solo and busy and solo == busy:  # one measurement: the GEMM ran on every GPU at once
+                together.append(g.label) if g.label not in together else None
+            elif solo and busy:
+                rows.append(f"<tr><td>{html.escape(g.label)}</td><td>{name}</td><td>{report_headline.fmt(solo)}"
+                            f"</td><td>{report_headline.fmt(busy)}</td><td>{busy / solo:.3f}</td></tr>")  # fmt: skip
+    note = (f"<p class='note'>{html.escape(', '.join(together))}: the GEMM ran on every GPU at once (its default "
+            "on a node of several GPUs), so each GPU's GEMM figure above is its rate with every GPU busy; no run "
+            "with one GPU busy to set it against.</p>") if together else ""  # fmt: skip
     if not rows:
-        return "<p class='note'>No GEMM run with every GPU busy (one GPU per node, or none).</p>"
+        return note or "<p class='note'>No GEMM run with every GPU busy (one GPU per node, or none).</p>"
     head = ["column", "GEMM", "one GPU busy, slowest (TFLOP/s)", "every GPU busy, slowest (TFLOP/s)", "ratio"]
     return ("<table class='busy'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")  # fmt: skip
+            + "".join(rows) + "</tbody></table>") + note  # fmt: skip
 
 
 def scaling_table(groups: list[Group]) -> str:
