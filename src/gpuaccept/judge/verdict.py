@@ -22,7 +22,7 @@ from typing import Any
 import tabulate
 
 from gpuaccept import __version__
-from gpuaccept.judge import bounds, load, metric_table, pergpu, retry, validate
+from gpuaccept.judge import bounds, completeness, load, metric_table, pergpu, retry, validate
 from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 
 # ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
@@ -399,6 +399,12 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
     if node_type is not None and node_type.gpu_count > 0 and seen_gpus:
         wrong = wrong_gpus(node_type, facts)
         rows.append(Row("node", "gpu_model", FAIL if wrong else PASS, reason=wrong))
+    # Each GPU of the facts one GPU (no identity twice), and the GPUs of the node in one configuration
+    # (gpuaccept.judge.completeness): rows only where they fail.
+    for metric, found in (("gpu_identity", completeness.facts_problems(facts)),
+                          ("gpu_agreement", completeness.disagreement(facts))):
+        if found:
+            rows.append(Row("node", metric, FAIL, reason="; ".join(found)))
     if run.limits.unknown:  # no datasheet bounds the figures: they alone cannot accept the node
         rows.append(Row("references", "datasheet", NOT_RUN, reason=CANNOT_JUDGE + run.limits.unknown))
 
