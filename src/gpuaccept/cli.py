@@ -107,6 +107,14 @@ def cmd_references(args: argparse.Namespace) -> int:
 
 def cmd_summarize(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
+    # A node type whose file lacks a check of the suite: refused before anything is judged (one that does not
+    # exist, or cannot be read, is the verdict's to say).
+    try:
+        why = coverage.sections_error(references.load_node_type(args.reference_dir, args.node_type), args.suite)
+    except references.ReferenceError:
+        why = ""
+    if why:
+        raise references.ReferenceError(why)
     node_facts = None if args.facts else facts.gather()
     result, written = summarize.judge_run_dir(
         run_dir,

@@ -23,6 +23,7 @@ import tabulate
 
 from gpuaccept import __version__
 from gpuaccept.judge import bounds, completeness, load, metric_table, pergpu, retry, validate
+from gpuaccept.judge import coverage as sections
 from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 
 # ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
@@ -327,6 +328,15 @@ def _judge_case(
     return row, rows
 
 
+def _unjudged(metric_rows: list[Row], node_type_name: str, check: str) -> None:
+    """A check's metric rows shown, not judged: its node type has no references for it."""
+    for m in metric_rows:
+        m.expected = False
+        if m.status in (PASS, FAIL):
+            m.status = INFO
+            m.reason = f"not judged: node type {node_type_name} has no references for {check}"
+
+
 def _named(row: Row, gpus: dict[int, pergpu.Gpu]) -> str:
     """A metric row as a check's reason names it: the metric, and the GPU of a per-GPU figure."""
     if row.gpu is None:
@@ -409,6 +419,7 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
         rows.append(Row("references", "datasheet", NOT_RUN, reason=CANNOT_JUDGE + run.limits.unknown))
 
     session = (run.report or {}).get("session_info", {})
+    missing = sections.missing_sections(node_type, suite) if node_type is not None else []
     for check in in_suite(suite):
         expected = node_type is None or check.key in node_type.checks
         mine = [found for case, found in zip(run.cases, findings, strict=True) if case.check == check.key]
@@ -430,16 +441,18 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
                 # not run, so it rejects nothing; once it runs, it is judged like any other check.
                 row.reason += f" ({OPTIONAL_NOT_RUN})"
                 row.expected = False
+            elif not expected and (found.problems or found.failed) and check.key in missing:
+                # A check the suite expects that ran, on a node type whose file lacks its section (which `gpuaccept
+                # run` and `summarize` refuse): what its rules found fails it all the same; its figures are shown.
+                row.reason += (f" (node type {node_type_name} has no section for {check.key}: judged by its rules "
+                               "alone)")  # fmt: skip
+                _unjudged(metric_rows, node_type_name, check.key)
             elif not expected:
                 # Skipped, or run all the same (a run made before the checks skipped themselves), on a node type
                 # that has no references for it: reported, not judged, and it does not count.
                 row.reason = f"{row.reason} (not expected for node type {node_type_name})".lstrip()
                 row.expected = False
-                for m in metric_rows:
-                    m.expected = False
-                    if m.status in (PASS, FAIL):
-                        m.status = INFO
-                        m.reason = f"not judged: node type {node_type_name} has no references for {check.key}"
+                _unjudged(metric_rows, node_type_name, check.key)
             rows.append(row)
             rows.extend(metric_rows)
 
