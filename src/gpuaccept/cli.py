@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, cli_fleet, helptext, redact, run, textinput
+from gpuaccept import __version__, cli_fleet, helptext, manifest, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import coverage, health_rules, metric_table, readback, references, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SUITES
@@ -177,7 +177,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise InputError(f"{path}: {err}") from None
     print(verdict.table(result))
-    edited = readback.disagreement(doc)
+    edited = "; ".join(x for x in (readback.disagreement(doc), manifest.unvouched(path.parent)) if x)
     if edited:
         print(f"\nwarning: {path}: {edited}")
         print(f"gpuaccept show: warning: {path}: {edited}", file=sys.stderr)

@@ -103,6 +103,9 @@ class Verdict:
             "reframe_version": self.reframe_version,
             "run_dir": self.run_dir,
             "facts": self.facts,
+            # The checks of the suite, each of which has a row: a reader refuses a verdict that lacks one
+            # (gpuaccept.judge.readback.incomplete).
+            "suite_checks": [c.key for c in in_suite(self.suite)] if self.suite in SUITES else [],
             "rows": [asdict(r) for r in self.rows],
         }
 
@@ -126,7 +129,7 @@ class Verdict:
             node=doc["node"],
             node_type=doc["node_type"],
             suite=doc["suite"],
-            accepted=bool(doc["node_type"]) and decide(rows),
+            accepted=bool(doc["node_type"]) and decide(rows) and not incomplete(doc, rows),
             rows=rows,
             started_unix=doc.get("started_unix"),
             finished_unix=doc.get("finished_unix"),
@@ -515,6 +518,32 @@ def coverage(node_type: NodeType) -> dict[str, dict[str, list[str]]]:
             kinds[expectation(check, node_type)].append(check.key)
         out[suite] = kinds
     return out
+
+
+def incomplete(doc: dict[str, Any], rows: list[Row]) -> str:
+    """Why a recorded verdict cannot be read as whole ("" when it can): it lists the checks of its suite
+    (``suite_checks``, which every verdict since has) and a check of that list or of the suite as gpuaccept knows it
+    has no row, or a check the node type must have a section for (coverage.SECTIONED_SUITES) is marked not
+    expected while it failed. A verdict written before the list existed cannot be told whole: readers say so
+    (docs/verdicts.md)."""
+    listed = doc.get("suite_checks")
+    if listed is None:
+        return ""
+    if not isinstance(listed, list):
+        return f"its 'suite_checks' is {type(listed).__name__}, not a list: refused as incomplete"
+    suite = doc.get("suite")
+    known = [c.key for c in in_suite(suite)] if suite in SUITES else []
+    have = {r.check for r in rows if r.metric is None}
+    missing = [c for c in dict.fromkeys([*map(str, listed), *known]) if c not in have]
+    if missing:
+        return f"no row for {', '.join(missing)}, which its suite runs: refused as incomplete (rows deleted?)"
+    if suite in sections.SECTIONED_SUITES:
+        hidden = sorted({r.check for r in rows if r.metric is None and not r.expected and r.status == FAIL
+                         and r.check in CHECKS and not CHECKS[r.check].optional})  # fmt: skip
+        if hidden:
+            return (f"{', '.join(hidden)} failed and is marked not expected, which no node type of its suite may "
+                    "say: refused as incomplete (edited?)")  # fmt: skip
+    return ""
 
 
 def decide(rows: list[Row]) -> bool:

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import __version__, atomic, textinput
+from gpuaccept import __version__, atomic, manifest, textinput
 from gpuaccept.judge import readback
-from gpuaccept.layout import BENCH_SCHEMA
+from gpuaccept.layout import BENCH_SCHEMA, VERDICT_FILE
 from gpuaccept.probe import fft, offload, overlap
 from gpuaccept.results import burnin_plot, report_headline, report_pergpu
 from gpuaccept.results import scaling as hpl_scaling
@@ -65,6 +65,7 @@ class Group:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of documents left out
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     facts: list[dict[str, Any]] = field(default_factory=list)  # `gpuaccept facts` outputs found beside the runs
+    unvouched: dict[int, str] = field(default_factory=dict)  # a verdict's index -> what its run cannot vouch for
 
     def by_tool(self, tool: str) -> list[dict[str, Any]]:
         return [d for d in self.docs if d.get("tool") == tool]
@@ -108,6 +109,8 @@ def load_group(spec: str) -> Group:
             if not isinstance(doc, dict):
                 continue
             if doc.get("schema") == VERDICT_SCHEMA:
+                if f.name == VERDICT_FILE and (why := manifest.unvouched(f.parent)):
+                    group.unvouched[len(group.verdicts)] = why
                 group.verdicts.append(doc)
             elif FACTS_KEYS <= set(doc):
                 group.facts.append(doc)
@@ -1043,7 +1046,7 @@ def _failed_checks(v: dict[str, Any]) -> list[str]:
 def verdict_summary(groups: list[Group]) -> str:
     rows = []
     for g in groups:
-        for v in g.verdicts:
+        for i, v in enumerate(g.verdicts):
             counts: dict[str, int] = {}
             for r in v.get("rows", []):
                 if r.get("metric"):
@@ -1055,6 +1058,7 @@ def verdict_summary(groups: list[Group]) -> str:
                 passed, edited = readback.accepted(v), readback.disagreement(v)
             except ValueError as err:
                 passed, edited = False, f"its rows cannot be read ({err})"
+            edited = "; ".join(x for x in (edited, g.unvouched.get(i, "")) if x)
             mark = Markup(
                 f'<span class="{"pass" if passed else "fail"}">{"ACCEPTED" if passed else "REJECTED"}</span>'
                 + (f" ({html.escape(edited)})" if edited else "")
