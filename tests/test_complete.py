@@ -138,7 +138,8 @@ def _end(run_dir: Path, change) -> None:
 
 def test_an_nvlink_counter_that_went_down_is_a_reset_and_fails(run_dir):
     _end(run_dir, lambda f: f["gpus"][0]["nvlink"]["links"][0]["counters"].update(crc_data=0))
-    rejected(judge(run_dir), "health", "NVLink link 0: the crc_data counter went from 66 to 0 during the suite: reset")
+    rejected(judge(run_dir), "health",
+             "NVLink link 0: the crc_data counter went from 66 to 0 during the suite: reset")  # fmt: skip
 
 
 def test_a_link_unreadable_at_the_end_fails(run_dir):
@@ -180,7 +181,8 @@ def test_a_memory_test_that_found_bad_words_rejects_even_on_a_type_without_its_s
 # The GPUs of one node agree, whether or not the node type pins the field.
 
 DISAGREE = {
-    "power limit": (lambda c: c.update(power_enforced_limit_w=500.0, power_limit_w=500.0), "power_enforced_limit_w 500.0"),
+    "power limit": (lambda c: c.update(power_enforced_limit_w=500.0, power_limit_w=500.0),
+                    "power_enforced_limit_w 500.0"),
     "MIG on one": (lambda c: c.update(mig_mode_current="enabled"), "mig_mode_current enabled"),
     "VBIOS": (lambda c: c.update(vbios_version="96.00.99.00.01"), "vbios_version 96.00.99.00.01"),
     "InfoROM": (lambda c: c.update(inforom_image_version="G520.0200.00.01"), "inforom_image_version G520.0200.00.01"),
