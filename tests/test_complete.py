@@ -158,8 +158,8 @@ def test_a_link_unreadable_at_the_end_fails(run_dir):
 def test_a_node_type_without_the_memory_tests_section_is_refused_before_judging(run_dir, capsys):
     refs = references_before_later_checks()  # every node type less its memtest section
     before = (run_dir / layout.VERDICT_FILE).read_bytes()  # the one the run wrote
-    code = main(["summarize", "--run-dir", str(run_dir), "--reference-dir", str(refs), "--node-type", NODE_TYPE, "--suite", SUITE,
-                 "--facts", str(run_dir / layout.FACTS_FILE)])  # fmt: skip
+    code = main(["summarize", "--run-dir", str(run_dir), "--reference-dir", str(refs), "--node-type", NODE_TYPE,
+                 "--suite", SUITE, "--facts", str(run_dir / layout.FACTS_FILE)])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 4 and "no 'checks:' section for memtest, which the commission suite runs" in err, err
     assert "Traceback" not in err and (run_dir / layout.VERDICT_FILE).read_bytes() == before  # nothing judged
