@@ -314,3 +314,76 @@ def test_a_yaml_file_nested_deep_is_refused_by_the_strict_reader():
 
     with pytest.raises(yaml.YAMLError, match="nested more than"):
         textinput.parse_yaml("a: " + "{b: " * 2000 + "1" + "}" * 2000)
+
+
+# ------------------------------------------------------------------------------------------------
+# A burn-in lasts what was asked and at least the judge's floor, every GPU sampled throughout (built documents,
+# as tests/test_burnin.py builds them from the probe's layout).
+
+
+def test_a_burn_in_of_12_seconds_is_rejected_whatever_it_asked():
+    from test_burnin import built_gpu, built_timeline, findings  # noqa: PLC0415
+
+    found, _ = findings([built_gpu(0, built_timeline(12))], elapsed_s=12, duration_s=12)
+    assert [f.rule for f in found if f.rule == "duration"] == ["duration"], found
+    assert "asked for 12 s: shorter than the 60 s any burn-in must last" in " ".join(f.message for f in found)
+
+
+def test_a_burn_in_with_no_record_of_one_gpu_is_rejected_naming_it(tmp_path):
+    from test_burnin import H100, built_document, built_gpu  # noqa: PLC0415
+
+    gpus = [built_gpu(0), built_gpu(1)]
+    facts = {"hostname": "n1", "gpus": [{**H100, "index": g["gpu"], "pci_bus_id": g["pci_bus_id"],
+                                         "serial": g["serial"]} for g in gpus]}  # fmt: skip
+    doc = built_document(gpus)
+    doc["results"]["per_gpu"] = gpus[:1]  # GPU 1 listed among the devices, never watched
+    (tmp_path / "burnin.json").write_text(json.dumps(doc))
+    report = {"runs": [{"testcases": [{"check_key": "burnin", "result": "pass", "outputdir": str(tmp_path)}]}]}
+    v = verdict.build(report, facts, REFERENCE_DIR, "h100_sxm5_80gb_x2", "burnin")
+    rejected(v, "burnin", "results.per_gpu holds no record of GPU 1 (bus 00000000:19:00.0): never tested")
+
+
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_a_burn_in_unwatched_in_its_first_or_last_seconds_fails(where):
+    from test_burnin import built_gpu, built_timeline, findings  # noqa: PLC0415
+    from gpuaccept.probe import burnin_timeline as tl  # noqa: PLC0415
+
+    full = built_timeline(600)
+    keep = [i for i, t in enumerate(full["t_s"]) if (t >= 30 if where == "first" else t <= 570)]
+    timeline = {column: [values[i] for i in keep] for column, values in full.items()}
+    assert tl.length(timeline) == 571
+    found, _ = findings([built_gpu(0, timeline)])
+    assert [f.rule for f in found] == ["sampling"] and "no sample for 30 s" in found[0].message, found
+
+
+def test_a_burn_in_that_recorded_no_gpu_fails():
+    from test_burnin import findings  # noqa: PLC0415
+
+    found, _ = findings([])
+    assert [f.message for f in found] == ["the burn-in recorded no GPU"]
+
+
+# ------------------------------------------------------------------------------------------------
+# The node type's pins, and what a retry may measure again.
+
+
+def test_vbios_and_mig_pins_are_judged():
+    config = {"vbios_version": "96.00.A5.00.1A", "mig_mode_current": "enabled", "power_enforced_limit_w": 700.0}
+    found = config_drift.pin_differences(config, {"vbios_versions": ["96.00.99"], "mig_mode": "disabled"})
+    assert [(d.field, d.value) for d in found] == [("vbios_version", "96.00.A5.00.1A"),
+                                                   ("mig_mode_current", "enabled")]  # fmt: skip
+
+
+def test_a_check_with_one_figure_out_of_band_and_one_missing_is_not_retried(run_dir):
+    """A figure out of its band alone is measured again; one that was not measured at all is a fault."""
+    def change(doc: dict) -> None:
+        for part in (doc["metrics"], *(e["metrics"] for e in doc["gpu_metrics"])):
+            part["fp64_tflops_min"]["value"] *= 0.8
+            part.pop("fp32_tflops_min")
+
+    edit(run_dir / DOC["gemm"], change)
+    first = verdict.build(verdict.load_report(run_dir / layout.REPORT_FILE),
+                          json.loads((run_dir / layout.FACTS_FILE).read_text()), REFERENCE_DIR, NODE_TYPE, SUITE,
+                          run_dir=run_dir)  # fmt: skip
+    assert not first.accepted and "gemm" in first.failed_checks(), verdict.table(first)
+    assert "gemm" not in verdict.out_of_band_checks(first)
