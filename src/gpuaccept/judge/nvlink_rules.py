@@ -25,6 +25,7 @@ NO_END_SNAPSHOT = (
     "no NVLink reading after the suite (node-facts-end.json: gpuaccept run writes it on the node after ReFrame; "
     "a run given --facts, or a Slurm run, has none)"
 )
+NO_NVLINK = "no NVLink on this node"
 FIX_LINK = (
     "check nvidia-smi nvlink -s and -e, the fabric manager (systemctl status nvidia-fabricmanager) and the NVSwitch "
     "trays; reset the GPU (nvidia-smi -r) and run the suite again; reseat or RMA the board if the link stays down"
@@ -100,9 +101,10 @@ def _counters(link: dict[str, Any]) -> dict[str, int]:
 
 
 def required(expect: dict[str, Any]) -> bool:
-    """Whether the node type has NVLink links whose counters must be read (``nvlink_links_up`` set, not
-    informational): then a counter that cannot be compared fails instead of being waived."""
-    return bool(expect.get("nvlink_links_up")) and not expect.get("nvlink_informational")
+    """Whether the node type has NVLink links whose counters must be read (``nvlink_links_up`` set): then a counter
+    that cannot be compared fails instead of being waived. (``nvlink_informational`` makes the links-up count a
+    note, not the counters: a node of such a type on which NVML reads no NVLink at all is the links-up rule's.)"""
+    return bool(expect.get("nvlink_links_up"))
 
 
 def growth(
@@ -117,7 +119,7 @@ def growth(
     unread: list[tuple[dict[str, Any] | None, str]] = []
     total, why = _growth(facts, facts_end, expect, findings, notes, unread)
     if required(expect):
-        if why and not unread:
+        if why and not unread and not (expect.get("nvlink_informational") and why.startswith(NO_NVLINK)):
             unread.append((None, why))
         for g, what in unread:
             findings.append(finding("nvlink_unread", g, f"NVLink error counters not judged: {what}; node type has "
@@ -146,7 +148,7 @@ def _growth(
         whys = "; ".join(sorted({str(r.get("why")) for r in readings}))
         if any(r.get("supported") is None for r in readings):
             return None, f"NVLink not read before the suite ({whys})"
-        return None, f"no NVLink on this node: {whys}"
+        return None, f"{NO_NVLINK}: {whys}"
     if facts_end is None:
         return None, NO_END_SNAPSHOT
     end = [g for g in facts_end.get("gpus") or [] if isinstance(g, dict)]
