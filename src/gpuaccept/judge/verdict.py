@@ -369,24 +369,12 @@ def build(
     return judge(run, validate.validate(run), adjust)
 
 
-def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None) -> Verdict:
-    """The verdict of one loaded run (gpuaccept.judge.load) from the findings of its test cases
-    (gpuaccept.judge.validate, one per ``run.cases``): a pure function, no file read or written."""
-    facts, node_type, node_type_name, suite = run.facts, run.node_type, run.node_type_name, run.suite
-    report_error = run.report_error
-    rows: list[Row] = [Row("inputs", None, FAIL, reason=e) for e in run.input_errors]
-    why_no_refs = ""
-    if node_type is None:
-        why_no_refs = f"no reference file for this node: {run.reference_error}"
-        rows.append(Row("references", None, FAIL, reason=why_no_refs + BASELINE_HINT))
-    if run.baseline_error:
-        rows.append(Row("references", "node_baseline", FAIL, reason=run.baseline_error))
-    if run.limits_error:
-        rows.append(Row("references", "datasheet", FAIL, reason=f"cannot bound the figures: {run.limits_error}"))
-    if node_type is not None and node_type.node_layer_missing:
-        # A known GPU SKU with no node type file for this GPU count: per-GPU verdicts only; not accepted.
-        rows.append(Row("references", "node_layer", NOT_RUN, reason=node_type.node_layer_missing))
-
+def _node_rows(run: load.Run) -> list[Row]:
+    """The node's own rows: the GPU count the inventory and the node type promise, the GPUs' model, and (rows only
+    where they fail) each GPU of the facts one GPU and the GPUs of the node in one configuration
+    (gpuaccept.judge.completeness)."""
+    facts, node_type, node_type_name = run.facts, run.node_type, run.node_type_name
+    rows: list[Row] = []
     # The node itself: the GPUs the inventory and the node type promise are there.
     seen_gpus = len(facts.get("gpus") or [])
     for claim, source in (
@@ -418,6 +406,28 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
                           ("gpu_agreement", completeness.disagreement(facts))):
         if found:
             rows.append(Row("node", metric, FAIL, reason="; ".join(found)))
+    return rows
+
+
+def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None) -> Verdict:
+    """The verdict of one loaded run (gpuaccept.judge.load) from the findings of its test cases
+    (gpuaccept.judge.validate, one per ``run.cases``): a pure function, no file read or written."""
+    facts, node_type, node_type_name, suite = run.facts, run.node_type, run.node_type_name, run.suite
+    report_error = run.report_error
+    rows: list[Row] = [Row("inputs", None, FAIL, reason=e) for e in run.input_errors]
+    why_no_refs = ""
+    if node_type is None:
+        why_no_refs = f"no reference file for this node: {run.reference_error}"
+        rows.append(Row("references", None, FAIL, reason=why_no_refs + BASELINE_HINT))
+    if run.baseline_error:
+        rows.append(Row("references", "node_baseline", FAIL, reason=run.baseline_error))
+    if run.limits_error:
+        rows.append(Row("references", "datasheet", FAIL, reason=f"cannot bound the figures: {run.limits_error}"))
+    if node_type is not None and node_type.node_layer_missing:
+        # A known GPU SKU with no node type file for this GPU count: per-GPU verdicts only; not accepted.
+        rows.append(Row("references", "node_layer", NOT_RUN, reason=node_type.node_layer_missing))
+
+    rows += _node_rows(run)
     if run.limits.unknown:  # no datasheet bounds the figures: they alone cannot accept the node
         rows.append(Row("references", "datasheet", NOT_RUN, reason=CANNOT_JUDGE + run.limits.unknown))
 
