@@ -346,6 +346,7 @@ def test_a_burn_in_with_no_record_of_one_gpu_is_rejected_naming_it(tmp_path):
 @pytest.mark.parametrize("where", ["first", "last"])
 def test_a_burn_in_unwatched_in_its_first_or_last_seconds_fails(where):
     from test_burnin import built_gpu, built_timeline, findings  # noqa: PLC0415
+
     from gpuaccept.probe import burnin_timeline as tl  # noqa: PLC0415
 
     full = built_timeline(600)
