@@ -388,3 +388,16 @@ def test_a_check_with_one_figure_out_of_band_and_one_missing_is_not_retried(run_
                           run_dir=run_dir)  # fmt: skip
     assert not first.accepted and "gemm" in first.failed_checks(), verdict.table(first)
     assert "gemm" not in verdict.out_of_band_checks(first)
+
+
+def test_gpuaccept_run_refuses_a_node_type_without_a_suites_section_before_anything_runs():
+    from gpuaccept import run  # noqa: PLC0415
+
+    refs = references_before_later_checks()  # every node type less its memtest section
+    run.check_node_type(NODE_TYPE, refs, "nightly")  # the nightly suite runs no memory test: nothing missing
+    with pytest.raises(references.ReferenceError, match="no 'checks:' section for memtest, which the commission"):
+        run.check_node_type(NODE_TYPE, refs, SUITE)
+    run.check_node_type(NODE_TYPE, REFERENCE_DIR, SUITE)  # every shipped node type has every section
+    for t in references.load_all(REFERENCE_DIR):
+        for suite in ("nightly", "commission", "burnin"):
+            run.check_node_type(t.name, REFERENCE_DIR, suite)
