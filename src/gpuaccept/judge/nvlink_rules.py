@@ -101,10 +101,11 @@ def _counters(link: dict[str, Any]) -> dict[str, int]:
 
 
 def required(expect: dict[str, Any]) -> bool:
-    """Whether the node type has NVLink links whose counters must be read (``nvlink_links_up`` set): then a counter
-    that cannot be compared fails instead of being waived. (``nvlink_informational`` makes the links-up count a
-    note, not the counters: a node of such a type on which NVML reads no NVLink at all is the links-up rule's.)"""
-    return bool(expect.get("nvlink_links_up"))
+    """Whether the node type has NVLink links whose counters must be read (``nvlink_links_up`` set and not
+    ``nvlink_informational``: a type whose links nobody has counted on a good node yet, which a board or VM may not
+    show at all): then a counter that cannot be compared fails instead of being waived. Counters that grew fail on
+    every type."""
+    return bool(expect.get("nvlink_links_up")) and not expect.get("nvlink_informational")
 
 
 def growth(
@@ -119,7 +120,7 @@ def growth(
     unread: list[tuple[dict[str, Any] | None, str]] = []
     total, why = _growth(facts, facts_end, expect, findings, notes, unread)
     if required(expect):
-        if why and not unread and not (expect.get("nvlink_informational") and why.startswith(NO_NVLINK)):
+        if why and not unread:
             unread.append((None, why))
         for g, what in unread:
             findings.append(finding("nvlink_unread", g, f"NVLink error counters not judged: {what}; node type has "
