@@ -133,7 +133,8 @@ def test_a_gpu_that_throttles_thermally_at_300_s_fails_naming_the_gpu_and_the_ti
 def test_the_judge_rejects_the_thermal_gpu_and_accepts_the_healthy_node(tmp_path):
     """Through the judge's three stages: a ReFrame report naming the burn-in's test case, its document, the node
     type h100_sxm5_80gb_x2's references (the shipped files)."""
-    facts = {"hostname": "n1", "gpus": [{**H100, "index": 0}, {**H100, "index": 1}]}
+    facts = {"hostname": "n1", "gpus": [{**H100, "index": i, "pci_bus_id": g["pci_bus_id"], "serial": g["serial"]}
+                                        for i, g in enumerate((built_gpu(0), built_gpu(1)))]}  # fmt: skip
 
     def judged(per_gpu: list[dict]) -> dict:
         out = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
@@ -516,9 +517,10 @@ def test_the_driver_loads_every_gpu_in_turns_while_the_sampler_reads_them(tmp_pa
     assert foreign["pid"] == 4242 and 1.5 <= foreign["first_s"] <= 2.5
     assert doc["verification"]["passed"] and doc["errors"] == []
     # The sampler could not watch XIDs here (no event set; run() then reads the kernel log): NOT RUN, and the
-    # foreign process on GPU 1 fails it.
+    # foreign process on GPU 1 fails it, as does a burn-in of seconds (shorter than the judge's floor).
     found, cannot = burnin_rules.assess(doc)
-    assert [(f.rule, f.gpu) for f in found] == [("foreign_process", 1)] and "XID events could not be watched" in cannot
+    assert [(f.rule, f.gpu) for f in found] == [("duration", None), ("foreign_process", 1)]
+    assert "XID events could not be watched" in cannot
     csv = burnin.timeline_csv(timeline).splitlines()
     assert csv[0] == ",".join(tl.COLUMNS) and len(csv) == tl.length(timeline) + 1
 

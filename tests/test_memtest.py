@@ -47,7 +47,7 @@ def gpu_row(gpu: int, bus: str, bad: list[dict] | None = None, tested: int = 82_
     seconds = sum(p["seconds"] for p in patterns)
     return {"gpu": gpu, "pci_bus_id": bus, "total_bytes": TOTAL, "free_bytes": 84_300_000_000,
             "margin_bytes": 1_969_225_728, "target_bytes": tested, "tested_bytes": tested,
-            "tested_fraction": tested / TOTAL, "chunks": 77, "passes": 30, "seconds": seconds + 0.3,
+            "tested_fraction": tested / TOTAL, "chunks": 77, "passes": 30, "seconds": 19.5,  # 20 s asked
             "kernel_seconds": seconds, "bytes_moved": sum(p["bytes_moved"] for p in patterns),
             "throughput_gbps": 2800.0, "mismatches": len(bad), "stopped": None, "patterns": patterns,
             "injected": None, "ecc": {"before": {}, "after": {}, "change": {}}}  # fmt: skip
@@ -183,6 +183,9 @@ def with_memtest(tmp_path: Path, doc: dict, result: str = "pass") -> verdict.Ver
     shutil.copytree(EVALUATION_RUN, run)
     out = run / "reframe" / "output" / "gpuaccept" / "node" / "builtin" / "GpuMemtest"
     out.mkdir(parents=True)
+    gpus = json.loads((run / "node-facts.json").read_text())["gpus"]
+    for d in doc["devices"]:  # the tool names each GPU by the UUID the node facts give it
+        d["uuid"] = gpus[d["index"]]["uuid"]
     (out / "memtest.json").write_text(json.dumps(doc))
     report = json.loads((run / "reframe-report.json").read_text())
     case = copy.deepcopy(next(c for c in report["runs"][0]["testcases"] if c["name"] == "GpuGemm"))
@@ -218,7 +221,8 @@ def test_a_bad_word_rejects_the_node_naming_the_gpu(tmp_path):
     v = with_memtest(tmp_path, memtest_doc([bus], bad_gpu=0, bad=[bad_word(0x1234_5678, 40)]), result="fail")
     row = next(r for r in v.rows if r.check == "memtest" and r.metric is None)
     assert not v.accepted and v.failed_checks() == ["memtest"], verdict.table(v)
-    assert row.status == "fail" and f"GPU 0 (bus {bus}, GPU-test-0): 1 bad 64-bit word(s)" in row.reason
+    uuid = json.loads((EVALUATION_RUN / "node-facts.json").read_text())["gpus"][0]["uuid"]
+    assert row.status == "fail" and f"GPU 0 (bus {bus}, {uuid}): 1 bad 64-bit word(s)" in row.reason
     assert "offset 0x12345678" in row.reason and "bits [40] flipped" in row.reason
 
 

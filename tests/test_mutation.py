@@ -23,7 +23,7 @@ DECIDING = ("judge/validate.py", "judge/rules.py", "judge/load.py", "judge/summa
             "judge/retry.py", "judge/references.py", "judge/bounds.py", "judge/readback.py", "judge/exporter.py",
             "judge/health_rules.py", "judge/pergpu.py", "judge/burnin_rules.py", "judge/dcgm_rules.py",
             "judge/nvlink_rules.py", "judge/config_drift.py", "judge/coverage.py", "textinput.py",
-            "manifest.py")  # fmt: skip
+            "manifest.py", "judge/completeness.py", "judge/consistency.py")  # fmt: skip
 
 
 def sample() -> list[mutation_check.Mutation]:

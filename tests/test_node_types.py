@@ -31,10 +31,16 @@ H200_FACTS = RECORDED / "2026-11-22-h200-hpl" / "node-facts.json"
 SHIPPED = {f"{sku}{suffix}" for sku in ("h100_sxm5_80gb", "h200") for suffix in ("", "_x2", "_x4", "_x8")}
 
 
+def replica(g: dict, i: int) -> dict:
+    """GPU ``g`` as the ``i``-th of identical GPUs: its own index, bus id, serial and UUID (a test input)."""
+    return {**g, "index": i, "pci_bus_id": f"00000000:{0x10 + i:02X}:00.0",
+            **{key: f"{g[key]}-{i}" for key in ("serial", "uuid") if g.get(key)}}  # fmt: skip
+
+
 def node_facts(path=H100_ACCEPTED_ALL / "node-facts.json", count=None, **gpu):
     facts = json.loads(path.read_text())
     first = dict(facts["gpus"][0], **gpu)
-    facts["gpus"] = [dict(first, index=i) for i in range(count or len(facts["gpus"]))]
+    facts["gpus"] = [replica(first, i) for i in range(count or len(facts["gpus"]))]
     return facts
 
 
@@ -119,12 +125,11 @@ def replicated_run(tmp: Path, count: int) -> Path:
         if not isinstance(doc, dict) or doc.get("schema") != "gpuaccept.bench/1":
             continue
         if len(doc.get("devices") or []) == 1:
-            doc["devices"] = [{**doc["devices"][0], "index": i} for i in range(count)]
+            doc["devices"] = [replica(doc["devices"][0], i) for i in range(count)]
         obs = (doc.get("results") or {}).get("observations")
         if obs and len(obs.get("gpus") or []) == 1:
             g = obs["gpus"][0]
-            obs["gpus"] = [{**g, "index": i, "pci_bus_id": f"00000000:{0x10 + i:02X}:00.0", "nvlink_links": 18,
-                            "nvlink_up": 18} for i in range(count)]  # fmt: skip
+            obs["gpus"] = [{**replica(g, i), "nvlink_links": 18, "nvlink_up": 18} for i in range(count)]
         path.write_text(json.dumps(doc))
     return run
 
@@ -153,8 +158,11 @@ def test_an_8_gpu_hgx_h100_is_judged_from_recorded_documents_replicated_per_gpu(
     assert p2p.status == "waived", verdict.table(v)
     # The recorded run predates the host BLAS rule (blas_optimized_core, the peak fractions), the NCCL check and the
     # memory test: its host GEMM fails for the metrics it could not report, the collectives and the memory test did
-    # not run, and nothing else fails.
-    assert v.failed_checks() == ["cpu_gemm", "memtest", "nccl"], verdict.table(v)
+    # not run; its node facts (one GPU's, without NVLink) hold no NVLink counter, which an HGX board's health must
+    # count; and nothing else fails.
+    assert v.failed_checks() == ["cpu_gemm", "health", "memtest", "nccl"], verdict.table(v)
+    health = [r.reason for r in v.rows if r.check == "health" and r.metric is None]
+    assert all(r.startswith("NVLink error counters not judged: the node facts hold no NVLink reading") for r in health)
     unmeasured = {r.metric for r in v.rows if r.check == "cpu_gemm" and r.status == "fail" and r.metric}
     assert unmeasured == {"blas_optimized_core"}, verdict.table(v)  # the host's rates are reported only
 

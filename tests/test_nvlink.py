@@ -341,12 +341,21 @@ def test_crc_growth_is_judged_as_a_rate_over_the_suite_where_the_snapshots_have_
     assert len(growth(before, timed(snapshot({0: {"counters": {(3, "crc_data"): 86}}}), 1075.0), slower)[2]) == 1
 
 
-def test_counts_before_the_suite_are_noted_and_a_counter_that_went_back_too():
+def test_counts_before_the_suite_are_noted():
     before = snapshot({0: {"counters": {(1, "crc_data"): 7}}})
-    total, _, findings, notes = growth(before, snapshot())
+    after = snapshot({0: {"counters": {(1, "crc_data"): 7}}})
+    total, _, findings, notes = growth(before, after)
     assert findings == [] and total == 0
     assert any("NVLink link 1: 7 crc_data errors before the suite" in n for n in notes)
-    assert any("went from 7 to 0 (reset during the suite" in n for n in notes)
+
+
+def test_a_counter_that_went_back_is_a_reset_and_fails():
+    """A reset during the suite hides the errors counted before it: their growth cannot be known."""
+    before = snapshot({0: {"counters": {(1, "crc_data"): 7}}})
+    total, _, findings, _notes = growth(before, snapshot())
+    (f,) = findings
+    assert f["rule"] == "nvlink_errors" and f["gpu"] == 0 and total == 0
+    assert "link 1: the crc_data counter went from 7 to 0 during the suite: reset" in f["message"]
 
 
 def test_a_link_that_went_down_during_the_suite_fails():
@@ -385,6 +394,49 @@ def test_the_growth_row_is_waived_with_the_reason_where_it_cannot_compare(before
 
     total, got, findings, _ = growth(facts(before), facts(after))
     assert total is None and got.startswith(why) and findings == []
+
+
+NVLINK_TYPE = {"nvlink_links_up": 18}  # a node type with NVLink: its counters must be read
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "says"),
+    [
+        ("nvlink", None, "no NVLink reading after the suite (node-facts-end.json"),
+        ("old", "nvlink", "the node facts hold no NVLink reading"),
+        ("nvlink", "gpu 1 unread", "NVLink read before the suite, not after it"),
+        ("gpu 0 unread", "nvlink", "NVLink not read before the suite"),
+        ("nvlink", "link 3 gone", "NVLink link 3 read before the suite, not after it"),
+        ("nvlink", "replay unread", "the replay counter was read before the suite only"),
+    ],
+)
+def test_on_a_node_type_with_nvlink_counters_that_cannot_be_compared_fail(before, after, says):
+    """Where the node type has NVLink, what the counters' growth cannot be told for fails health with the reason
+    (elsewhere it is waived: the test above)."""
+    def facts(kind):
+        if kind is None:
+            return None
+        if kind == "old":
+            return json.loads((H200X2 / "facts.json").read_text())
+        f = snapshot({1: {"nvlink": False}} if kind == "gpu 1 unread" else
+                     {0: {"nvlink": False}} if kind == "gpu 0 unread" else None)  # fmt: skip
+        links = f["gpus"][1]["nvlink"]["links"]
+        if kind == "link 3 gone":
+            f["gpus"][1]["nvlink"]["links"] = [ln for ln in links if ln["link"] != 3]
+        if kind == "replay unread":
+            links[0]["counters"].pop("replay")
+            links[0]["counters_unavailable"]["replay"] = "NVML: Not Supported (3)"
+        return f
+
+    findings, notes = [], []
+    nvlink_rules.growth(facts(before), facts(after), NVLINK_TYPE, findings, notes)
+    assert any(says in f["message"] for f in findings), findings
+    assert all(f["rule"] in ("nvlink", "nvlink_unread") for f in findings)
+    # the same readings on a node type without NVLink links to count: waived, nothing fails for it
+    if before != "gpu 0 unread" and after in (None, "nvlink"):
+        findings = []
+        nvlink_rules.growth(facts(before), facts(after), {}, findings, [])
+        assert findings == []
 
 
 def probe_gpus(per_gpu=None):

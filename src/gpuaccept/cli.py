@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, across_run, cli_fleet, healthcheck, helptext, redact, run, textinput
+from gpuaccept import __version__, across_run, cli_fleet, healthcheck, helptext, manifest, redact, run, textinput
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import (
     coverage,
@@ -117,6 +117,14 @@ def cmd_references(args: argparse.Namespace) -> int:
 
 def cmd_summarize(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
+    # A node type whose file lacks a check of the suite: refused before anything is judged (one that does not
+    # exist, or cannot be read, is the verdict's to say).
+    try:
+        why = coverage.sections_error(references.load_node_type(args.reference_dir, args.node_type), args.suite)
+    except references.ReferenceError:
+        why = ""
+    if why:
+        raise references.ReferenceError(why)
     node_facts = None if args.facts else facts.gather()
     result, written = summarize.judge_run_dir(
         run_dir,
@@ -206,7 +214,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise InputError(f"{path}: {err}") from None
     print(verdict.table(result))
-    edited = readback.disagreement(doc)
+    edited = "; ".join(x for x in (readback.disagreement(doc), manifest.unvouched(path.parent)) if x)
     if edited:
         print(f"\nwarning: {path}: {edited}")
         print(f"gpuaccept show: warning: {path}: {edited}", file=sys.stderr)

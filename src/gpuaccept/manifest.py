@@ -27,7 +27,15 @@ from typing import Any
 
 from gpuaccept import __version__, textinput
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.layout import EXIT_STATUS_FILE, LOCK_FILE, MANIFEST_FILE, METRICS_FILE, VERDICT_FILE
+from gpuaccept.layout import (
+    EXIT_STATUS_FILE,
+    FACTS_FILE,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    METRICS_FILE,
+    REPORT_FILE,
+    VERDICT_FILE,
+)
 
 SCHEMA = "gpuaccept.manifest/1"
 #: The files the judge (and gpuaccept run after it) writes in a run directory: never in its manifest.
@@ -115,8 +123,13 @@ def verify(run_dir: str | Path) -> tuple[list[str], str]:
     except ManifestError as err:
         return [f"{err}: the run's documents cannot be checked against it"], ""
     now = entries(run_dir)
-    problems = []
+    # The node facts and ReFrame's report are what every verdict is judged from: a manifest that does not hold
+    # them where the run has them vouches for nothing the judge reads first.
+    problems = [f"{name}: not in the manifest" for name in COVERED if os.path.lexists(run_dir / name)
+                and name not in recorded]  # fmt: skip
     for rel in sorted(set(recorded) | set(now)):
+        if rel in COVERED and rel not in recorded:
+            continue  # said above
         was, is_ = recorded.get(rel), now.get(rel)
         if was == is_:
             continue
@@ -133,6 +146,28 @@ def verify(run_dir: str | Path) -> tuple[list[str], str]:
     return [f"{path}: {p}: judging again refuses a run whose files differ from what it wrote" for p in listed] + (
         [f"{path}: and {more} more files differ from what the run wrote"] if more else []
     ), ""
+
+
+#: Files a manifest must hold where the run directory has them (:func:`verify`).
+COVERED = (FACTS_FILE, REPORT_FILE)
+
+
+def unvouched(run_dir: str | Path) -> str:
+    """What a reader of a run's verdict must say it cannot vouch for ("" when nothing): the run has no manifest,
+    or its manifest cannot be read or does not hold the node facts and ReFrame's report. The documents are not
+    compared here (judging again does that); this is what ``show``, ``fleet``, ``report`` and the metrics flag."""
+    run_dir = Path(run_dir)
+    path = run_dir / MANIFEST_FILE
+    if not os.path.lexists(path):
+        return f"no manifest ({path}): its documents cannot be shown unchanged since the run"
+    try:
+        recorded = read(path)
+    except ManifestError as err:
+        return f"{err}: its documents cannot be shown unchanged since the run"
+    missing = [name for name in COVERED if name not in recorded]
+    if missing:
+        return f"{path} does not hold {' or '.join(missing)}: what the verdict was judged from is not vouched for"
+    return ""
 
 
 def _short(entry: Any) -> str:

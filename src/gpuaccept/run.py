@@ -31,7 +31,7 @@ from typing import Any
 
 from gpuaccept import helptext, layout, manifest, progress, redact, rfmconfig, textinput
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.judge import references, summarize, verdict
+from gpuaccept.judge import coverage, references, summarize, verdict
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import (
     CONFIG_FILE,
@@ -196,13 +196,16 @@ def _known_types(reference_dir: Path) -> str:
     return "known node types and what each expects: " + "; ".join(expects)
 
 
-def check_node_type(requested: str, reference_dir: Path) -> None:
+def check_node_type(requested: str, reference_dir: Path, suite: str = "") -> None:
     """A node type the operator names must exist (:func:`gpuaccept.judge.references.node_type_exists`: a
-    reference file, or ``<sku>_x<count>`` of a known GPU SKU): else the run stops at once (exit 4)."""
+    reference file, or ``<sku>_x<count>`` of a known GPU SKU) and have a section for every check ``suite`` expects
+    (gpuaccept.judge.coverage.require_sections): else the run stops at once (exit 4)."""
     if requested in ("auto", ""):
         return
     if not references.node_type_exists(reference_dir, requested):
         raise RunError(f"{references.unknown_node_type(reference_dir, requested)} (or auto: detect it)")
+    if suite:
+        coverage.require_sections(reference_dir, requested, suite)
 
 
 def expects_no_gpu(node_type: str, reference_dir: Path) -> bool:
@@ -342,7 +345,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not reference_dir.is_dir():
         raise RunError(f"--reference-dir {reference_dir}: not a directory")
     try:
-        check_node_type(args.node_type, reference_dir)
+        check_node_type(args.node_type, reference_dir, args.suite)
     except references.ReferenceError as err:
         raise RunError(f"--node-type: {err}") from None
     if args.reframe_config and not Path(args.reframe_config).is_file():
@@ -369,6 +372,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_text_atomic(facts_file, json.dumps(facts, indent=2, sort_keys=True) + "\n")
     print(f"== {args.suite} suite on {node}, run {run_dir}")
     node_type = resolve_node_type(args.node_type, reference_dir, facts)
+    if node_type.name and args.node_type in ("auto", ""):  # detected: its file must cover the suite too
+        try:
+            coverage.require_sections(reference_dir, node_type.name, args.suite)
+        except references.ReferenceError as err:
+            raise RunError(f"--node-type auto: {err}") from None
     no_gpu = gpu_preflight.from_facts(facts)
     if no_gpu and not args.host_only and not expects_no_gpu(node_type.name, reference_dir):
         return stop_without_gpu(args, run_dir, facts, node, node_type, no_gpu)

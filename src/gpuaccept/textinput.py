@@ -107,7 +107,26 @@ class Format:
     invalid: Callable[[Any], str]
 
 
-class _StrictYamlLoader(yaml.SafeLoader):
+class DepthLimitedLoader(yaml.SafeLoader):
+    """YAML's safe loader that refuses sequences and mappings nested deeper than MAX_DEPTH while it composes them
+    (before anything recurses deeper: a file nested thousands deep is a clear error, never a RecursionError)."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(
+                    None, None, f"sequences and mappings nested more than the {MAX_DEPTH} allowed", mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _StrictYamlLoader(DepthLimitedLoader):
     """YAML's safe loader that refuses a key twice in one mapping (as :func:`parse_json` does)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

@@ -30,6 +30,7 @@ from typing import Any
 from gpuaccept.judge import xid_actions
 from gpuaccept.judge.health_rules import XID_DEFAULT_FIX, XID_FIXES
 from gpuaccept.judge.rules import FAULT_REASONS
+from gpuaccept.probe import burnin
 from gpuaccept.probe import burnin_timeline as tl
 
 #: The last GEMM window's median rate must be at least this fraction of the first's, on every GPU. A window's median
@@ -40,6 +41,10 @@ LAST_OVER_FIRST_MIN = 0.9
 #: The longest stretch without a sample that still counts as watched (the sampler reads every second).
 MAX_GAP_S = 10.0
 #: A burn-in must have run its planned length less at most one GEMM window (its schedule ends on a window).
+#: The shortest burn-in the judge accepts, whatever was asked: a minute, the shortest ``gpuaccept burnin`` runs
+#: (two GEMM windows of 10 s and a memory-test turn per GPU, so the last window can be compared with the first);
+#: docs/checks/burnin.md says why the commissioning default is 30 minutes and what a shorter one proves.
+MIN_DURATION_S = burnin.MIN_MINUTES * 60.0
 
 # What an operator tries first for a clock-event reason the power check does not name (rules.FAULT_REASONS does).
 OTHER_REASON_FIXES = {
@@ -288,6 +293,30 @@ def _cannot_look(g: dict[str, Any], gpu: _Gpu, doc: dict[str, Any]) -> list[str]
     return why
 
 
+def _duration(planned: Any, elapsed: Any, window: Any) -> list[Finding]:
+    """The burn-in lasted what was asked (less at most its last GEMM window) and at least MIN_DURATION_S."""
+    rerun = "see the document's errors (a signal, a time limit) and rerun"
+    if not _number(window):  # an older document: the window its schedule gave
+        window = burnin.WINDOW_S_MAX
+    if not _number(planned) or not _number(elapsed):
+        return [Finding("duration", None, f"the document does not say how long the burn-in was asked to run and ran "
+                        f"(duration_s {planned!r}, elapsed_s {elapsed!r}, window_s {window!r})", rerun)]  # fmt: skip
+    out = []
+    # The window the schedule gives a burn-in of that length (gpuaccept.probe.burnin), whatever the document says.
+    window = min(window, burnin.WINDOW_S_MAX, max(burnin.WINDOW_S_MIN, planned / 6.0))
+    if elapsed < planned - window:
+        out.append(Finding("duration", None, f"the burn-in ran {elapsed:.0f} s of the {planned:g} s asked", rerun))
+    if planned < MIN_DURATION_S:
+        out.append(Finding("duration", None, f"the burn-in was asked for {planned:g} s: shorter than the "
+                           f"{MIN_DURATION_S:g} s any burn-in must last",
+                           "run it for at least a minute (30 minutes to commission a node)"))  # fmt: skip
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 RULES = (_xids, _memory, _throttle, _temperatures, _foreign, _performance)
 
 
@@ -297,30 +326,22 @@ def assess(doc: dict[str, Any]) -> tuple[list[Finding], str | None]:
     (unless a finding already fails it)."""
     results = doc.get("results") if isinstance(doc.get("results"), dict) else {}
     started = results.get("started_unix")
-    elapsed = results.get("elapsed_s") or 0.0
+    elapsed = results.get("elapsed_s")
     params = doc.get("parameters") or {}
-    planned, window = params.get("duration_s"), params.get("window_s") or 60.0
+    planned, window = params.get("duration_s"), params.get("window_s")
     findings: list[Finding] = []
     cannot: list[str] = []
     per_gpu = results.get("per_gpu")
     if not isinstance(per_gpu, list) or not per_gpu:
         return [Finding("document", None, "the burn-in recorded no GPU", "see the document's errors")], None
-    if isinstance(planned, (int, float)) and elapsed < planned - window:
-        findings.append(
-            Finding(
-                "duration",
-                None,
-                f"the burn-in ran {elapsed:.0f} s of the {planned:g} s asked",
-                "see the document's errors (a signal, a time limit) and rerun",
-            )
-        )
+    findings += _duration(planned, elapsed, window)
     for g in per_gpu:
         try:
             gpu = _Gpu(g, started)
         except tl.TimelineError as err:
             findings.append(Finding("document", g.get("gpu"), f"{_label(g)}: {err}", "rerun the burn-in"))
             continue
-        findings += _watched(gpu, elapsed)
+        findings += _watched(gpu, elapsed if _number(elapsed) else 0.0)
         for rule in RULES:
             findings += rule(gpu)
         cannot += _cannot_look(g, gpu, doc)

@@ -80,6 +80,10 @@ def render(verdict: Verdict) -> str:
     accepted = 1 if verdict.node_type and decide(verdict.rows) else 0  # by its rows, as the judge decides
     node_gauge("gpuaccept_node_accepted", "1 when the node passed every check of the suite, else 0", accepted)
     node_gauge("gpuaccept_gpus", "NVIDIA GPUs seen on the node", len(gpus))
+    # 0 where the verdict has a row about its inputs: no manifest, a file changed since the run, facts unreadable.
+    vouched = 0 if any(r.check == "inputs" for r in verdict.rows) else 1
+    node_gauge("gpuaccept_inputs_vouched", "1 when the run's manifest holds every file the verdict was judged from, "
+               "unchanged, else 0 (the verdict's inputs rows say why)", vouched)  # fmt: skip
 
     status = Gauge(
         "gpuaccept_check_status",

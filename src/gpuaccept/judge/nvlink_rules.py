@@ -25,6 +25,7 @@ NO_END_SNAPSHOT = (
     "no NVLink reading after the suite (node-facts-end.json: gpuaccept run writes it on the node after ReFrame; "
     "a run given --facts, or a Slurm run, has none)"
 )
+NO_NVLINK = "no NVLink on this node"
 FIX_LINK = (
     "check nvidia-smi nvlink -s and -e, the fabric manager (systemctl status nvidia-fabricmanager) and the NVSwitch "
     "trays; reset the GPU (nvidia-smi -r) and run the suite again; reseat or RMA the board if the link stays down"
@@ -99,12 +100,45 @@ def _counters(link: dict[str, Any]) -> dict[str, int]:
     return {k: v for k, v in (link.get("counters") or {}).items() if isinstance(v, int)}
 
 
+def required(expect: dict[str, Any]) -> bool:
+    """Whether the node type has NVLink links whose counters must be read (``nvlink_links_up`` set and not
+    ``nvlink_informational``: a type whose links nobody has counted on a good node yet, which a board or VM may not
+    show at all): then a counter that cannot be compared fails instead of being waived. Counters that grew fail on
+    every type."""
+    return bool(expect.get("nvlink_links_up")) and not expect.get("nvlink_informational")
+
+
 def growth(
     facts: dict[str, Any], facts_end: dict[str, Any] | None, expect: dict[str, Any], findings: list, notes: list[str]
 ) -> tuple[int | None, str]:
     """Links that went down and counters that grew between the snapshot before the suite (``facts``) and the one
     after it (``facts_end``). Returns (the total growth of every counter of every link, or None) and why there
-    is no total (no NVLink, no snapshot after the suite, readings without counters)."""
+    is no total (no NVLink, no snapshot after the suite, readings without counters). On a node type that has
+    NVLink (:func:`required`) what could not be compared is a finding: a GPU or link not read before or after
+    the suite, a counter not read both times, no reading after the suite; and a counter that went down anywhere
+    is one (a reset during the suite hides the errors counted before it)."""
+    unread: list[tuple[dict[str, Any] | None, str]] = []
+    total, why = _growth(facts, facts_end, expect, findings, notes, unread)
+    if required(expect):
+        if why and not unread:
+            unread.append((None, why))
+        for g, what in unread:
+            findings.append(finding("nvlink_unread", g, f"NVLink error counters not judged: {what}; node type has "
+                                    f"{expect.get('nvlink_links_up')} links per GPU whose errors must be counted",
+                                    FIX_UNREAD))  # fmt: skip
+    return total, why
+
+
+FIX_UNREAD = (
+    "run the suite through `gpuaccept run` (it reads the counters before and after the suite), as a user NVML lets "
+    "read them; check nvidia-smi nvlink -e on the GPU, and reset it if NVML cannot read its links"
+)
+
+
+def _growth(
+    facts: dict[str, Any], facts_end: dict[str, Any] | None, expect: dict[str, Any], findings: list, notes: list[str],
+    unread: list[tuple[dict[str, Any] | None, str]],
+) -> tuple[int | None, str]:
     start = [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
     readings = [g.get("nvlink") for g in start]
     if not start:
@@ -115,7 +149,7 @@ def growth(
         whys = "; ".join(sorted({str(r.get("why")) for r in readings}))
         if any(r.get("supported") is None for r in readings):
             return None, f"NVLink not read before the suite ({whys})"
-        return None, f"no NVLink on this node: {whys}"
+        return None, f"{NO_NVLINK}: {whys}"
     if facts_end is None:
         return None, NO_END_SNAPSHOT
     end = [g for g in facts_end.get("gpus") or [] if isinstance(g, dict)]
@@ -128,6 +162,7 @@ def growth(
     for g in start:
         before = g["nvlink"]
         if not before.get("supported"):
+            unread.append((g, f"NVLink not read before the suite ({before.get('why') or 'no reading'})"))
             continue
         after_gpu = _match(g, end)
         if after_gpu is None:
@@ -147,11 +182,15 @@ def growth(
             k = ln.get("link")
             later = after_links.get(k)
             if later is None:
+                unread.append((g, f"NVLink link {k} read before the suite, not after it"))
                 continue
             if ln.get("state") == "up" and later.get("state") != "up":
                 findings.append(finding("nvlink", g, f"NVLink link {k} went down during the suite (up before it)",
                                         FIX_LINK))  # fmt: skip
             c0, c1 = _counters(ln), _counters(later)
+            for name in sorted(set(c0) ^ set(c1)):
+                unread.append((g, f"NVLink link {k}: the {name} counter was read "
+                               f"{'before' if name in c0 else 'after'} the suite only"))  # fmt: skip
             for name in sorted(set(c0) & set(c1)):
                 delta = c1[name] - c0[name]
                 compared += 1
@@ -159,8 +198,10 @@ def growth(
                     notes.append(f"{gpu_label(g)}: NVLink link {k}: {c0[name]} {name} errors before the suite "
                                  "(counted since the driver loaded)")  # fmt: skip
                 if delta < 0:
-                    notes.append(f"{gpu_label(g)}: NVLink link {k}: the {name} counter went from {c0[name]} to "
-                                 f"{c1[name]} (reset during the suite: a driver reload or GPU reset)")  # fmt: skip
+                    findings.append(finding("nvlink_errors", g, f"NVLink link {k}: the {name} counter went from "
+                                            f"{c0[name]} to {c1[name]} during the suite: reset (a driver reload or "
+                                            "GPU reset), so the errors counted before the reset cannot be known",
+                                            FIX_ERRORS))  # fmt: skip
                     continue
                 total += delta
                 limit = 0 if name in REPLAY_RECOVERY else crc_max

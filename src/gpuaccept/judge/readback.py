@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept import textinput
-from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, Row, decide
+from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, Row, decide, incomplete
 
 
 def read(path: Path, error: type[Exception]) -> dict[str, Any]:
@@ -49,8 +49,10 @@ def _gpu(value: Any) -> int | None:
 
 
 def accepted(doc: dict[str, Any]) -> bool:
-    """Whether a recorded verdict's rows accept the node (a node type named, ``verdict.decide``)."""
-    return bool(doc.get("node_type")) and decide(rows(doc))
+    """Whether a recorded verdict's rows accept the node (a node type named, ``verdict.decide``, and a row for every
+    check of its suite: ``verdict.incomplete``)."""
+    read = rows(doc)
+    return bool(doc.get("node_type")) and decide(read) and not incomplete(doc, read)
 
 
 def failed_checks(doc: dict[str, Any]) -> list[str]:
@@ -62,7 +64,7 @@ def disagreement(doc: dict[str, Any]) -> str:
     """What a recorded verdict's own fields say that its rows do not ("" when they agree)."""
     derived = PASS if accepted(doc) else FAIL
     stored = doc.get("verdict")
-    said = []
+    said = [why] if (why := incomplete(doc, rows(doc))) else []
     if stored != derived:
         said.append(f"its 'verdict' field says {stored}, its rows say {derived} by the judge's rule")
     listed = doc.get("failed_checks")

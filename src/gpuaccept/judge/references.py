@@ -29,6 +29,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from gpuaccept import textinput
 from gpuaccept.judge import bounds, link, metric_table
 
 SCHEMA_V1 = "gpuaccept.references/1"  # one file holding both layers
@@ -77,7 +78,7 @@ class _Mapping(dict):
     line: int
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(textinput.DepthLimitedLoader):
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         # Aliases are refused, never expanded: reference files need none, and expanding them (a "billion laughs"
         # file) costs minutes and gigabytes before anything can be said about the file.

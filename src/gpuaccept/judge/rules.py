@@ -26,6 +26,7 @@ from typing import Any
 import jsonschema
 
 from gpuaccept import textinput
+from gpuaccept.judge import completeness
 from gpuaccept.layout import BENCH_SCHEMA
 
 MAX_DOCUMENT_BYTES = 256 << 20  # the largest document a tool writes is a few MB (the bandwidth sweep)
@@ -237,6 +238,7 @@ def memtest_problems(doc: dict[str, Any], path: Path) -> list[str]:
     if (doc.get("parameters") or {}).get("inject_error") is True:
         problems.append(f"{path.name}: a self-test run (--inject-error flipped one bit on each GPU on purpose): "
                         "rerun without it")  # fmt: skip
+    problems += completeness.records_problems(rows, "results.per_gpu", path, doc)
     total = 0
     for row in rows:
         if not isinstance(row, dict):
@@ -259,10 +261,54 @@ def memtest_problems(doc: dict[str, Any], path: Path) -> list[str]:
         if not passes or not tested:
             why = row.get("stopped") or "no pass completed"
             problems.append(f"{label}: memory not tested ({passes or 0} passes over {tested or 0} bytes): {why}")
+        else:
+            problems += [f"{label}: {p}" for p in memtest_coverage(row, doc.get("parameters") or {})]
     errors_total = ((doc.get("metrics") or {}).get("errors_total") or {}).get("value")
     if errors_total is not None and errors_total != total:
         problems.append(f"{path.name}: errors_total {errors_total!r} is not the sum of the GPUs' bad words ({total})")
     return problems
+
+
+#: The memory test's budget by time is spent when one more pass would end after it (gpuaccept-memtest), so a GPU's
+#: time plus one pass (its mean pass) reaches the time asked; this fraction of it leaves room for a last pass that
+#: ran faster than the mean, and still fails a test stopped after a pass of a much longer budget.
+MEMTEST_TIME_FRACTION = 0.9
+#: cudaMalloc sizes are whole 2 MiB pages (the tool rounds its target down to them).
+MEMTEST_GRANULARITY_BYTES = 2 << 20
+
+
+def memtest_coverage(row: dict[str, Any], params: dict[str, Any]) -> list[str]:
+    """Whether a GPU's memory test covered what it was asked: it did not stop early (``stopped``), it tested the
+    bytes it planned (``target_bytes``: the asked ``fraction`` of the free memory less the margin) and it ran the
+    passes (``--passes``) or the time (``--seconds``) asked. A figure the document does not hold (an older tool)
+    is not judged; one that contradicts another fails."""
+    out = []
+    if row.get("stopped"):
+        out.append(f"stopped before its budget was spent: {row['stopped']}")
+    tested, target = _count(row.get("tested_bytes")), _count(row.get("target_bytes"))
+    if tested is not None and target is not None and tested < target:
+        out.append(f"tested {tested} bytes of the {target} planned: the rest of its memory was never written")
+    free, margin, fraction = _count(row.get("free_bytes")), _count(row.get("margin_bytes")), params.get("fraction")
+    if target is not None and free is not None and margin is not None and isinstance(fraction, (int, float)):
+        asked = max(free - margin, 0) * float(fraction)
+        if target < asked - MEMTEST_GRANULARITY_BYTES:
+            out.append(f"planned {target} bytes, the fraction asked ({fraction:g} of {free} free less the "
+                       f"{margin} margin) is {asked:.0f}")  # fmt: skip
+    passes, seconds = _count(row.get("passes")), row.get("seconds")
+    asked_passes, asked_s = _count(params.get("passes")), params.get("seconds")
+    if asked_passes:
+        if passes is not None and passes < asked_passes:
+            out.append(f"{passes} passes of the {asked_passes} asked")
+    elif isinstance(asked_s, (int, float)) and not isinstance(asked_s, bool):
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not passes:
+            out.append(f"no time recorded for its passes ({seconds!r}): the {asked_s:g} s asked cannot be told spent")
+        elif seconds * (passes + 1) / passes < MEMTEST_TIME_FRACTION * asked_s:
+            out.append(f"ran {passes} pass(es) in {seconds:.3g} s of the {asked_s:g} s asked: the test stopped "
+                       "early")  # fmt: skip
+    else:
+        out.append(f"the document does not say what was asked (parameters.seconds {asked_s!r}, passes "
+                   f"{params.get('passes')!r})")  # fmt: skip
+    return out
 
 
 def _gflops(metric: dict[str, Any]) -> float | None:

@@ -12,7 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuaccept.judge import burnin_rules, dcgm_rules, fabric_judge, health_rules, pergpu, rules
+from gpuaccept.judge import (
+    burnin_rules,
+    completeness,
+    consistency,
+    dcgm_rules,
+    fabric_judge,
+    health_rules,
+    pergpu,
+    rules,
+)
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.load import Case, Run
 from gpuaccept.judge.references import NodeType, ReferenceError
@@ -89,6 +98,8 @@ def validate_case(
         return Findings(not_run=nr["reason"] + (f"; fix: {nr['fix']}" if nr.get("fix") else ""))
     gpus = len(facts.get("gpus") or []) if check.needs_gpu else None
     problems += rules.document_problems(doc, path, gpus)
+    if check.needs_gpu:  # every GPU of the node, each once, by the identities the node facts give it
+        problems += completeness.document_problems(check.key, doc, path, facts)
     power_doc = None
     if case.power is not None:
         power_doc = case.power.doc
@@ -140,6 +151,10 @@ def validate_case(
     if "burnin" in check.rules:
         burnin_findings, not_run = burnin_rules.assess(doc)
         problems += [f.text() for f in burnin_findings]
+        per_gpu_records = (doc.get("results") or {}).get("per_gpu")
+        if isinstance(per_gpu_records, list):
+            problems += completeness.records_problems(per_gpu_records, "results.per_gpu", path, doc)
     per_gpu = pergpu.read(check.key, doc, path, facts, metrics, extra)
     problems += per_gpu.problems
+    problems += consistency.problems(check.key, doc, path, facts, metrics, per_gpu)
     return Findings(problems=problems, metrics=metrics, waived=waived, cannot_look=not_run or "", per_gpu=per_gpu)

@@ -22,7 +22,8 @@ from typing import Any
 import tabulate
 
 from gpuaccept import __version__
-from gpuaccept.judge import bounds, load, metric_table, pergpu, retry, validate
+from gpuaccept.judge import bounds, completeness, load, metric_table, pergpu, retry, validate
+from gpuaccept.judge import coverage as sections
 from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 
 # ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
@@ -102,6 +103,9 @@ class Verdict:
             "reframe_version": self.reframe_version,
             "run_dir": self.run_dir,
             "facts": self.facts,
+            # The checks of the suite, each of which has a row: a reader refuses a verdict that lacks one
+            # (gpuaccept.judge.readback.incomplete).
+            "suite_checks": [c.key for c in in_suite(self.suite)] if self.suite in SUITES else [],
             "rows": [asdict(r) for r in self.rows],
         }
 
@@ -125,7 +129,7 @@ class Verdict:
             node=doc["node"],
             node_type=doc["node_type"],
             suite=doc["suite"],
-            accepted=bool(doc["node_type"]) and decide(rows),
+            accepted=bool(doc["node_type"]) and decide(rows) and not incomplete(doc, rows),
             rows=rows,
             started_unix=doc.get("started_unix"),
             finished_unix=doc.get("finished_unix"),
@@ -327,6 +331,15 @@ def _judge_case(
     return row, rows
 
 
+def _unjudged(metric_rows: list[Row], node_type_name: str, check: str) -> None:
+    """A check's metric rows shown, not judged: its node type has no references for it."""
+    for m in metric_rows:
+        m.expected = False
+        if m.status in (PASS, FAIL):
+            m.status = INFO
+            m.reason = f"not judged: node type {node_type_name} has no references for {check}"
+
+
 def _named(row: Row, gpus: dict[int, pergpu.Gpu]) -> str:
     """A metric row as a check's reason names it: the metric, and the GPU of a per-GPU figure."""
     if row.gpu is None:
@@ -356,24 +369,12 @@ def build(
     return judge(run, validate.validate(run), adjust)
 
 
-def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None) -> Verdict:
-    """The verdict of one loaded run (gpuaccept.judge.load) from the findings of its test cases
-    (gpuaccept.judge.validate, one per ``run.cases``): a pure function, no file read or written."""
-    facts, node_type, node_type_name, suite = run.facts, run.node_type, run.node_type_name, run.suite
-    report_error = run.report_error
-    rows: list[Row] = [Row("inputs", None, FAIL, reason=e) for e in run.input_errors]
-    why_no_refs = ""
-    if node_type is None:
-        why_no_refs = f"no reference file for this node: {run.reference_error}"
-        rows.append(Row("references", None, FAIL, reason=why_no_refs + BASELINE_HINT))
-    if run.baseline_error:
-        rows.append(Row("references", "node_baseline", FAIL, reason=run.baseline_error))
-    if run.limits_error:
-        rows.append(Row("references", "datasheet", FAIL, reason=f"cannot bound the figures: {run.limits_error}"))
-    if node_type is not None and node_type.node_layer_missing:
-        # A known GPU SKU with no node type file for this GPU count: per-GPU verdicts only; not accepted.
-        rows.append(Row("references", "node_layer", NOT_RUN, reason=node_type.node_layer_missing))
-
+def _node_rows(run: load.Run) -> list[Row]:
+    """The node's own rows: the GPU count the inventory and the node type promise, the GPUs' model, and (rows only
+    where they fail) each GPU of the facts one GPU and the GPUs of the node in one configuration
+    (gpuaccept.judge.completeness)."""
+    facts, node_type, node_type_name = run.facts, run.node_type, run.node_type_name
+    rows: list[Row] = []
     # The node itself: the GPUs the inventory and the node type promise are there.
     seen_gpus = len(facts.get("gpus") or [])
     for claim, source in (
@@ -399,10 +400,39 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
     if node_type is not None and node_type.gpu_count > 0 and seen_gpus:
         wrong = wrong_gpus(node_type, facts)
         rows.append(Row("node", "gpu_model", FAIL if wrong else PASS, reason=wrong))
+    # Each GPU of the facts one GPU (no identity twice), and the GPUs of the node in one configuration
+    # (gpuaccept.judge.completeness): rows only where they fail.
+    for metric, found in (("gpu_identity", completeness.facts_problems(facts)),
+                          ("gpu_agreement", completeness.disagreement(facts))):
+        if found:
+            rows.append(Row("node", metric, FAIL, reason="; ".join(found)))
+    return rows
+
+
+def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None) -> Verdict:
+    """The verdict of one loaded run (gpuaccept.judge.load) from the findings of its test cases
+    (gpuaccept.judge.validate, one per ``run.cases``): a pure function, no file read or written."""
+    facts, node_type, node_type_name, suite = run.facts, run.node_type, run.node_type_name, run.suite
+    report_error = run.report_error
+    rows: list[Row] = [Row("inputs", None, FAIL, reason=e) for e in run.input_errors]
+    why_no_refs = ""
+    if node_type is None:
+        why_no_refs = f"no reference file for this node: {run.reference_error}"
+        rows.append(Row("references", None, FAIL, reason=why_no_refs + BASELINE_HINT))
+    if run.baseline_error:
+        rows.append(Row("references", "node_baseline", FAIL, reason=run.baseline_error))
+    if run.limits_error:
+        rows.append(Row("references", "datasheet", FAIL, reason=f"cannot bound the figures: {run.limits_error}"))
+    if node_type is not None and node_type.node_layer_missing:
+        # A known GPU SKU with no node type file for this GPU count: per-GPU verdicts only; not accepted.
+        rows.append(Row("references", "node_layer", NOT_RUN, reason=node_type.node_layer_missing))
+
+    rows += _node_rows(run)
     if run.limits.unknown:  # no datasheet bounds the figures: they alone cannot accept the node
         rows.append(Row("references", "datasheet", NOT_RUN, reason=CANNOT_JUDGE + run.limits.unknown))
 
     session = (run.report or {}).get("session_info", {})
+    missing = sections.missing_sections(node_type, suite) if node_type is not None else []
     for check in in_suite(suite):
         expected = node_type is None or check.key in node_type.checks
         mine = [found for case, found in zip(run.cases, findings, strict=True) if case.check == check.key]
@@ -424,16 +454,18 @@ def judge(run: load.Run, findings: list[Findings], adjust: Adjust | None = None)
                 # not run, so it rejects nothing; once it runs, it is judged like any other check.
                 row.reason += f" ({OPTIONAL_NOT_RUN})"
                 row.expected = False
+            elif not expected and (found.problems or found.failed) and check.key in missing:
+                # A check the suite expects that ran, on a node type whose file lacks its section (which `gpuaccept
+                # run` and `summarize` refuse): what its rules found fails it all the same; its figures are shown.
+                row.reason += (f" (node type {node_type_name} has no section for {check.key}: judged by its rules "
+                               "alone)")  # fmt: skip
+                _unjudged(metric_rows, node_type_name, check.key)
             elif not expected:
                 # Skipped, or run all the same (a run made before the checks skipped themselves), on a node type
                 # that has no references for it: reported, not judged, and it does not count.
                 row.reason = f"{row.reason} (not expected for node type {node_type_name})".lstrip()
                 row.expected = False
-                for m in metric_rows:
-                    m.expected = False
-                    if m.status in (PASS, FAIL):
-                        m.status = INFO
-                        m.reason = f"not judged: node type {node_type_name} has no references for {check.key}"
+                _unjudged(metric_rows, node_type_name, check.key)
             rows.append(row)
             rows.extend(metric_rows)
 
@@ -496,6 +528,32 @@ def coverage(node_type: NodeType) -> dict[str, dict[str, list[str]]]:
             kinds[expectation(check, node_type)].append(check.key)
         out[suite] = kinds
     return out
+
+
+def incomplete(doc: dict[str, Any], rows: list[Row]) -> str:
+    """Why a recorded verdict cannot be read as whole ("" when it can): it lists the checks of its suite
+    (``suite_checks``, which every verdict since has) and a check of that list or of the suite as gpuaccept knows it
+    has no row, or a check the node type must have a section for (coverage.SECTIONED_SUITES) is marked not
+    expected while it failed. A verdict written before the list existed cannot be told whole: readers say so
+    (docs/verdicts.md)."""
+    listed = doc.get("suite_checks")
+    if listed is None:
+        return ""
+    if not isinstance(listed, list):
+        return f"its 'suite_checks' is {type(listed).__name__}, not a list: refused as incomplete"
+    suite = doc.get("suite")
+    known = [c.key for c in in_suite(suite)] if suite in SUITES else []
+    have = {r.check for r in rows if r.metric is None}
+    missing = [c for c in dict.fromkeys([*map(str, listed), *known]) if c not in have]
+    if missing:
+        return f"no row for {', '.join(missing)}, which its suite runs: refused as incomplete (rows deleted?)"
+    if suite in sections.SECTIONED_SUITES:
+        hidden = sorted({r.check for r in rows if r.metric is None and not r.expected and r.status == FAIL
+                         and r.check in CHECKS and not CHECKS[r.check].optional})  # fmt: skip
+        if hidden:
+            return (f"{', '.join(hidden)} failed and is marked not expected, which no node type of its suite may "
+                    "say: refused as incomplete (edited?)")  # fmt: skip
+    return ""
 
 
 def decide(rows: list[Row]) -> bool:

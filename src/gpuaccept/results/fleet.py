@@ -19,7 +19,7 @@ from typing import Any
 
 import tabulate
 
-from gpuaccept import textinput
+from gpuaccept import manifest, textinput
 from gpuaccept.judge import config_drift, health_rules, readback, references
 from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
 from gpuaccept.layout import FACTS_FILE, VERDICT_FILE
@@ -63,7 +63,7 @@ def _entry(path: Path) -> Entry:
     failed = readback.failed_checks(doc)
     not_run_rows = {r.get("check") for r in rows if r.get("metric") is None and r.get("status") == NOT_RUN}
     not_run = sorted(not_run_rows & set(failed))
-    edited = readback.disagreement(doc)
+    edited = "; ".join(x for x in (readback.disagreement(doc), manifest.unvouched(path.parent)) if x)
     return Entry(
         node=path.parent.parent.name,  # the directory the playbook fetched to: the inventory name
         node_type=str(doc.get("node_type") or ""),

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import __version__, atomic, textinput
+from gpuaccept import __version__, atomic, manifest, textinput
 from gpuaccept.judge import readback
-from gpuaccept.layout import BENCH_SCHEMA
+from gpuaccept.layout import BENCH_SCHEMA, VERDICT_FILE
 from gpuaccept.probe import fft, offload, overlap
 from gpuaccept.results import across_heatmap, archive, burnin_plot, report_headline, report_pergpu
 from gpuaccept.results import scaling as hpl_scaling
@@ -70,6 +70,7 @@ class Group:
     unjudged: list[dict[str, Any]] = field(default_factory=list)
     node_name: str = ""  # the node's name as the operator gives it (gpuaccept report --node-name); "" from the runs
     archives: list[str] = field(default_factory=list)  # the run archives unpacked to read the paths, by name
+    unvouched: dict[int, str] = field(default_factory=dict)  # a verdict's index -> what its run cannot vouch for
 
     def by_tool(self, tool: str) -> list[dict[str, Any]]:
         return [d for d in self.docs if d.get("tool") == tool]
@@ -122,6 +123,8 @@ def load_group(spec: str) -> Group:
             if not isinstance(doc, dict):
                 continue
             if doc.get("schema") == VERDICT_SCHEMA:
+                if f.name == VERDICT_FILE and (why := manifest.unvouched(f.parent)):
+                    group.unvouched[len(group.verdicts)] = why
                 group.verdicts.append(doc)
                 judged.append(f.parent)
             elif FACTS_KEYS <= set(doc):
@@ -1063,7 +1066,7 @@ def _failed_checks(v: dict[str, Any]) -> list[str]:
 def verdict_summary(groups: list[Group]) -> str:
     rows = []
     for g in groups:
-        for v in g.verdicts:
+        for i, v in enumerate(g.verdicts):
             counts: dict[str, int] = {}
             for r in v.get("rows", []):
                 if r.get("metric"):
@@ -1075,6 +1078,7 @@ def verdict_summary(groups: list[Group]) -> str:
                 passed, edited = readback.accepted(v), readback.disagreement(v)
             except ValueError as err:
                 passed, edited = False, f"its rows cannot be read ({err})"
+            edited = "; ".join(x for x in (edited, g.unvouched.get(i, "")) if x)
             mark = Markup(
                 f'<span class="{"pass" if passed else "fail"}">{"ACCEPTED" if passed else "REJECTED"}</span>'
                 + (f" ({html.escape(edited)})" if edited else "")
