@@ -139,10 +139,10 @@ def test_recorded_h100_run_passes_its_checks_and_is_detected():
     v = judge(H100_COMMISSION, "h100_sxm5_80gb")
     # Recorded before the HPL, health, power, NCCL and memory test checks existed: those are "not run" (never
     # passed). The optional HPL backends and DCGM's diagnostic did not run either; the node type expects the host HPL
-    # (HPL 2.3, issue 15), not xhpl.
+    # (HPL 2.3), not xhpl; the fabric check (optional) finds no fabric section in the node type.
     not_run = {r.check for r in v.rows if r.status == "not_run"}
     assert not_run == {"health", "power", "hplstyle", "nccl", "memtest", "hpl_nvidia", "hpl_host", "hpl_cuda",
-                       "dcgm_diag"}, verdict.table(v)  # fmt: skip
+                       "dcgm_diag", "fabric"}, verdict.table(v)  # fmt: skip
     assert not v.accepted
     # Its host GEMM ran OpenBLAS's generic Prescott kernels (109 GFLOP/s): recorded before the tool reported its
     # BLAS core, it fails that rule; the rate itself is the host's (issue 24), reported. The host HPL and HPL over

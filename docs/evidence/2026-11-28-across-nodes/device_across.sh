@@ -14,6 +14,8 @@
 #                    for rail)
 #         slow       the same nodes, node-c starved of CPU in every launch it takes part in: world,quick, then
 #                    halving on failure; and every pair
+#         slow8      eight emulated nodes (four ranks a GPU), node-f starved of CPU: halving alone; world,quick then
+#                    halving on failure
 #         hc         gpuaccept health-check (device_healthcheck.sh) and the fabric probe (2026-11-28-fabric/run.sh)
 #         pack       everything under $OUT into at most 8 files
 set -uo pipefail
@@ -31,7 +33,7 @@ sweep=(--tool-arg=--min-bytes --tool-arg=1048576 --tool-arg=--max-bytes --tool-a
 
 across() {  # across NAME [gpuaccept across options...]
   local name=$1 rc=0 t0=$SECONDS; shift
-  .venv/bin/gpuaccept across --hosts "$W/hosts.txt" --launcher emulate --gpus "$GPUS" --tool "$TOOL" \
+  .venv/bin/gpuaccept across --hosts "${HOSTS:-$W/hosts.txt}" --launcher emulate --gpus "$GPUS" --tool "$TOOL" \
     --timeout-s 150 "${sweep[@]}" --results "$OUT/$name" "$@" > "$OUT/$name.txt" 2>&1 || rc=$?
   step "across $name: exit $rc in $((SECONDS - t0)) s"; cat "$OUT/$name.txt"
 }
@@ -57,6 +59,11 @@ for p in "$@"; do
     slow)
       across slow-c-world-quick --modes world,quick --on-failure halving --emulate-slow-node node-c
       across slow-c-pairwise --modes pairwise --on-failure none --emulate-slow-node node-c ;;
+    slow8)
+      printf 'node-%s\n' a b c d e f g h > "$W/hosts8.txt"
+      HOSTS=$W/hosts8.txt across slow-f8-halving --modes halving --on-failure none --emulate-slow-node node-f
+      HOSTS=$W/hosts8.txt across slow-f8-world-quick --modes world,quick --on-failure halving \
+        --emulate-slow-node node-f ;;
     hc) OUT=$OUT/hc bash docs/evidence/2026-11-28-healthcheck/device_healthcheck.sh > /dev/null 2>&1
         step "health-check: exit $?"; cat "$OUT/hc/checks.txt" 2>/dev/null
         OUT=$OUT/fabric bash docs/evidence/2026-11-28-fabric/run.sh > /dev/null 2>&1; step "fabric: exit $?"
