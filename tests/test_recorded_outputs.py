@@ -225,7 +225,8 @@ def test_the_merged_harness_commission_run_passes_all_but_its_misconfigured_host
     assert {k for k, r in checks.items() if r.status == "pass"} >= {"health", "bandwidth", "gemm", "hplstyle", "power"}
     assert set(v.failed_checks()) == {"cpu_gemm", "nccl", "memtest"}, verdict.table(v)
     assert {k for k, r in checks.items() if r.status == "not_run"} == {"nccl", "memtest", "hpl_nvidia", "hpl_host",
-                                                                        "hpl_cuda", "dcgm_diag"}  # fmt: skip
+                                                                        "hpl_cuda", "dcgm_diag", "fabric"}  # fmt: skip
     assert not checks["hpl_nvidia"].expected and not checks["hpl_host"].expected and not checks["hpl_cuda"].expected
+    assert not checks["fabric"].expected  # the node type has no fabric section: the optional check is shown only
     assert not checks["dcgm_diag"].expected  # DCGM is not installed there: reported only, it rejects nothing
     assert verdict.OPTIONAL_NOT_RUN in checks["hpl_host"].reason
