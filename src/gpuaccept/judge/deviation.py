@@ -37,6 +37,8 @@ from typing import Any
 
 import yaml
 
+from gpuaccept.judge import retry
+from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.verdict import FAIL, INFO, PASS, Row
 
 SIBLINGS, FLEET, BASELINE = "siblings", "fleet", "baseline"
@@ -90,9 +92,11 @@ def load(reference_dir: str | Path) -> Thresholds:
 
 
 def judged(rows: Iterable[Row]) -> list[Row]:
-    """The figures the rules compare: metric rows of a judged band (a bound on either side) with a value."""
-    return [r for r in rows if r.metric and r.value is not None and r.expected
-            and r.check not in RULES and (r.lower_bound is not None or r.upper_bound is not None)]  # fmt: skip
+    """The figures the rules compare: performance figures (rates, copies, times, power: judge/retry.py; a count,
+    a link's trained width, a residual is a fault the band judges alone) of a judged band (a bound on either
+    side) with a value."""
+    return [r for r in rows if r.metric and r.value is not None and r.expected and r.check not in RULES
+            and (r.lower_bound is not None or r.upper_bound is not None) and r.check in CHECKS and retry.retryable(r.check, r.metric)]  # fmt: skip
 
 
 def higher_is_better(row: Row) -> bool:

@@ -27,7 +27,7 @@ from gpuaccept.judge import deviation, own_baseline, summarize, verdict
 from gpuaccept.judge.verdict import Row
 from gpuaccept.layout import VERDICT_FILE as VERDICT
 
-MARGIN = 0.01  # a point of headroom above the largest healthy deviation
+MARGIN = 0.005  # half a point of headroom above the largest healthy deviation
 STEP = 0.005  # thresholds are given in half points
 MIN_FLEET_NODES = 5  # the median of 4 others is a healthy figure with one faulty node among them
 RATIO_ONLY = 1.0  # a threshold no figure reaches: the rules give their ratios and never fail
