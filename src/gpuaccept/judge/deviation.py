@@ -95,8 +95,9 @@ def judged(rows: Iterable[Row]) -> list[Row]:
     """The figures the rules compare: performance figures (rates, copies, times, power: judge/retry.py; a count,
     a link's trained width, a residual is a fault the band judges alone) of a judged band (a bound on either
     side) with a value."""
-    return [r for r in rows if r.metric and r.value is not None and r.expected and r.check not in RULES
-            and (r.lower_bound is not None or r.upper_bound is not None) and r.check in CHECKS and retry.retryable(r.check, r.metric)]  # fmt: skip
+    return [r for r in rows if r.metric and r.value is not None and r.expected and r.check in CHECKS
+            and (r.lower_bound is not None or r.upper_bound is not None)
+            and retry.retryable(r.check, r.metric)]  # fmt: skip
 
 
 def higher_is_better(row: Row) -> bool:
@@ -242,7 +243,7 @@ def baseline(rows: list[Row], facts: dict[str, Any], suite: str, commission: lis
                  f"GPU of the commissioning run {where} (no GPU of that serial): its figures are not compared")
              for g in sorted(unmatched)]  # fmt: skip
     if not same_gpus:
-        why = f"{CANNOT}the node's GPUs are not those of the commissioning run {where}: its own figures are not compared"
+        why = f"{CANNOT}the node's GPUs are not those of the commissioning run {where}: its figures are not compared"
         notes.append(Row(BASELINE, "node_gpus", INFO, expected=False, reason=why))
     why = f"{CANNOT}the commissioning run {where} has none of this run's figures"
     return [check_row(BASELINE, out, why), *notes, *out]

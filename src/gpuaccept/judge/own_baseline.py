@@ -48,7 +48,8 @@ def _read(run_dir: Path) -> tuple[dict[str, Any] | None, str]:
     return doc, ""
 
 
-def _rows(doc: dict[str, Any]) -> list[Row]:
+def rows_of(doc: dict[str, Any]) -> list[Row]:
+    """A recorded verdict's rows with every field it recorded (its measured values, bounds and GPUs)."""
     fields = {f.name for f in dataclasses.fields(Row)}
     return [Row(**{k: v for k, v in r.items() if k in fields}) for r in doc.get("rows") or [] if isinstance(r, dict)]
 
@@ -67,14 +68,14 @@ def find(run_dir: Path, given: Path | None = None) -> Commission:
         doc, why = _read(Path(given))
         if doc is None:
             return Commission(None, {}, f"--commission-run: {why}")
-        return Commission(_rows(doc), _facts(Path(given), doc), str(given))
+        return Commission(rows_of(doc), _facts(Path(given), doc), str(given))
     run_dir = Path(run_dir)
     candidates = sorted((p.parent for p in run_dir.parent.glob(f"*/{VERDICT_FILE}")
                          if p.parent.name < run_dir.name), key=lambda p: p.name, reverse=True)  # fmt: skip
     for cand in candidates:
         doc, _why = _read(cand)
         if doc is not None:
-            return Commission(_rows(doc), _facts(cand, doc), cand.name)
+            return Commission(rows_of(doc), _facts(cand, doc), cand.name)
     return Commission(None, {}, f"no accepted commission run before {run_dir.name} in {run_dir.parent}")
 
 

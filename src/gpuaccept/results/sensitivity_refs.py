@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from gpuaccept.judge import deviation
@@ -50,8 +49,9 @@ def _worse(rows: list[Row], target: str, gpu: int | None, loss: float) -> list[R
     for r in rows:
         if r.metric and f"{r.check}.{r.metric}" == target and r.value is not None and (gpu is None or r.gpu == gpu):
             factor = 1.0 - loss if deviation.higher_is_better(r) else 1.0 + loss
-            r = dataclasses.replace(r, value=r.value * factor)
-        out.append(r)
+            out.append(dataclasses.replace(r, value=r.value * factor))
+        else:
+            out.append(r)
     return out
 
 
