@@ -48,6 +48,8 @@ SCHEMA = "gpuaccept.deviation/1"
 #: The robust z beyond which a fleet member is an outlier (Azure HPC's outlier guide; Iglewicz and Hoaglin 1993).
 Z_LIMIT = 2.0
 CANNOT = "cannot judge: "
+_REFERENCE = {SIBLINGS: "the median of its siblings", FLEET: "the fleet median of its node type",
+              BASELINE: "the node's own commissioning run"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,13 @@ def check_row(rule: str, rows: list[Row], cannot: str = "") -> Row:
     informational row saying why it could not judge."""
     failed = [r for r in rows if r.status == FAIL]
     if failed:
-        return Row(rule, None, FAIL, reason="; ".join(r.reason for r in failed))
+        by_who: dict[str, list[str]] = {}
+        for r in failed:
+            bound = r.lower_bound if r.lower_bound is not None else r.upper_bound
+            by_who.setdefault(r.reason.split(": ", 1)[0], []).append(
+                f"{r.metric} {r.value - 1:+.1%} (limit {bound - 1:+.1%})")  # type: ignore[operator]
+        said = "; ".join(f"{who}: {', '.join(figs)}" for who, figs in by_who.items())
+        return Row(rule, None, FAIL, reason=f"{said} against {_REFERENCE[rule]}")
     if any(r.status == PASS for r in rows):
         return Row(rule, None, PASS)
     return Row(rule, None, INFO, reason=cannot or f"{CANNOT}no figure with a threshold", expected=False)
@@ -247,3 +255,39 @@ def baseline(rows: list[Row], facts: dict[str, Any], suite: str, commission: lis
         notes.append(Row(BASELINE, "node_gpus", INFO, expected=False, reason=why))
     why = f"{CANNOT}the commissioning run {where} has none of this run's figures"
     return [check_row(BASELINE, out, why), *notes, *out]
+
+
+def off(row: Row) -> float:
+    """How far a rule's row stands to the worse side of its reference (negative: to the better side)."""
+    assert row.value is not None
+    return (1.0 - row.value) if higher_is_better(row) else (row.value - 1.0)
+
+
+def is_figure_row(row: Row) -> bool:
+    """A rule's row of one figure (shown in the verdict table's deviation section, not among the checks)."""
+    return row.check in RULES and row.metric is not None
+
+
+def section(rows: list[Row], limit: int = 3) -> list[str]:
+    """The verdict table's deviation section: per rule, every failed figure and the ``limit`` worst others, worst
+    first (figure, GPU, deviation, threshold, verdict); all of them are in verdict.json and Prometheus."""
+    lines: list[str] = []
+    for rule in RULES:
+        figures = sorted((r for r in rows if r.check == rule and r.metric and r.value is not None), key=off,
+                         reverse=True)  # fmt: skip
+        if not figures:
+            continue
+        shown = [r for r in figures if r.status == FAIL] or []
+        shown += [r for r in figures if r.status != FAIL][: max(0, limit - len(shown))]
+        for r in shown:
+            bound = r.lower_bound if r.lower_bound is not None else r.upper_bound
+            limit_text = "-" if bound is None else f"{bound - 1:+.1%}"
+            gpu = "-" if r.gpu is None else str(r.gpu)
+            lines.append(f"  {rule:9} {r.metric:38} {gpu:>3} {r.value - 1:+7.1%}  limit {limit_text:>7}  "  # type: ignore[operator]
+                         f"{r.status.upper()}")  # fmt: skip
+        if len(figures) > len(shown):
+            lines.append(f"  {rule:9} ({len(figures) - len(shown)} more within their threshold: verdict.json)")
+    if not lines:
+        return []
+    return ["deviation from siblings, fleet median and own commissioning run (worst first; gpu, figure/reference - 1):",
+            *lines]  # fmt: skip

@@ -29,6 +29,7 @@ from gpuaccept.layout import VERDICT_FILE as VERDICT
 
 MARGIN = 0.005  # half a point of headroom above the largest healthy deviation
 STEP = 0.005  # thresholds are given in half points
+FLOOR = 0.01  # no threshold below a point: a figure whose recorded runs never fell below their reference still may
 MIN_FLEET_NODES = 5  # the median of 4 others is a healthy figure with one faulty node among them
 RATIO_ONLY = 1.0  # a threshold no figure reaches: the rules give their ratios and never fail
 
@@ -120,7 +121,7 @@ class Noise:
 
     @property
     def threshold(self) -> float:
-        return round(math.ceil((self.worse + MARGIN) / STEP - 1e-9) * STEP, 4)
+        return max(FLOOR, round(math.ceil((self.worse + MARGIN) / STEP - 1e-9) * STEP, 4))
 
     def entry(self) -> dict[str, Any]:
         """The figure's entry in the thresholds file."""
@@ -162,7 +163,7 @@ def thresholds_doc(noise: Measured, runs: list[str], command: str) -> dict[str, 
         "source": {
             "command": command,
             "rule": f"threshold = the largest worse-side deviation of a recorded healthy run + {MARGIN:g}, rounded "
-            f"up to {STEP:g}; catches = the smallest loss that fails on every recorded healthy run",
+            f"up to {STEP:g}, at least {FLOOR:g}; catches = the smallest loss that fails on every recorded healthy run",
             "runs": runs,
         },
         "min_fleet_nodes": MIN_FLEET_NODES,

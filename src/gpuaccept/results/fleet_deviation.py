@@ -82,10 +82,10 @@ def table(nodes: list[NodeDeviation]) -> str:
     head = ("node", "node type", "suite", "worst figure vs fleet median", "deviation", "fleet rule")
     text = tabulate.tabulate(lines, headers=head, tablefmt="simple", disable_numparse=True)
     out = ["deviation from the fleet median (robust: median and MAD of the other nodes of each node type and suite)",
-           "", *(line.rstrip() for line in text.splitlines())]  # fmt: skip
+           "", *("  " + line.rstrip() for line in text.splitlines())]  # fmt: skip
     for n in shown:
         if n.status != PASS and n.reason:
-            out.append(f"{n.node}: {n.reason}")
+            out.append(f"  {n.node}: {n.reason}")
     return "\n".join(out)
 
 
