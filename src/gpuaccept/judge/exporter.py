@@ -194,6 +194,11 @@ def burnin_series(reg: CollectorRegistry, base: dict[str, str], rows: list) -> N
         gauges[name].labels(**base, gpu="all" if gpu is None else str(gpu)).set(row.value)
 
 
+DEVIATION_HELP = ("A figure over its reference (siblings' median, fleet median or the node's commissioning run): 1 is "
+                  "equal, 0.95 is 5 % below")
+LIMIT_HELP = "The deviation rule's bound on the worse side (1 - threshold for a rate, 1 + threshold for a latency, power)"
+
+
 def deviation_series(reg: CollectorRegistry, base: dict[str, str], rows: list) -> None:
     """The deviation rules' figures (gpuaccept.judge.deviation): each figure over its reference (the median of its
     siblings, the fleet median, its own commissioning run), labels bounded to node type, suite, check, metric,
@@ -204,10 +209,8 @@ def deviation_series(reg: CollectorRegistry, base: dict[str, str], rows: list) -
             continue
         if ratio is None:
             names = ["suite", "node_type", "check", "metric", "gpu", "reference"]
-            ratio = Gauge("gpuaccept_deviation_ratio", "A figure over its reference (siblings' median, fleet median "
-                          "or the node's commissioning run): 1 is equal, 0.95 is 5 % below", names, registry=reg)  # fmt: skip
-            limit = Gauge("gpuaccept_deviation_limit_ratio", "The rule's bound on the worse side (1 - threshold for a "
-                          "rate, 1 + threshold for a latency or power)", names, registry=reg)  # fmt: skip
+            ratio = Gauge("gpuaccept_deviation_ratio", DEVIATION_HELP, names, registry=reg)
+            limit = Gauge("gpuaccept_deviation_limit_ratio", LIMIT_HELP, names, registry=reg)
         check, _, metric = str(row.metric).partition(".")
         labels = {**base, "check": check, "metric": metric, "gpu": "" if row.gpu is None else str(row.gpu),
                   "reference": row.check}  # fmt: skip
