@@ -196,7 +196,7 @@ def burnin_series(reg: CollectorRegistry, base: dict[str, str], rows: list) -> N
 
 DEVIATION_HELP = ("A figure over its reference (siblings' median, fleet median or the node's commissioning run): 1 is "
                   "equal, 0.95 is 5 % below")
-LIMIT_HELP = "The deviation rule's bound on the worse side (1 - threshold for a rate, 1 + threshold for a latency, power)"
+LIMIT_HELP = "The deviation rule's bound on the worse side (1 - threshold for a rate, 1 + threshold for a power)"
 
 
 def deviation_series(reg: CollectorRegistry, base: dict[str, str], rows: list) -> None:
