@@ -33,10 +33,6 @@ def derive(fixtures: Path, reference_dir: Path) -> str:
         names = {str(path): name for path, name in runs}
         healthy, _notes = deviation_noise.healthy_runs([p for p, _ in runs], reference_dir)
         noise = deviation_noise.measure(healthy)
-        for suites in noise.values():
-            for figures in suites.values():
-                for n in figures.values():
-                    n.runs = {names[r] for r in n.runs}
         used = sorted(names[str(h.run)] for h in healthy)
     doc = deviation_noise.thresholds_doc(noise, used, COMMAND)
     return HEADER + yaml.safe_dump(doc, sort_keys=False, width=120)

@@ -29,6 +29,7 @@ not counted (informational), with its reason.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -62,9 +63,21 @@ class Thresholds:
     min_fleet_nodes: int = 0
     source: str = ""
     problem: str = ""
+    # rule -> suite -> figure -> node type -> fraction: a node type's own noise, where its recorded runs span two
+    # machine starts or more (the thresholds file's ``node_types``); other node types take the pooled one.
+    types: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
 
     def of(self, rule: str, suite: str, figure: str) -> float | None:
         return self.rules.get(rule, {}).get(suite, {}).get(figure)
+
+    def for_type(self, node_type: str) -> Thresholds:
+        """The thresholds a node of ``node_type`` is judged with: its own where measured, else the pooled ones."""
+        if not self.types:
+            return self
+        rules = {rule: {suite: {name: self.types.get(rule, {}).get(suite, {}).get(name, {}).get(node_type, t)
+                                for name, t in figures.items()} for suite, figures in suites.items()}
+                 for rule, suites in self.rules.items()}  # fmt: skip
+        return dataclasses.replace(self, rules=rules, types={})
 
 
 def load(reference_dir: str | Path) -> Thresholds:
@@ -80,17 +93,21 @@ def load(reference_dir: str | Path) -> Thresholds:
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         return Thresholds(problem=f"{path}: not a thresholds file (schema {SCHEMA!r} expected)")
     rules: dict[str, dict[str, dict[str, float]]] = {}
+    types: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for rule in RULES:
         suites = (doc.get("rules") or {}).get(rule) or {}
         try:
             rules[rule] = {str(suite): {str(k): float(v["threshold"]) for k, v in entries.items()}
+                           for suite, entries in suites.items()}  # fmt: skip
+            types[rule] = {str(suite): {str(k): {str(t): float(e["threshold"]) for t, e in
+                                                 (v.get("node_types") or {}).items()} for k, v in entries.items()}
                            for suite, entries in suites.items()}  # fmt: skip
         except (TypeError, KeyError, ValueError, AttributeError):
             return Thresholds(problem=f"{path}: rules.{rule}: each suite's figure needs a numeric 'threshold'")
     size = doc.get("min_fleet_nodes")
     if not isinstance(size, int) or isinstance(size, bool) or size < 2:
         return Thresholds(problem=f"{path}: min_fleet_nodes must be an integer of at least 2")
-    return Thresholds(rules, size, str(path))
+    return Thresholds(rules, size, str(path), types=types)
 
 
 def judged(rows: Iterable[Row]) -> list[Row]:

@@ -82,7 +82,7 @@ def find(run_dir: Path, given: Path | None = None) -> Commission:
 def apply(v: Verdict, run_dir: Path | None, reference_dir: str | Path, given: Path | None = None) -> Verdict:
     """``v`` with the rows of the siblings rule and (a run of another suite than commission) the own-baseline
     rule; a failed row of either rejects the node."""
-    thresholds = deviation.load(reference_dir)
+    thresholds = deviation.load(reference_dir).for_type(v.node_type)
     rows = deviation.siblings(v.rows, v.facts, v.suite, thresholds)
     if v.suite != COMMISSION and run_dir is not None:
         found = find(run_dir, given)

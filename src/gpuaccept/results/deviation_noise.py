@@ -11,7 +11,9 @@ reference) that any healthy run showed:
   recorded runs of several machine starts, on several boards, make the fleet);
 - baseline: each run against the accepted commissioning run before it beside it, GPUs matched by serial.
 
-The threshold is the noise plus ``MARGIN``, rounded up to ``STEP``: every recorded healthy run passes, and a
+Each figure's threshold is pooled over every node type, and a node type whose recorded runs span two machine
+starts or more has its own too (a 4-GPU board's host copies are steadier than a lent VM's). The threshold is the
+noise plus ``MARGIN``, rounded up to ``STEP`` and at least ``FLOOR``: every recorded healthy run passes, and a
 loss larger than the threshold plus the figure's spread to the better side fails (``catches``: the smallest loss
 caught on every healthy run).
 """
@@ -30,6 +32,7 @@ from gpuaccept.layout import VERDICT_FILE as VERDICT
 MARGIN = 0.005  # half a point of headroom above the largest healthy deviation
 STEP = 0.005  # thresholds are given in half points
 FLOOR = 0.01  # no threshold below a point: a figure whose recorded runs never fell below their reference still may
+MIN_STARTS = 2  # a node type's own threshold needs its runs on two machine starts (boards) or more
 MIN_FLEET_NODES = 5  # the median of 4 others is a healthy figure with one faulty node among them
 RATIO_ONLY = 1.0  # a threshold no figure reaches: the rules give their ratios and never fail
 
@@ -83,6 +86,7 @@ def rule_rows(rule: str, h: Healthy, rows: list[Row], fleet_rows: list[list[Row]
               thresholds: deviation.Thresholds) -> list[Row]:  # fmt: skip
     """One rule's rows of one run whose judged rows are ``rows`` (a healthy run's, or the same made worse)."""
     facts, suite = h.verdict.facts, h.verdict.suite
+    thresholds = thresholds.for_type(h.verdict.node_type)
     if rule == deviation.SIBLINGS:
         return deviation.siblings(rows, facts, suite, thresholds)
     if rule == deviation.FLEET:
@@ -102,36 +106,51 @@ def others(h: Healthy, fleet: dict[tuple[str, str], list[Healthy]]) -> list[list
     return [o.verdict.rows for o in fleet[h.group] if o is not h]
 
 
+def start(h: Healthy) -> frozenset[str]:
+    """The machine start (the board) a run was measured on: its GPUs' serial numbers."""
+    return frozenset(str(g.get("serial")) for g in h.verdict.facts.get("gpus") or [] if isinstance(g, dict))
+
+
 @dataclass
 class Noise:
-    """One rule's deviations of one figure over the healthy runs: worst to the worse and to the better side."""
+    """One rule's deviations of one figure over the healthy runs: worst to the worse and to the better side, and
+    the same per node type (``by_type``)."""
 
     worse: float = 0.0
     better: float = 0.0
     samples: int = 0
     runs: set[str] = field(default_factory=set)
+    starts: set[frozenset[str]] = field(default_factory=set)
+    by_type: dict[str, Noise] = field(default_factory=dict)
 
-    def add(self, row: Row, run: Path) -> None:
-        assert row.value is not None
-        up = row.lower_bound is not None  # the rule's row has a bound on the worse side only
-        off = (1.0 - row.value) if up else (row.value - 1.0)
+    def add(self, row: Row, h: Healthy, nested: bool = True) -> None:
+        off = deviation.off(row)
         self.worse, self.better = max(self.worse, off), max(self.better, -off)
         self.samples += 1
-        self.runs.add(str(run))
+        self.runs.add(str(h.run))
+        self.starts.add(start(h))
+        if nested:
+            self.by_type.setdefault(h.verdict.node_type, Noise()).add(row, h, nested=False)
 
     @property
     def threshold(self) -> float:
         return max(FLOOR, round(math.ceil((self.worse + MARGIN) / STEP - 1e-9) * STEP, 4))
 
-    def entry(self) -> dict[str, Any]:
-        """The figure's entry in the thresholds file."""
-        return {"threshold": self.threshold, "noise": round(self.worse, 4), "better": round(self.better, 4),
-                "catches": self.catches, "samples": self.samples, "runs": len(self.runs)}  # fmt: skip
-
     @property
     def catches(self) -> float:
         """The smallest loss that fails on every healthy run: below the threshold even from the better side."""
         return round(1.0 - (1.0 - self.threshold) / (1.0 + self.better), 4)
+
+    def entry(self) -> dict[str, Any]:
+        """The figure's entry in the thresholds file: pooled over the node types, and each node type's own where
+        its runs span ``MIN_STARTS`` machine starts or more."""
+        out: dict[str, Any] = {"threshold": self.threshold, "noise": round(self.worse, 4),
+                               "better": round(self.better, 4), "catches": self.catches, "samples": self.samples,
+                               "runs": len(self.runs), "machine_starts": len(self.starts)}  # fmt: skip
+        own = {t: n.entry() for t, n in sorted(self.by_type.items()) if len(n.starts) >= MIN_STARTS}
+        if own:
+            out["node_types"] = own
+        return out
 
 
 Measured = dict[str, dict[str, dict[str, Noise]]]  # rule -> suite -> figure -> Noise
@@ -146,8 +165,13 @@ def measure(healthy: list[Healthy]) -> Measured:
         for rule in deviation.RULES:
             for r in rule_rows(rule, h, h.verdict.rows, others(h, fleet), thresholds):
                 if r.metric and r.value is not None and r.status != verdict.INFO:
-                    out[rule].setdefault(h.verdict.suite, {}).setdefault(r.metric, Noise()).add(r, h.run)
+                    out[rule].setdefault(h.verdict.suite, {}).setdefault(r.metric, Noise()).add(r, h)
     return out
+
+
+def _own(pooled: Noise) -> list[tuple[str, Noise]]:
+    """("", the pooled noise) and (node type, its own) for each node type with a threshold of its own."""
+    return [("", pooled), *((t, n) for t, n in sorted(pooled.by_type.items()) if len(n.starts) >= MIN_STARTS)]
 
 
 def thresholds_doc(noise: Measured, runs: list[str], command: str) -> dict[str, Any]:
@@ -156,8 +180,9 @@ def thresholds_doc(noise: Measured, runs: list[str], command: str) -> dict[str, 
     for rule, suites in noise.items():
         rules[rule] = {suite: {name: n.entry() for name, n in sorted(figures.items())}
                        for suite, figures in sorted(suites.items())}  # fmt: skip
-    above = sorted(f"{rule} {suite} {name}: catches {n.catches:.1%}" for rule, suites in noise.items()
-                   for suite, figures in suites.items() for name, n in figures.items() if n.catches > 0.05)  # fmt: skip
+    above = sorted(f"{rule} {suite} {name}{f' ({t})' if t else ''}: catches {n.catches:.1%}"
+                   for rule, suites in noise.items() for suite, figures in suites.items()
+                   for name, pooled in figures.items() for t, n in _own(pooled) if n.catches > 0.05)  # fmt: skip
     return {
         "schema": deviation.SCHEMA,
         "source": {

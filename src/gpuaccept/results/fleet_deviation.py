@@ -58,7 +58,7 @@ def judge(results: str | Path, entries: list[Any], reference_dir: str | Path) ->
     out = []
     for e, rows, facts in verdicts:
         others = [r for o, r, _ in verdicts if o is not e and (o.node_type, o.suite) == (e.node_type, e.suite)]
-        got = deviation.fleet(rows, facts, e.suite, others, thresholds)
+        got = deviation.fleet(rows, facts, e.suite, others, thresholds.for_type(e.node_type))
         out.append(NodeDeviation(e.node, e.node_type, e.suite, got[0].status, got))
     return out
 
