@@ -117,6 +117,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         expected_gpus=args.expected_gpus,
         textfile_dir=args.textfile_dir,
         facts_file=Path(args.facts) if args.facts else None,
+        commission=Path(args.commission_run) if args.commission_run else None,
     )
     print(verdict.table(result))
     if args.pushgateway:
@@ -555,6 +556,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--run-dir", required=True, help="holds reframe-report.json; results are written here")
     sp.add_argument("--node-type", required=True, help="judge against reference_values/<NODE_TYPE>.yaml")
     sp.add_argument("--suite", required=True, choices=SUITES, help="the suite that ran (which checks it expects)")
+    sp.add_argument("--commission-run", help="the node's accepted commissioning run to compare the run with (the "
+                    "own-baseline rule; default: the newest accepted one beside --run-dir)")  # fmt: skip
     sp.add_argument("--facts", help="facts JSON (default: gather them now)")
     run.add_verdict_outputs(sp, "the node's hostname")
     sp.set_defaults(func=cmd_summarize)

@@ -127,6 +127,7 @@ def judge_run_dir(
     report_error: str | None = None,
     nothing_selected: bool = False,
     node: str | None = None,
+    commission: Path | None = None,
 ) -> tuple[verdict.Verdict, list[Path]]:
     """Judge ``run_dir`` (:func:`judge_run`) and write its verdict and metrics; returns the verdict and the files
     written.
@@ -135,7 +136,8 @@ def judge_run_dir(
     from ReFrame's report, or why there is none, as the caller knows it (ReFrame did not start, or was stopped at
     the time limit); ``nothing_selected``: ReFrame ran and selected no check for this node, so it wrote no report
     and each check's own reason (no GPU, not selected) is given instead of "the report is missing". ``node``: the
-    node's name where its facts may not say it (a Slurm node whose facts were not gathered)."""
+    node's name where its facts may not say it (a Slurm node whose facts were not gathered). ``commission``: the
+    commissioning run the own-baseline rule compares with (gpuaccept.judge.own_baseline; None: found beside)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise OutputError(f"{run_dir}: no such run directory (a run directory is made by the run, never here)")
@@ -167,6 +169,7 @@ def judge_run_dir(
             expected_gpus=expected_gpus,
             report_error=report_error or load_error,
             input_errors=input_errors,
+            commission=commission,
         )
         result.run_dir = str(run_dir.resolve())
         if node:
