@@ -141,6 +141,9 @@ def test_the_verdict_table_and_prometheus_show_the_deviations(nightly):
     assert "deviation from siblings, fleet median and own commissioning run" in text
     assert max(len(line) for line in text.splitlines()) <= verdict.WIDTH
     prom = exporter.render(nightly)
+    res = subprocess.run([shutil.which("promtool") or "/usr/bin/promtool", "check", "metrics"], input=prom,
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
     lines = [x for x in prom.splitlines() if x.startswith("gpuaccept_deviation_ratio{")]
     assert any('reference="siblings"' in x and 'gpu="1"' in x and 'metric="fp64_tflops_min"' in x for x in lines)
     assert any('reference="baseline"' in x for x in lines)
