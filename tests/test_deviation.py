@@ -182,3 +182,16 @@ def test_a_5_percent_gemm_loss_on_one_gpu_is_caught_on_every_multi_gpu_nightly(h
             if c.figure in ("gemm.fp64_tflops_min", "gemm.bf16_tflops_min") and c.scope == sensitivity_refs.ONE_GPU]
     assert len(gemm) == 2 and all(c.cases >= 60 and c.rate(0.05) >= 0.9 for c in gemm), gemm
 
+
+
+def test_gpuaccept_sensitivity_references_reports_each_rule(x2, tmp_path):
+    runs = [str(x2 / n) for n in (X2_COMMISSION, X2_NIGHTLY, "20261128T000736Z-nightly")]
+    out = tmp_path / "s.json"
+    res = subprocess.run([*GPUACCEPT, "sensitivity", "--references", "--loss", "0.05", "--json", str(out), *runs],
+                         capture_output=True, text=True, check=False, cwd=ROOT)  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "3 healthy run(s); rejected by a deviation rule as recorded: 0" in res.stdout
+    doc = json.loads(out.read_text())
+    fp64 = next(f for f in doc["figures"] if (f["figure"], f["scope"]) == ("gemm.fp64_tflops_min", "one GPU"))
+    assert fp64["cases"] == 6 and fp64["by"]["0.05"].get("siblings", 0) >= 1
+    assert doc["overall"]["0.05"]["cases"] > 0 and doc["healthy_runs_rejected"] == []
