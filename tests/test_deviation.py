@@ -195,3 +195,30 @@ def test_gpuaccept_sensitivity_references_reports_each_rule(x2, tmp_path):
     fp64 = next(f for f in doc["figures"] if (f["figure"], f["scope"]) == ("gemm.fp64_tflops_min", "one GPU"))
     assert fp64["cases"] == 6 and fp64["by"]["0.05"].get("siblings", 0) >= 1
     assert doc["overall"]["0.05"]["cases"] > 0 and doc["healthy_runs_rejected"] == []
+
+
+LOAD = FIXTURES / "multigpu_h200x2_sibling_load" / "results.tar.gz"
+LOADED, LOAD_HEALTHY = "20261128T114355Z-nightly", ("20261128T114207Z-nightly", "20261128T114637Z-nightly")
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    return unpack_results(tmp_path_factory.mktemp("load"), LOAD)
+
+
+def test_a_duty_load_on_gpu_1_is_named_by_its_siblings_and_gpu_0_never(loaded):
+    """The 2 x H200 run with a 5 % duty-cycle load on GPU 1: GPU 1 is below GPU 0 in FP64 and FP32 and below its
+    model's reference; GPU 0 is below GPU 1 in TF32 and FP16 only because the loaded GPU ran those faster, and
+    above its model's reference there: it is not named."""
+    v = rejudge_today(loaded / LOADED)
+    rows = [r for r in v.rows if r.check == "siblings"]
+    failed = {(r.metric, r.gpu) for r in rows if r.metric and r.status == FAIL}
+    assert failed == {("gemm.fp64_tflops_min", 1), ("gemm.fp32_tflops_min", 1)}, verdict.table(v)
+    check = next(r for r in rows if r.metric is None)
+    assert check.status == FAIL and check.reason.startswith("GPU 1 (bus ") and "GPU 0" not in check.reason
+    spared = [r for r in rows if r.gpu == 0 and r.metric and r.value is not None and r.lower_bound is not None
+              and r.value < r.lower_bound]  # fmt: skip
+    assert spared and all(r.status == PASS and "its sibling is the odd one" in r.reason for r in spared)
+    for name in LOAD_HEALTHY:
+        healthy = rejudge_today(loaded / name)
+        assert healthy.accepted, verdict.table(healthy)

@@ -111,12 +111,12 @@ def load(reference_dir: str | Path) -> Thresholds:
 
 
 def judged(rows: Iterable[Row]) -> list[Row]:
-    """The figures the rules compare: performance figures (rates, copies, times, power: judge/retry.py; a count,
-    a link's trained width, a residual is a fault the band judges alone) of a judged band (a bound on either
-    side) with a value."""
+    """The figures the rules compare: rates with a floor (GEMM, copies, collectives, HPL, the power a GPU draws
+    under load, efficiency: judge/retry.py's performance figures; a count, a link's trained width, a residual is
+    a fault the band judges alone). Ceilings (the most power a GPU draws, idle power, energy, latencies) are left
+    to their bands: a GPU drawing a watt more than its sibling is no fault."""
     return [r for r in rows if r.metric and r.value is not None and r.expected and r.check in CHECKS
-            and (r.lower_bound is not None or r.upper_bound is not None)
-            and retry.retryable(r.check, r.metric)]  # fmt: skip
+            and r.lower_bound is not None and retry.retryable(r.check, r.metric)]  # fmt: skip
 
 
 def higher_is_better(row: Row) -> bool:
@@ -141,7 +141,7 @@ def compare(rule: str, row: Row, against: float, threshold: float | None, said: 
             extra: str = "", outlier: bool = True) -> Row:  # fmt: skip
     """One figure against its reference ``against`` (a median, a baseline): a row of ``rule``. ``said`` names
     the reference in the reason; ``outlier`` False lets a figure beyond the threshold pass (the fleet's own
-    spread is as wide)."""
+    spread is as wide; a GPU above its model's reference), ``extra`` saying why."""
     assert row.value is not None
     who = _label(row.gpu, facts)
     name = figure(row)
@@ -164,7 +164,7 @@ def compare(rule: str, row: Row, against: float, threshold: float | None, said: 
         out.reason = (f"{who}: {name} {row.value:.4g} {row.unit} is {abs(ratio - 1):.1%} {side} {said} "
                       f"({against:.4g} {row.unit}); the {rule} threshold is {threshold:.1%}{extra}")  # fmt: skip
     elif worse:
-        out.reason = f"{who}: beyond the threshold, but within the fleet's own spread{extra}"
+        out.reason = f"{who}: beyond the threshold, but not named{extra}"
     return out
 
 
@@ -204,7 +204,14 @@ def siblings(rows: list[Row], facts: dict[str, Any], suite: str, thresholds: Thr
             others = [o for o in group if o is not r]
             median = statistics.median(o.value for o in others)  # type: ignore[misc]
             said = f"the median of its siblings (GPU {', '.join(str(o.gpu) for o in others)})"
-            out.append(compare(SIBLINGS, r, median, thresholds.of(SIBLINGS, suite, name), said, facts))
+            # Below its siblings is not enough (with one sibling, the other may be the odd one, running fast on
+            # power headroom a slowed sibling left): a GPU is named only where it is also below the value its GPU
+            # model's band is centred on.
+            accused = r.reference is None or r.value < r.reference  # type: ignore[operator]
+            extra = "" if accused else (f" (at or above its GPU model's reference {r.reference:.4g} {r.unit}: its "
+                                        "sibling is the odd one, not it)")  # fmt: skip
+            out.append(compare(SIBLINGS, r, median, thresholds.of(SIBLINGS, suite, name), said, facts, extra,
+                               accused))  # fmt: skip
     why = f"{CANNOT}no per-GPU figure measured on 2 GPUs or more" if not per else ""
     return [check_row(SIBLINGS, out, why), *out]
 
@@ -233,6 +240,8 @@ def fleet(rows: list[Row], facts: dict[str, Any], suite: str, others: list[list[
         z = 0.6745 * (r.value - median) / mad if mad > 0 else None  # type: ignore[operator]
         outlier = z is None or (z < -Z_LIMIT if higher_is_better(r) else z > Z_LIMIT)
         extra = f" (robust z {z:+.1f})" if z is not None else " (the fleet's figures are equal: MAD 0)"
+        if not outlier:
+            extra = f" (robust z {z:+.1f}: within the fleet's own spread)"
         said = f"the fleet median of {len(others)} other node(s)"
         out.append(compare(FLEET, r, median, thresholds.of(FLEET, suite, figure(r)), said, facts, extra, outlier))
     return [check_row(FLEET, out, f"{CANNOT}the fleet measured none of this node's figures"), *out]

@@ -31,7 +31,9 @@ from gpuaccept.layout import VERDICT_FILE as VERDICT
 
 MARGIN = 0.005  # half a point of headroom above the largest healthy deviation
 STEP = 0.005  # thresholds are given in half points
-FLOOR = 0.01  # no threshold below a point: a figure whose recorded runs never fell below their reference still may
+# No threshold below 3 %: the recorded healthy runs are few (55 over six machine starts, on lent machines), and a
+# real fleet's spread is wider than theirs; 3 % still lets a 5 % loss fail.
+FLOOR = 0.03
 MIN_STARTS = 2  # a node type's own threshold needs its runs on two machine starts (boards) or more
 MIN_FLEET_NODES = 5  # the median of 4 others is a healthy figure with one faulty node among them
 RATIO_ONLY = 1.0  # a threshold no figure reaches: the rules give their ratios and never fail
