@@ -48,13 +48,15 @@ def test_the_node_level_figures_are_judged_against_the_4_gpu_references(runs):
 
 def test_a_foreign_load_on_gpu_1_rejects_naming_gpu_1_alone(runs):
     v = rejudge_today(runs / FOREIGN)
-    assert not v.accepted and set(v.failed_checks()) == {"gemm", "health", "power"}, verdict.table(v)
+    # the bands, the health rules, and the deviation rules (siblings, own commissioning run) each name GPU 1
+    assert not v.accepted and set(v.failed_checks()) == {"gemm", "health", "power", "siblings", "baseline"}, \
+        verdict.table(v)
     per_gpu_failed = {r.gpu for r in v.rows if r.gpu is not None and r.status == verdict.FAIL}
     assert per_gpu_failed == {1}
     for gpu in (0, 2, 3):
         rows = [r for r in v.rows if r.gpu == gpu and r.expected and r.status not in (verdict.INFO, verdict.WAIVED)]
         assert rows and all(r.status == verdict.PASS for r in rows), gpu
-    for check in ("gemm", "power"):
+    for check in ("gemm", "power", "siblings", "baseline"):
         assert GPU1 in next(r for r in v.rows if r.check == check and r.metric is None).reason
     health = next(r for r in v.rows if r.check == "health" and r.metric is None)
     assert health.reason.startswith(GPU1) and "compute process pid" in health.reason

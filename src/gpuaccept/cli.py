@@ -135,6 +135,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         expected_gpus=args.expected_gpus,
         textfile_dir=args.textfile_dir,
         facts_file=Path(args.facts) if args.facts else None,
+        commission=Path(args.commission_run) if args.commission_run else None,
     )
     print(verdict.table(result))
     if args.pushgateway:
@@ -385,6 +386,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     for d in run_dirs:
         if not (d / VERDICT_FILE).is_file():
             raise InputError(f"{d}: no {VERDICT_FILE}: give run directories made by gpuaccept run")
+    if args.references:
+        return _sensitivity_references(run_dirs, Path(args.reference_dir), losses, args.json)
     figures, notes = sensitivity.measure(run_dirs, Path(args.reference_dir), losses)
     print(sensitivity.table(figures, losses))
     for note in notes:
@@ -392,6 +395,27 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(sensitivity.to_json(figures, losses, notes), indent=2) + "\n")
     return 0 if figures else 1
+
+
+def _sensitivity_references(runs: list[Path], reference_dir: Path, losses: list[float], out: str | None) -> int:
+    """gpuaccept sensitivity --references: the band and the deviation rules together (results/sensitivity_refs)."""
+    from gpuaccept.judge import deviation  # noqa: PLC0415
+    from gpuaccept.results import deviation_noise, sensitivity_refs  # noqa: PLC0415
+
+    thresholds = deviation.load(reference_dir)
+    if thresholds.problem:
+        raise InputError(thresholds.problem)
+    healthy, notes = deviation_noise.healthy_runs(runs, reference_dir)
+    rejected = sensitivity_refs.healthy_rejections(healthy, thresholds)
+    cases = sensitivity_refs.measure(healthy, thresholds, losses)
+    print(sensitivity_refs.table(cases, losses))
+    print(f"{len(healthy)} healthy run(s); rejected by a deviation rule as recorded: {len(rejected)}")
+    for line in [*rejected, *notes]:
+        print(f"note: {line}")
+    if out:
+        doc = sensitivity_refs.to_json(cases, losses, [str(h.run) for h in healthy], rejected, notes)
+        write_text_atomic(out, json.dumps(doc, indent=2) + "\n")
+    return 0 if cases and not rejected else 1
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -606,6 +630,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--run-dir", required=True, help="holds reframe-report.json; results are written here")
     sp.add_argument("--node-type", required=True, help="judge against reference_values/<NODE_TYPE>.yaml")
     sp.add_argument("--suite", required=True, choices=SUITES, help="the suite that ran (which checks it expects)")
+    sp.add_argument("--commission-run", help="the node's accepted commissioning run to compare the run with (the "
+                    "own-baseline rule; default: the newest accepted one beside --run-dir)")  # fmt: skip
     sp.add_argument("--facts", help="facts JSON (default: gather them now)")
     run.add_verdict_outputs(sp, "the node's hostname")
     sp.set_defaults(func=cmd_summarize)
@@ -709,6 +735,9 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("runs", nargs="+", help="run directories (each with verdict.json, reframe-report.json, facts)")
     sp.add_argument("--loss", default="0.05,0.10,0.20", help="fractions to make each figure worse (%(default)s)")
     sp.add_argument("--json", help="also write the table as JSON to this file (atomically)")
+    sp.add_argument("--references", action="store_true",
+                    help="the band and the siblings, fleet and own-baseline rules together, each loss on one GPU and "
+                    "on the whole node (the runs given make the fleet; docs/verdicts.md)")  # fmt: skip
     sp.set_defaults(func=cmd_sensitivity)
 
     sp = sub.add_parser("report", help="one self-contained HTML evaluation report from run directories")

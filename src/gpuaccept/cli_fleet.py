@@ -13,7 +13,7 @@ from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import PROJECT_ROOT, VERDICT_FILE
 from gpuaccept.probe import document
-from gpuaccept.results import fleet, slurm
+from gpuaccept.results import fleet, fleet_deviation, slurm
 
 EXIT_REJECTED = 1
 
@@ -30,13 +30,20 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if not entries:
         raise fleet.FleetError(f"{args.results}: no {VERDICT_FILE} under <node>/<run>/ and no nodes expected")
     drifted, notes = fleet.drift(args.results, entries, args.reference_dir)
+    medians = fleet_deviation.judge(args.results, entries, args.reference_dir)
     print(fleet.table(entries))
     print()
     print(fleet.drift_table(drifted, notes))
+    print()
+    print(fleet_deviation.table(medians))
+    outliers = fleet_deviation.failed(medians)
     if args.output:
-        write_text_atomic(args.output, json.dumps(fleet.to_json(entries, drifted, notes), indent=2) + "\n")
+        doc = {**fleet.to_json(entries, drifted, notes), "fleet_rule": fleet_deviation.to_json(medians),
+               "fleet_rule_nodes": outliers}  # fmt: skip
+        doc["accepted"] = doc["accepted"] and not outliers
+        write_text_atomic(args.output, json.dumps(doc, indent=2) + "\n")
         print(f"\nsummary: {args.output}")
-    return 0 if fleet.all_accepted(entries, drifted) else EXIT_REJECTED
+    return 0 if fleet.all_accepted(entries, drifted) and not outliers else EXIT_REJECTED
 
 
 def _partitions(args: argparse.Namespace) -> list[slurm.Partition]:

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from gpuaccept import __version__
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
+from gpuaccept.judge import deviation
 from gpuaccept.judge.verdict import FAIL, INFO, NOT_RUN, PASS, WAIVED, Verdict, decide
 from gpuaccept.layout import METRICS_FILE
 
@@ -143,7 +144,7 @@ def render(verdict: Verdict) -> str:
         return families[suffix]
 
     for row in verdict.rows:
-        if row.metric is None or row.status in (WAIVED,):
+        if row.metric is None or row.status in (WAIVED,) or deviation.is_figure_row(row):
             continue
         suffix, factor = UNITS.get(row.unit, ("number", 1.0))
         labels = {**base, "check": row.check, "metric": row.metric}
@@ -161,6 +162,7 @@ def render(verdict: Verdict) -> str:
         if row.status != INFO:
             passed.labels(**labels).set(1 if row.status == PASS else 0)
     burnin_series(reg, base, verdict.rows)
+    deviation_series(reg, base, verdict.rows)
     return generate_latest(reg).decode("utf-8")
 
 
@@ -195,6 +197,32 @@ def burnin_series(reg: CollectorRegistry, base: dict[str, str], rows: list) -> N
             gauges[name] = Gauge(name, _BURNIN_HELP[row.metric], ["suite", "node_type", "gpu"], registry=reg)
         gpu = getattr(row, "gpu", None)
         gauges[name].labels(**base, gpu="all" if gpu is None else str(gpu)).set(row.value)
+
+
+DEVIATION_HELP = ("A figure over its reference (siblings' median, fleet median or the node's commissioning run): 1 is "
+                  "equal, 0.95 is 5 % below")
+LIMIT_HELP = "The deviation rule's bound on the worse side (1 - threshold for a rate, 1 + threshold for a power)"
+
+
+def deviation_series(reg: CollectorRegistry, base: dict[str, str], rows: list) -> None:
+    """The deviation rules' figures (gpuaccept.judge.deviation): each figure over its reference (the median of its
+    siblings, the fleet median, its own commissioning run), labels bounded to node type, suite, check, metric,
+    GPU index ("" for the node's figure) and reference (siblings, fleet, baseline): a trend can be alerted on."""
+    ratio = limit = None
+    for row in rows:
+        if not deviation.is_figure_row(row) or row.value is None:
+            continue
+        if ratio is None:
+            names = ["suite", "node_type", "check", "metric", "gpu", "reference"]
+            ratio = Gauge("gpuaccept_deviation_ratio", DEVIATION_HELP, names, registry=reg)
+            limit = Gauge("gpuaccept_deviation_limit_ratio", LIMIT_HELP, names, registry=reg)
+        check, _, metric = str(row.metric).partition(".")
+        labels = {**base, "check": check, "metric": metric, "gpu": "" if row.gpu is None else str(row.gpu),
+                  "reference": row.check}  # fmt: skip
+        ratio.labels(**labels).set(row.value)
+        bound = row.lower_bound if row.lower_bound is not None else row.upper_bound
+        if bound is not None and limit is not None:
+            limit.labels(**labels).set(bound)
 
 
 def write(verdict: Verdict, run_dir: str | Path, textfile_dir: str | Path | None = None) -> list[Path]:

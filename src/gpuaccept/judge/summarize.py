@@ -21,7 +21,7 @@ from typing import Any
 
 from gpuaccept import layout, manifest, textinput
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
-from gpuaccept.judge import exporter, load, validate, verdict
+from gpuaccept.judge import exporter, load, own_baseline, validate, verdict
 from gpuaccept.layout import FACTS_FILE, METRICS_FILE, REPORT_FILE, VERDICT_FILE
 
 LOCK_FILE = layout.LOCK_FILE
@@ -38,6 +38,7 @@ def judge_run(
     report_error: str | None = None,
     input_errors: list[str] | None = None,
     adjust: verdict.Adjust | None = None,
+    commission: Path | None = None,
 ) -> verdict.Verdict:
     """The verdict of ``run_dir`` from its ReFrame ``report``, with the checks its retries measured again
     (``retry-<k>/``, load.retries) taken from the last attempt (verdict.merge_retry); writes nothing. The
@@ -45,7 +46,9 @@ def judge_run(
     its own, the run's input problems are the run's). Before anything is judged, the run directory is checked
     against its manifest (gpuaccept.manifest): a file changed, added or missing since the run, a retry folder
     gpuaccept run did not write, or a retry that left no report is a failed input naming it (the earlier attempt
-    stands); a run without a manifest gets a row saying so."""
+    stands); a run without a manifest gets a row saying so. Last, the siblings and own-baseline rules
+    (gpuaccept.judge.own_baseline; ``commission``: the commissioning run to compare with, else the newest
+    accepted one beside ``run_dir``)."""
     run_dir = Path(run_dir)
     errors = list(input_errors or [])
     # Load: the manifest of the run (and of a Slurm run's work directory that holds its documents), the run, then
@@ -76,7 +79,7 @@ def judge_run(
         result = verdict.merge_retry(result, verdict.judge(retry, validate.validate(retry), adjust), checks, attempt,
                                      source)  # fmt: skip
     result.rows += [verdict.Row("inputs", "manifest", verdict.INFO, reason=w, expected=False) for w in warnings]
-    return result
+    return own_baseline.apply(result, run_dir, reference_dir, commission)
 
 
 def read_recorded(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -124,6 +127,7 @@ def judge_run_dir(
     report_error: str | None = None,
     nothing_selected: bool = False,
     node: str | None = None,
+    commission: Path | None = None,
 ) -> tuple[verdict.Verdict, list[Path]]:
     """Judge ``run_dir`` (:func:`judge_run`) and write its verdict and metrics; returns the verdict and the files
     written.
@@ -132,7 +136,8 @@ def judge_run_dir(
     from ReFrame's report, or why there is none, as the caller knows it (ReFrame did not start, or was stopped at
     the time limit); ``nothing_selected``: ReFrame ran and selected no check for this node, so it wrote no report
     and each check's own reason (no GPU, not selected) is given instead of "the report is missing". ``node``: the
-    node's name where its facts may not say it (a Slurm node whose facts were not gathered)."""
+    node's name where its facts may not say it (a Slurm node whose facts were not gathered). ``commission``: the
+    commissioning run the own-baseline rule compares with (gpuaccept.judge.own_baseline; None: found beside)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise OutputError(f"{run_dir}: no such run directory (a run directory is made by the run, never here)")
@@ -164,6 +169,7 @@ def judge_run_dir(
             expected_gpus=expected_gpus,
             report_error=report_error or load_error,
             input_errors=input_errors,
+            commission=commission,
         )
         result.run_dir = str(run_dir.resolve())
         if node:

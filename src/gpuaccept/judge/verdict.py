@@ -694,11 +694,14 @@ def table(verdict: Verdict, width: int = WIDTH) -> str:
     metric, value, reference, tolerance, verdict, note), each reason once below the table under its note number
     (rows that share a reason share its number; a passed row needs none), the warnings, and the headline. The
     whole reasons, bounds and documents are in verdict.json and the report."""
+    # The deviation rules' figure rows (siblings, fleet, own baseline) go to a short section of their own.
+    from gpuaccept.judge import deviation  # noqa: PLC0415 (it imports this module)
+
     notes: dict[str, int] = {}
     body = []
     # A verdict with per-GPU rows has a gpu column (the node facts' index; the notes name bus id and serial).
     per_gpu = any(r.gpu is not None for r in verdict.rows)
-    for r in verdict.rows:
+    for r in (r for r in verdict.rows if not deviation.is_figure_row(r)):
         note = ""
         if r.reason and r.status != PASS:
             note = f"[{notes.setdefault(r.reason, len(notes) + 1)}]"
@@ -708,6 +711,8 @@ def table(verdict: Verdict, width: int = WIDTH) -> str:
     head = ("check", "metric", *(("gpu",) if per_gpu else ()), "value", "reference", "tolerance", "verdict", "note")
     text = tabulate.tabulate(body, headers=head, tablefmt="simple", disable_numparse=True)
     lines = [line.rstrip() for line in text.splitlines()]
+    if deviations := deviation.section(verdict.rows):
+        lines += ["", *deviations]
     if notes:
         lines.append("")
         for reason, n in notes.items():
