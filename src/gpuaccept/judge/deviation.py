@@ -205,13 +205,14 @@ def siblings(rows: list[Row], facts: dict[str, Any], suite: str, thresholds: Thr
             median = statistics.median(o.value for o in others)  # type: ignore[misc]
             said = f"the median of its siblings (GPU {', '.join(str(o.gpu) for o in others)})"
             # Below its siblings is not enough (with one sibling, the other may be the odd one, running fast on
-            # power headroom a slowed sibling left): a GPU is named only where it is also below the value its GPU
-            # model's band is centred on.
-            accused = r.reference is None or r.value < r.reference  # type: ignore[operator]
-            extra = "" if accused else (f" (at or above its GPU model's reference {r.reference:.4g} {r.unit}: its "
-                                        "sibling is the odd one, not it)")  # fmt: skip
-            out.append(compare(SIBLINGS, r, median, thresholds.of(SIBLINGS, suite, name), said, facts, extra,
-                               accused))  # fmt: skip
+            # power headroom a slowed sibling left): a GPU is named only where it stands further below the value
+            # its GPU model's band is centred on than its siblings' median stands above it.
+            limit = thresholds.of(SIBLINGS, suite, name)
+            accused = r.reference is None or r.value < 2 * r.reference - median  # type: ignore[operator]
+            extra = "" if accused else (f" (its siblings stand further above its GPU model's reference "
+                                        f"{r.reference:.4g} {r.unit} than it stands below: the odd one is not "
+                                        "it)")  # fmt: skip
+            out.append(compare(SIBLINGS, r, median, limit, said, facts, extra, accused))
     why = f"{CANNOT}no per-GPU figure measured on 2 GPUs or more" if not per else ""
     return [check_row(SIBLINGS, out, why), *out]
 
