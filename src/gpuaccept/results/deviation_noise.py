@@ -12,7 +12,7 @@ reference) that any healthy run showed:
 - baseline: each run against the accepted commissioning run before it beside it, GPUs matched by serial.
 
 Each figure's threshold is pooled over every node type, and a node type whose recorded runs span two machine
-starts or more has its own too (a 4-GPU board's host copies are steadier than a lent VM's). The threshold is the
+starts or more has its own too (a 4-GPU board's host copies are steadier than a 2-GPU VM's). The threshold is the
 noise plus ``MARGIN``, rounded up to ``STEP`` and at least ``FLOOR``: every recorded healthy run passes, and a
 loss larger than the threshold plus the figure's spread to the better side fails (``catches``: the smallest loss
 caught on every healthy run).
@@ -31,7 +31,7 @@ from gpuaccept.layout import VERDICT_FILE as VERDICT
 
 MARGIN = 0.005  # half a point of headroom above the largest healthy deviation
 STEP = 0.005  # thresholds are given in half points
-# No threshold below 3 %: the recorded healthy runs are few (55 over six machine starts, on lent machines), and a
+# No threshold below 3 %: the recorded healthy runs are few (59 over eight machine starts, on VMs), and a
 # real fleet's spread is wider than theirs; 3 % still lets a 5 % loss fail.
 FLOOR = 0.03
 MIN_STARTS = 2  # a node type's own threshold needs its runs on two machine starts (boards) or more
