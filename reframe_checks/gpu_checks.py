@@ -1,11 +1,12 @@
 """GPU checks: host<->GPU bandwidth matrix (gpuaccept-bw), cuBLASLt GEMM (gpuaccept-gemm), NCCL collectives
-(gpuaccept-nccl), the GPU memory test (gpuaccept-memtest), compute/transfer overlap (gpuaccept-overlap), GEMM offload
-against the host (gpuaccept-xgemm), FFT offload against the host (gpuaccept-fft).
+(gpuaccept-nccl, within the node and, in the multinode suite, across nodes), the GPU memory test
+(gpuaccept-memtest), compute/transfer overlap (gpuaccept-overlap), GEMM offload against the host (gpuaccept-xgemm),
+FFT offload against the host (gpuaccept-fft).
 
 They run on partitions with the ``gpu`` feature; the benchmarks are built once per environment by a
 compile-only fixture from ``src/``. What they measure: docs/checks/bandwidth.md, docs/checks/gemm.md,
-docs/checks/nccl.md, docs/checks/memtest.md, docs/checks/overlap.md, docs/checks/offload-gemm.md,
-docs/checks/fft-offload.md.
+docs/checks/nccl.md, docs/checks/across-nodes.md, docs/checks/memtest.md, docs/checks/overlap.md,
+docs/checks/offload-gemm.md, docs/checks/fft-offload.md.
 """
 
 import os
@@ -184,6 +185,78 @@ class GpuNccl(GpuBenchCheck):
         self.env_vars = {**self.env_vars, "NCCL_NVLS_ENABLE": "1" if self.nccl_nvls else "0"}
         if self.nccl_nvls:
             self.executable_opts = [*self.executable_opts, "--allow-nvls"]
+
+
+@rfm.simple_test
+class NcclAcrossNodes(BenchCheck):
+    """gpuaccept-nccl --multi-process over ``num_nodes`` nodes, one rank per GPU, started by the partition's
+    launcher (srun in a Slurm allocation, which passes the job's environment to every task), the ring algorithm and
+    NVLink SHARP off (docs/checks/across-nodes.md, docs/checks/nccl.md). Rank 0 listens at GPUACCEPT_BOOTSTRAP,
+    which ``src/nccl/bootstrap-address.sh`` sets in the job script: the allocation's first host. Runs on partitions
+    with the ``gpu`` and ``mpi`` features, in the ``multinode`` suite, where the node type lists ``nccl_across``.
+
+    Variables: ``num_nodes``, ``gpus_per_node`` (0: the partition's ``extras.gpu_count``), ``comm`` (``world``: one
+    communicator of every rank; ``rail``: one per local GPU index, so that only the network between the nodes
+    carries the traffic), ``bootstrap_port``.
+    Metrics: allreduce/allgather/reducescatter/broadcast/alltoall_busbw_gbps_max (each the minimum over the
+    communicator's groups of the group's largest bus bandwidth), allreduce_latency_us (the slowest group's).
+    """
+
+    #: Nodes of the allocation (one job; rank 0 on the first).
+    #:
+    #: :type: :class:`int`
+    num_nodes = variable(int, value=2)
+
+    #: Ranks (one per GPU) per node; 0: the partition's ``extras.gpu_count``.
+    #:
+    #: :type: :class:`int`
+    gpus_per_node = variable(int, value=0)
+
+    #: The tool's communicator layout: ``world`` or ``rail`` (``--comm``).
+    #:
+    #: :type: :class:`str`
+    comm = variable(str, value="world")
+
+    #: TCP port rank 0 listens on for the other ranks (reachable from every node of the allocation).
+    #:
+    #: :type: :class:`int`
+    bootstrap_port = variable(int, value=29500)
+
+    check_key = "nccl_across"
+    binary = "gpuaccept-nccl"
+    valid_systems = ["+gpu +mpi"]
+    time_limit = "20m"
+    build = fixture(NcclBuild, scope="environment")
+    env_vars = {"LC_ALL": "C", "NCCL_NVLS_ENABLE": "0"}
+
+    @run_after("init")
+    def check_layout(self):
+        if self.comm not in ("world", "rail"):
+            raise ValueError(f"comm must be 'world' or 'rail', not {self.comm!r}")
+        if self.num_nodes < 1 or self.gpus_per_node < 0:
+            raise ValueError(f"num_nodes ({self.num_nodes}) must be at least 1, gpus_per_node ({self.gpus_per_node}) "
+                             "at least 0")  # fmt: skip
+
+    @run_after("setup")
+    def need_nccl(self):
+        if self.build.not_run_reason:
+            self.skip(self.build.not_run_reason)
+
+    @run_after("setup")
+    def set_ranks(self):
+        gpus = self.gpus_per_node or int((self.current_partition.extras or {}).get("gpu_count") or 0)
+        if gpus < 1:
+            self.skip(f"partition {self.current_partition.fullname} gives no GPU count (extras.gpu_count): set "
+                      "-S NcclAcrossNodes.gpus_per_node=N")  # fmt: skip
+        self.num_tasks = self.num_nodes * gpus
+        self.num_tasks_per_node = gpus
+        self.num_gpus_per_node = gpus
+        self.executable_opts = ["--multi-process", "--comm", self.comm, "--ring", *self.executable_opts]
+        port = shlex.quote(str(self.bootstrap_port))
+        self.prerun_cmds = [
+            f"GPUACCEPT_BOOTSTRAP=$(sh {shlex.quote(os.path.join('nccl', 'bootstrap-address.sh'))} {port}) || exit 3",
+            "export GPUACCEPT_BOOTSTRAP",
+        ]
 
 
 @rfm.simple_test

@@ -290,3 +290,16 @@ def test_across_takes_the_allocations_nodes(cluster, tmp_path):
     doc = json.loads(summary.read_text())
     assert doc["hosts"] == [host] and doc["rounds"] == []
     assert doc["judgement"]["nodes"][0]["reason"] == f"{host}: fewer than 2 nodes: nothing between nodes to measure"
+
+
+def test_the_nccl_across_bootstrap_is_the_allocations_first_host(cluster):
+    """The bootstrap address NcclAcrossNodes exports in its job script (reframe_checks/src/nccl/bootstrap-address.sh):
+    inside an allocation, the first host `scontrol show hostnames` gives for the job's node list."""
+    host, env, _base = cluster
+    script = ROOT / "reframe_checks" / "src" / "nccl" / "bootstrap-address.sh"
+    res = subprocess.run([sbin("salloc"), "-N1", "--time=2", "sh", str(script), "29511"], env=env,
+                         capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"{host}:29511"
+    bad = subprocess.run(["sh", str(script), "port"], capture_output=True, text=True, check=False)
+    assert bad.returncode == 3 and "give the bootstrap port (a number), not 'port'" in bad.stderr

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# multinode: checks between nodes (MPI), run through a scheduler across several nodes at once (docs/fleet.md).
+# multinode: checks between nodes (MPI, NCCL), run through a scheduler across several nodes at once (docs/fleet.md).
 # burnin: every GPU under sustained load for a duration, after the health probe (docs/checks/burnin.md).
 SUITES = ("nightly", "commission", "evaluation", "multinode", "burnin")
 # The suites of the short checks that run everywhere (bandwidth, GEMM, power); health runs in every suite.
@@ -88,6 +88,8 @@ SAMPLER = (
 # peer figures (gpuaccept-bw): the names their wildcard metrics stand for.
 GEMM_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
 NCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast")
+# --multi-process adds all-to-all (docs/checks/nccl.md, "Across processes and hosts").
+NCCL_ACROSS = (*NCCL_COLLECTIVES, "alltoall")
 P2P_METRICS = ("p2p_write_min", "p2p_read_min", "p2p_bidir_min")
 
 # HPL's document (gpuaccept.probe.hpl) from NVIDIA's xhpl and from HPL-CUDA (HPL 2.3's driver with gpuaccept's
@@ -230,6 +232,23 @@ CHECKS: dict[str, Check] = {
                 Metric("gpu_latency_max", "us", NODE),
                 Metric("host_bw_min", "GB/s", NODE),
                 Metric("gpu_bw_min", "GB/s", NODE),
+            ),
+        ),
+        # gpuaccept-nccl --multi-process over several nodes, one rank per GPU (docs/checks/across-nodes.md): the
+        # node-level figures are the worst over the communicator's groups. Optional: a node type expects it where it
+        # lists 'checks: nccl_across:' (measured on its own fabric); the isolation of a bad node is gpuaccept across.
+        Check(
+            "nccl_across",
+            "NCCL collectives across nodes, one rank per GPU, ring algorithm (gpuaccept-nccl --multi-process)",
+            ("multinode",),
+            True,
+            "nccl_across.json",
+            optional=True,
+            doc="across-nodes.md",
+            metrics=(
+                Metric("*_busbw_gbps_max", "GB/s", NODE, names=tuple(f"{c}_busbw_gbps_max" for c in NCCL_ACROSS)),
+                # the slowest group's median all-reduce time at --latency-bytes
+                Metric("allreduce_latency_us", "us", NODE, gated=False),
             ),
         ),
         Check(
