@@ -48,6 +48,19 @@ def needs_input(name: str, file: str | None = None) -> Path:
     return path / file if file else path
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's ``--dist loadgroup`` (scripts/test.sh), a module's tests run on one worker: its
+    module-scoped fixtures (an nvcc build, a ReFrame run, the Prometheus stack) are made once, as without xdist.
+    A module that shares a fixed resource with another (Slurm's daemons: ``pytest.mark.xdist_group("slurm")``)
+    names that group itself, and every module of a group runs on the same worker, one test at a time."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+
+
 FIXTURES = ROOT / "tests" / "fixtures"
 # Copies of the outputs recorded on the GPU machines that the tests read, at their paths below docs/evidence
 # (tests/fixtures/README.md; each folder's README names its origin; docs/evidence/README.md says how each was made).

@@ -18,6 +18,9 @@ from prom_stack import free_port
 
 from gpuaccept.results import slurm
 
+# Every module that starts Slurm's daemons runs on one xdist worker (tests/conftest.py), never two clusters at once.
+pytestmark = pytest.mark.xdist_group("slurm")
+
 NEED = "CI installs Debian's slurm-wlm (.ci/run)"
 REF = """\
 schema: gpuaccept.references/1
