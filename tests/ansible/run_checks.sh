@@ -34,7 +34,15 @@ scratch=$(cd "$scratch" && pwd)
 logs=$scratch/logs
 mkdir -p "$logs" "$scratch/reference_values"
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each step's time, printed when the next one starts and together at the end (where the stage spends its time).
+step_name="" step_t0=$SECONDS times=()
+step() {
+  if [[ -n $step_name ]]; then
+    times+=("$(printf '%5d s  %s' $((SECONDS - step_t0)) "$step_name")")
+  fi
+  step_name=$* step_t0=$SECONDS
+  printf '\n=== %s\n' "$*"
+}
 run() { printf '+ %s\n' "$*"; "$@"; }
 
 step "syntax check: every playbook, both inventories"
@@ -183,3 +191,4 @@ fi
 echo "the suite ran as $user: its run directories and files are $user's, no directory open to others"
 
 step "all Ansible checks passed"
+printf '%s\n' "${times[@]}"
