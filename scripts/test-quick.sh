@@ -38,7 +38,7 @@ failed=0
 echo "== ruff"
 ruff check src tests reframe_checks || failed=1
 echo "== pytest (the judge and the recorded runs: ${#QUICK[@]} modules)"
-pytest -q -n "${GPUACCEPT_TEST_WORKERS:-auto}" --dist loadgroup "${QUICK[@]}" "$@" || failed=1
+pytest -q -n "${GPUACCEPT_TEST_WORKERS:-auto}" --dist loadfile "${QUICK[@]}" "$@" || failed=1
 verdict=$([ "$failed" = 0 ] && echo passed || echo FAILED)
 echo "make test-quick: $verdict in $((SECONDS - start)) s (a subset: make test runs every test)"
 exit "$failed"

@@ -60,9 +60,9 @@ if stage "tool environment" scripts/venv.sh test; then
   stage ruff ruff check src tests reframe_checks
   mkdir -p build
   rm -f build/pytest.xml
-  # pytest-xdist: one worker per core (GPUACCEPT_TEST_WORKERS=N: N, 0: none), each module's tests on one worker
-  # (tests/conftest.py); the 25 slowest tests are listed, to show where the time goes.
-  stage pytest pytest -q -n "${GPUACCEPT_TEST_WORKERS:-auto}" --dist loadgroup --durations=25 \
+  # pytest-xdist: one worker per core (GPUACCEPT_TEST_WORKERS=N: N, 0: none), each module's tests on one worker,
+  # so that its module-scoped builds and services are made once; the 25 slowest tests are listed.
+  stage pytest pytest -q -n "${GPUACCEPT_TEST_WORKERS:-auto}" --dist loadfile --durations=25 \
     --junitxml=build/pytest.xml tests
   counts=$(pytest_counts)
   [ -z "$counts" ] || summary[${#summary[@]}-1]+=": $counts"

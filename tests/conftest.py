@@ -2,6 +2,8 @@
 tests/fixtures (each folder's README names the original under docs/evidence, the machine, the date and every
 file's sha256): the evidence is history, not input (issue 26 item 5; tests/test_fixtures_local.py keeps it so)."""
 
+import fcntl
+import tempfile
 from pathlib import Path
 
 import inputs as third_party
@@ -48,17 +50,17 @@ def needs_input(name: str, file: str | None = None) -> Path:
     return path / file if file else path
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist's ``--dist loadgroup`` (scripts/test.sh), a module's tests run on one worker: its
-    module-scoped fixtures (an nvcc build, a ReFrame run, the Prometheus stack) are made once, as without xdist.
-    A module that shares a fixed resource with another (Slurm's daemons: ``pytest.mark.xdist_group("slurm")``)
-    names that group itself, and every module of a group runs on the same worker, one test at a time."""
-    if config.getoption("dist", "no") != "loadgroup":
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+# One Slurm cluster at a time on this machine: scripts/test.sh runs the modules on several pytest-xdist workers
+# (--dist loadfile: each module on one worker), and a module that starts Slurm's daemons holds this lock while
+# they run (``pytestmark = pytest.mark.usefixtures("one_slurm_cluster")``).
+SLURM_LOCK = Path(tempfile.gettempdir()) / "gpuaccept-slurm-daemons.lock"
+
+
+@pytest.fixture(scope="module")
+def one_slurm_cluster():
+    with open(SLURM_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        yield
 
 
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -18,8 +18,8 @@ from prom_stack import free_port
 
 from gpuaccept.results import slurm
 
-# Every module that starts Slurm's daemons runs on one xdist worker (tests/conftest.py), never two clusters at once.
-pytestmark = pytest.mark.xdist_group("slurm")
+# Never two Slurm clusters at once on this machine, whichever worker runs this module (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_slurm_cluster")
 
 NEED = "CI installs Debian's slurm-wlm (.ci/run)"
 REF = """\
