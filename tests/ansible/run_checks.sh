@@ -24,6 +24,7 @@ cd "$repo"
 export PATH="$venv/bin:$PATH" LC_ALL=C.UTF-8 ANSIBLE_CONFIG="$repo/ansible.cfg" ANSIBLE_NOCOLOR=1
 unset ANSIBLE_INVENTORY ANSIBLE_ROLES_PATH
 
+remove_scratch=""
 if [[ -n ${GPUACCEPT_CI_SCRATCH:-} ]]; then
   scratch=$GPUACCEPT_CI_SCRATCH
   mkdir -p "$scratch"
@@ -37,7 +38,7 @@ on_exit() {  # the lints' background job, if the script stops before waiting for
     pkill -P "$lint_pid" 2>/dev/null || true
     kill "$lint_pid" 2>/dev/null || true
   fi
-  if [[ -n ${remove_scratch:-} ]]; then
+  if [[ -n $remove_scratch ]]; then
     rm -rf "$scratch"
   fi
 }
