@@ -3,10 +3,10 @@
 #   0. the Debian packages the tests need (scripts/deps.sh: apt-get as root or through sudo, or one message
 #      listing what is missing);
 #   1. the tool environment with the test tools and Intel MKL (GPUACCEPT_MKL=0: OpenBLAS only);  2. ruff;
-#   3. pytest (unit tests on outputs recorded on the GPU machine, every CUDA source compiled, the host GEMM
-#   check run for real through ReFrame); tests that read a third-party input (tests/inputs.toml: HPL's source,
-#   the APOA1 inputs, NAMD 3.0's logs) find it under $GPUACCEPT_INPUTS (default: shared/ beside the clone), and
-#   where one is absent the summary says what it skipped and where to get it;
+#   3. pytest on every core (pytest-xdist): unit tests on outputs recorded on the GPU machine, every CUDA source
+#   compiled, the host GEMM check run for real through ReFrame; tests that read a third-party input
+#   (tests/inputs.toml: HPL's source, the APOA1 inputs, NAMD 3.0's logs) find it under $GPUACCEPT_INPUTS (default:
+#   shared/ beside the clone), and where one is absent the summary says what it skipped and where to get it;
 #   4. Ansible: syntax, yamllint, ansible-lint, check mode and a real run on localhost, idempotency.
 # Every stage runs even when one before it fails (ruff's findings do not hide pytest's, nor pytest's the Ansible
 # stage's); a summary line per stage closes the output, and the exit status is 1 when any stage failed. Only
@@ -60,7 +60,10 @@ if stage "tool environment" scripts/venv.sh test; then
   stage ruff ruff check src tests reframe_checks
   mkdir -p build
   rm -f build/pytest.xml
-  stage pytest pytest -q --junitxml=build/pytest.xml tests
+  # pytest-xdist: one worker per core (GPUACCEPT_TEST_WORKERS=N: N, 0: none), each module's tests on one worker,
+  # so that its module-scoped builds and services are made once; the 25 slowest tests are listed.
+  stage pytest pytest -q -n "${GPUACCEPT_TEST_WORKERS:-auto}" --dist loadfile --durations=25 \
+    --junitxml=build/pytest.xml tests
   counts=$(pytest_counts)
   [ -z "$counts" ] || summary[${#summary[@]}-1]+=": $counts"
   # One line per third-party input that was absent: what it skipped and where to get it (tests/inputs.toml).

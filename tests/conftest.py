@@ -2,6 +2,8 @@
 tests/fixtures (each folder's README names the original under docs/evidence, the machine, the date and every
 file's sha256): the evidence is history, not input (issue 26 item 5; tests/test_fixtures_local.py keeps it so)."""
 
+import fcntl
+import tempfile
 from pathlib import Path
 
 import inputs as third_party
@@ -46,6 +48,19 @@ def needs_input(name: str, file: str | None = None) -> Path:
     if absent:
         pytest.skip(absent)
     return path / file if file else path
+
+
+# One Slurm cluster at a time on this machine: scripts/test.sh runs the modules on several pytest-xdist workers
+# (--dist loadfile: each module on one worker), and a module that starts Slurm's daemons holds this lock while
+# they run (``pytestmark = pytest.mark.usefixtures("one_slurm_cluster")``).
+SLURM_LOCK = Path(tempfile.gettempdir()) / "gpuaccept-slurm-daemons.lock"
+
+
+@pytest.fixture(scope="module")
+def one_slurm_cluster():
+    with open(SLURM_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        yield
 
 
 FIXTURES = ROOT / "tests" / "fixtures"

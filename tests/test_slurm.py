@@ -20,6 +20,9 @@ from prom_stack import free_port
 
 from gpuaccept.results import slurm
 
+# Never two Slurm clusters at once on this machine, whichever worker runs this module (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_slurm_cluster")
+
 NEED = "CI installs Debian's slurm-wlm (.ci/run)"
 REF = """\
 schema: gpuaccept.references/1

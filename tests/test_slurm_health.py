@@ -18,6 +18,9 @@ from test_slurm import running_cluster, sbin
 from gpuaccept.probe import health
 from gpuaccept.results import slurm
 
+# Its cluster and tests/test_slurm.py's never run at once (tests/conftest.py, one_slurm_cluster).
+pytestmark = pytest.mark.usefixtures("one_slurm_cluster")
+
 H200_Q = RECORDED / "2026-11-22-h200" / "runs" / "smoke" / "nvidia-smi-q.txt"
 ECC_ON = "ECC Mode\n        Current                                        : Enabled"
 ECC_OFF = ECC_ON.replace("Enabled", "Disabled")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks of gpuaccept's Ansible side, none of which needs a GPU:
 #   1. ansible-playbook --syntax-check of every playbook against both inventories;
-#   2. yamllint -s . and ansible-lint (production profile) on the playbooks and roles;
+#   2. yamllint -s . and ansible-lint (production profile) on the playbooks and roles (1 and 2 only read the
+#      checkout: they run in the background beside 3, their output printed and their status checked at the end);
 #   3. against this host (inventories/local): a check-mode run of playbooks/commission.yml, then a real run of
 #      everything but the suite run (--skip-tags gpuaccept_suite_run), then the same real run again, which
 #      must report changed=0 (idempotency); the nightly timer the same way, its unit rated by systemd-analyze
@@ -23,32 +24,62 @@ cd "$repo"
 export PATH="$venv/bin:$PATH" LC_ALL=C.UTF-8 ANSIBLE_CONFIG="$repo/ansible.cfg" ANSIBLE_NOCOLOR=1
 unset ANSIBLE_INVENTORY ANSIBLE_ROLES_PATH
 
+remove_scratch=""
 if [[ -n ${GPUACCEPT_CI_SCRATCH:-} ]]; then
   scratch=$GPUACCEPT_CI_SCRATCH
   mkdir -p "$scratch"
 else
   scratch=$(mktemp -d "${TMPDIR:-/tmp}/gpuaccept-ansible.XXXXXX")
-  trap 'rm -rf "$scratch"' EXIT
+  remove_scratch=1
 fi
+lint_pid=""
+on_exit() {  # the lints' background job, if the script stops before waiting for it; the scratch directory
+  if [[ -n $lint_pid ]]; then
+    pkill -P "$lint_pid" 2>/dev/null || true
+    kill "$lint_pid" 2>/dev/null || true
+  fi
+  if [[ -n $remove_scratch ]]; then
+    rm -rf "$scratch"
+  fi
+}
+trap on_exit EXIT
 scratch=$(cd "$scratch" && pwd)
 logs=$scratch/logs
 mkdir -p "$logs" "$scratch/reference_values"
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each step's time, printed as it ends and together at the end (where the stage spends its time).
+step_name="" step_t0=$SECONDS times=()
+step() {
+  if [[ -n $step_name ]]; then
+    times+=("$(printf '%5d s  %s' $((SECONDS - step_t0)) "$step_name")")
+    printf '(%s)\n' "${times[-1]}"
+  fi
+  step_name=$* step_t0=$SECONDS
+  printf '\n=== %s\n' "$*"
+}
 run() { printf '+ %s\n' "$*"; "$@"; }
 
-step "syntax check: every playbook, both inventories"
-for playbook in playbooks/*.yml; do
-  for inventory in inventories/local inventories/example; do
-    run ansible-playbook -i "$inventory" --syntax-check "$playbook"
+# The lints only read the checkout: they run in the background beside the playbook runs below (which keep one
+# core busy at a time), their output kept in $logs/lint.log, printed and its status checked before the end.
+lint() {
+  local playbook inventory
+  step_name="" times=()
+  step "syntax check: every playbook, both inventories"
+  for playbook in playbooks/*.yml; do
+    for inventory in inventories/local inventories/example; do
+      run ansible-playbook -i "$inventory" --syntax-check "$playbook"
+    done
   done
-done
-
-step "yamllint (strict)"
-run yamllint -s .
-
-step "ansible-lint (production profile)"
-run ansible-lint --profile production playbooks roles
+  step "yamllint (strict)"
+  run yamllint -s .
+  step "ansible-lint (production profile)"
+  run ansible-lint --profile production playbooks roles
+  step "lints passed"
+  printf '%s\n' "${times[@]}"
+}
+step "syntax check, yamllint and ansible-lint: started in the background (their output at the end)"
+lint > "$logs/lint.log" 2>&1 &
+lint_pid=$!
 
 step "reference values for the runs: the checkout's, and ci_no_gpu.yaml"
 cp -R reference_values/. "$scratch/reference_values/"  # both layers: node types and gpus/
@@ -182,4 +213,15 @@ if [[ -n $bad ]] || [[ -z $(find "$scratch/suite-results" -name verdict.json -us
 fi
 echo "the suite ran as $user: its run directories and files are $user's, no directory open to others"
 
+step "syntax check, yamllint and ansible-lint (run in the background beside the steps above)"
+lint_rc=0
+wait "$lint_pid" || lint_rc=$?
+lint_pid=""
+cat "$logs/lint.log"
+if [[ $lint_rc != 0 ]]; then
+  echo "FAIL: a syntax check or a lint failed (exit $lint_rc; its output above)" >&2
+  exit 1
+fi
+
 step "all Ansible checks passed"
+printf '%s\n' "${times[@]}"
