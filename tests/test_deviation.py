@@ -248,3 +248,23 @@ def test_a_4_percent_duty_load_passes_the_bands_and_is_named_by_its_siblings(tmp
     for name in LOAD4_HEALTHY:
         healthy = rejudge_today(runs / name)
         assert healthy.accepted, verdict.table(healthy)
+
+
+def test_the_report_shows_each_runs_deviations_worst_first(tmp_path):
+    """gpuaccept report over the 4 % duty-load run judged with the deviation rules: its section lists GPU 1's failed
+    FP32 figure first, with its deviation and limit, and a report of runs judged before the rules says so."""
+    from gpuaccept.results import report, report_deviation  # noqa: PLC0415
+
+    runs = unpack_results(tmp_path, LOAD4)
+    run = runs / LOADED4
+    judged = rejudge_today(run)
+    (run / "verdict.json").write_text(json.dumps(judged.to_json()))
+    group = report.load_group(f"loaded={run}")
+    html_text = report_deviation.section([group])
+    first = html_text.split("<tbody>", 1)[1].split("</tr>", 1)[0]
+    assert "siblings" in first and "gemm.fp32_tflops_min" in first and "<td>1</td>" in first
+    assert "-5.1%" in first and "-3.0%" in first and "FAIL" in first
+    page = report.build([group], "deviation", generated="x")
+    assert "id='deviation'" in page and "gemm.fp32_tflops_min" in page
+    old = report.load_group(f"old={runs / LOAD4_HEALTHY[0]}")
+    assert "No run here was judged with the deviation rules" in report_deviation.section([old])

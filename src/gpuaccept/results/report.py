@@ -33,7 +33,7 @@ from gpuaccept import __version__, atomic, manifest, textinput
 from gpuaccept.judge import readback
 from gpuaccept.layout import BENCH_SCHEMA, VERDICT_FILE
 from gpuaccept.probe import fft, offload, overlap
-from gpuaccept.results import across_heatmap, archive, burnin_plot, report_headline, report_pergpu
+from gpuaccept.results import across_heatmap, archive, burnin_plot, report_deviation, report_headline, report_pergpu
 from gpuaccept.results import scaling as hpl_scaling
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
@@ -1432,6 +1432,8 @@ def build(groups: list[Group], title: str, baseline_label: str | None = None, ge
         parts += [across_heatmap.html_section(summary, source) for source, summary in across]
     parts.append("<h2 id='per-gpu'>GPU by GPU</h2>")
     parts.append(report_pergpu.section(groups))
+    parts.append("<h2 id='deviation'>Against siblings, fleet and own baseline</h2>")
+    parts.append(report_deviation.section(groups))
     parts.append("<h2 id='compare'>Side by side</h2>")
     parts.append(side_by_side(groups, baseline, ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm")))
 
