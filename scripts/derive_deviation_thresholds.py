@@ -35,7 +35,15 @@ def derive(fixtures: Path, reference_dir: Path) -> str:
         noise = deviation_noise.measure(healthy)
         used = sorted(names[str(h.run)] for h in healthy)
     doc = deviation_noise.thresholds_doc(noise, used, COMMAND)
-    return HEADER + yaml.safe_dump(doc, sort_keys=False, width=120)
+    return HEADER + yaml.dump(doc, Dumper=_Indented, sort_keys=False, width=120)
+
+
+class _Indented(yaml.SafeDumper):
+    """PyYAML's safe dumper with a list indented under its key, as yamllint's default rules (and ansible-lint's)
+    expect of every YAML file in the repository."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
 
 
 def main() -> int:

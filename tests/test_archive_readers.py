@@ -4,12 +4,12 @@ no judged run says so without speaking of a playbook that did not run."""
 
 import tarfile
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES
 
 from gpuaccept.cli import main
 from gpuaccept.results import report
 
-EVIDENCE = ROOT / "docs" / "evidence" / "2026-11-27-h200x2-one-revision"
+EVIDENCE = FIXTURES / "evidence_h200x2_one_revision"  # the evidence folder's three call archives
 
 
 def test_show_opens_a_call_archive_two_levels_down(capsys):

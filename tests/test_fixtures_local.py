@@ -18,6 +18,8 @@ ALLOWED = {
     "test_md_references.py": "the shipped reference's reason text, which names its evidence, not a path read",
     "test_fixtures_local.py": "this guard: the strings it looks for",
     "test_citations.py": "docs/evidence is what the citation guard leaves out (recorded history), not a path read",
+    "test_docs_figures.py": "the README's test figures against the evidence log the README cites: the docs' claim",
+    "test_report_recorded.py": "what the evidence reports the READMEs cite say on page one: the docs' claim",
 }
 
 
