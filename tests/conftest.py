@@ -3,6 +3,9 @@ tests/fixtures (each folder's README names the original under docs/evidence, the
 file's sha256): the evidence is history, not input (issue 26 item 5; tests/test_fixtures_local.py keeps it so)."""
 
 import fcntl
+import os
+import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -182,3 +185,20 @@ def suite_bench_opts(suite: str, check: str) -> list[str]:
 
     (opts,) = [v for v in run.SUITE_OPTIONS[suite] if v.startswith(f"{check}.bench_opts=")]
     return opts.partition("=")[2].split(",")
+
+
+NVCC_PATH = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+
+
+@pytest.fixture(scope="module")
+def nccl_tool(tmp_path_factory) -> Path:
+    """gpuaccept-nccl built with CI's nvcc (sm_90), once per test module that asks for it."""
+    if not Path(NVCC_PATH).exists():
+        pytest.fail("nvcc not found: CI's machine has the CUDA toolkit; install it to run these tests")
+    build = tmp_path_factory.mktemp("nccl")
+    env = {**os.environ, "PATH": f"{Path(NVCC_PATH).parent}:{os.environ['PATH']}"}
+    res = subprocess.run(["make", "-C", str(ROOT / "reframe_checks" / "src"), f"BUILD_DIR={build}", "GIT_REV=test",
+                          "CUDA_ARCH=-gencode=arch=compute_90,code=sm_90", f"{build}/gpuaccept-nccl"],
+                         capture_output=True, text=True, check=False, timeout=600, env=env)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return build / "gpuaccept-nccl"

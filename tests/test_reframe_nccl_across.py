@@ -19,8 +19,6 @@ from gpuaccept import rfmconfig
 from gpuaccept.probe import facts as node_facts
 from gpuaccept.results import slurm
 
-SRC = ROOT / "reframe_checks" / "src"
-NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
 REF = """\
 schema: gpuaccept.references/1
 node_type: {name}
@@ -98,20 +96,7 @@ def test_an_unknown_layout_is_refused(tmp_path):
     assert not list(tmp_path.rglob("rfm_job.sh"))
 
 
-@pytest.fixture(scope="module")
-def tool(tmp_path_factory) -> Path:
-    if not Path(NVCC).exists():
-        pytest.fail("nvcc not found: CI's machine has the CUDA toolkit; install it to run these tests")
-    build = tmp_path_factory.mktemp("nccl")
-    env = {**os.environ, "PATH": f"{Path(NVCC).parent}:{os.environ['PATH']}"}
-    res = subprocess.run(["make", "-C", str(SRC), f"BUILD_DIR={build}", "GIT_REV=test",
-                          "CUDA_ARCH=-gencode=arch=compute_90,code=sm_90", f"{build}/gpuaccept-nccl"],
-                         capture_output=True, text=True, check=False, timeout=600, env=env)  # fmt: skip
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    return build / "gpuaccept-nccl"
-
-
-def test_the_real_tool_without_a_gpu_is_a_failed_check_never_a_pass(tool, tmp_path):
+def test_the_real_tool_without_a_gpu_is_a_failed_check_never_a_pass(nccl_tool, tmp_path):
     """Two ranks on this host through the mpirun launcher (Open MPI sets OMPI_COMM_WORLD_RANK), the real
     gpuaccept-nccl prebuilt in ``extras.bench_dir``: every rank finds no CUDA device, rank 0 writes the document with
     every rank's error, and the judge fails the check with them."""
@@ -124,7 +109,7 @@ def test_the_real_tool_without_a_gpu_is_a_failed_check_never_a_pass(tool, tmp_pa
     facts_file = tmp_path / "node-facts.json"
     facts_file.write_text(json.dumps(facts))
     extras = {"node_type": "ci_across", "reference_dir": str(refs), "gpu_count": 2, "facts_file": str(facts_file),
-              "cuda_arch": "", "git_revision": "test", "bench_dir": str(tool.parent)}  # fmt: skip
+              "cuda_arch": "", "git_revision": "test", "bench_dir": str(nccl_tool.parent)}  # fmt: skip
     site = rfmconfig.site_configuration("ci_across", 2, extras, "nvcc")
     (part,) = site["systems"][0]["partitions"]
     assert part["launcher"] == "local" and part["features"] == ["gpu"]

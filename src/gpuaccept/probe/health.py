@@ -68,6 +68,16 @@ def boot_time(uptime: str | None = None, now: float | None = None) -> float:
     return (time.time() if now is None else now) - float(uptime.split()[0])
 
 
+def line_time(line: str, boot: float) -> float | None:
+    """A kernel-log line's time (epoch): ``dmesg``'s seconds since ``boot`` or ``journalctl -k -o short-unix``'s epoch
+    seconds; None for a line without a time."""
+    if t := DMESG_TIME_RE.match(line):
+        return boot + float(t.group("secs"))
+    if t := UNIX_TIME_RE.match(line):
+        return float(t.group("epoch"))
+    return None
+
+
 def parse_xids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
     """XID events in kernel-log text at or after ``since`` (epoch). Lines are ``dmesg`` (``[secs since boot]``)
     or ``journalctl -k -o short-unix`` (epoch seconds); a line without a time is kept (cannot be excluded)."""
@@ -76,11 +86,7 @@ def parse_xids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
         m = XID_RE.search(line)
         if not m:
             continue
-        when: float | None = None
-        if t := DMESG_TIME_RE.match(line):
-            when = boot + float(t.group("secs"))
-        elif t := UNIX_TIME_RE.match(line):
-            when = float(t.group("epoch"))
+        when = line_time(line, boot)
         if when is not None and when < since:
             continue
         events.append(
@@ -108,11 +114,7 @@ def parse_sxids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
         m = SXID_RE.search(line)
         if not m:
             continue
-        when: float | None = None
-        if t := DMESG_TIME_RE.match(line):
-            when = boot + float(t.group("secs"))
-        elif t := UNIX_TIME_RE.match(line):
-            when = float(t.group("epoch"))
+        when = line_time(line, boot)
         if when is not None and when < since:
             continue
         events.append({"line": lineno, "time_unix": when, "pci": m.group("pci").lower(), "sxid": int(m.group("sxid")),
