@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,27 +78,26 @@ def line_time(line: str, boot: float) -> float | None:
     return None
 
 
-def parse_xids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
-    """XID events in kernel-log text at or after ``since`` (epoch). Lines are ``dmesg`` (``[secs since boot]``)
-    or ``journalctl -k -o short-unix`` (epoch seconds); a line without a time is kept (cannot be excluded)."""
+def log_events(text: str, since: float, boot: float, pattern: re.Pattern[str],
+               fields: Callable[[re.Match[str]], dict[str, Any]]) -> list[dict[str, Any]]:  # fmt: skip
+    """The lines of kernel-log text that ``pattern`` finds, at or after ``since`` (epoch; a line without a time is
+    kept: it cannot be excluded), each as its line number, time, ``fields`` of the match and the text from it."""
     events = []
     for lineno, line in enumerate(text.splitlines(), start=1):
-        m = XID_RE.search(line)
+        m = pattern.search(line)
         if not m:
             continue
         when = line_time(line, boot)
         if when is not None and when < since:
             continue
-        events.append(
-            {
-                "line": lineno,
-                "time_unix": when,
-                "pci": m.group("pci").lower(),
-                "xid": int(m.group("xid")),
-                "text": line[m.start() :].strip(),
-            }
-        )
+        events.append({"line": lineno, "time_unix": when, **fields(m), "text": line[m.start() :].strip()})
     return events
+
+
+def parse_xids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
+    """XID events in kernel-log text at or after ``since`` (epoch). Lines are ``dmesg`` (``[secs since boot]``)
+    or ``journalctl -k -o short-unix`` (epoch seconds); a line without a time is kept (cannot be excluded)."""
+    return log_events(text, since, boot, XID_RE, lambda m: {"pci": m.group("pci").lower(), "xid": int(m.group("xid"))})
 
 
 # An NVSwitch error (an "SXid", NVIDIA's Fabric Manager User Guide): "nvidia-nvswitch3: SXid (PCI:0000:c1:00.0): 24007,
@@ -109,17 +108,8 @@ SXID_RE = re.compile(r"SXid \(PCI:(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA
 
 def parse_sxids(text: str, since: float, boot: float) -> list[dict[str, Any]]:
     """NVSwitch SXID events in kernel-log text at or after ``since``, timed as ``parse_xids`` times XID lines."""
-    events = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        m = SXID_RE.search(line)
-        if not m:
-            continue
-        when = line_time(line, boot)
-        if when is not None and when < since:
-            continue
-        events.append({"line": lineno, "time_unix": when, "pci": m.group("pci").lower(), "sxid": int(m.group("sxid")),
-                       "severity": m.group("severity"), "text": line[m.start():].strip()})  # fmt: skip
-    return events
+    return log_events(text, since, boot, SXID_RE, lambda m: {"pci": m.group("pci").lower(),
+                      "sxid": int(m.group("sxid")), "severity": m.group("severity")})  # fmt: skip
 
 
 KERNEL_LOG_ENV = "GPUACCEPT_KERNEL_LOG"
