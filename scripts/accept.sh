@@ -3,6 +3,8 @@
 # (default inventories/local), then the verdict table, once, and where the run's files are.
 #   scripts/accept.sh [SUITE [INVENTORY]] [ansible-playbook options, e.g. -e gpuaccept_node_type=h100_sxm5_80gb]
 #   GPUACCEPT_BURNIN_MINUTES=N: the burnin suite's length (default 30 minutes)
+#   GPUACCEPT_REPEAT=N: run the suite N times (ReFrame --repeat; default: the playbook's, 5 for evaluation, else 1);
+#   GPUACCEPT_REPEAT=1 make accept SUITE=evaluation is the quick evaluation (docs/running.md)
 # Exit status (docs/exit-status.md), the same words as gpuaccept run's:
 #   0 accepted   1 rejected (the table says why)   3 cannot judge (no usable GPU or driver, the tool environment or
 #   the playbook failed before a verdict, the suite did not run to the end)   4 bad input (suite, inventory, node type)
@@ -64,6 +66,11 @@ fi
 extra=()
 [ -n "${WHEELHOUSE:-}" ] && extra+=(-e "gpuaccept_toolenv_wheelhouse=$(realpath "$WHEELHOUSE")")
 [ -n "${GPUACCEPT_BURNIN_MINUTES:-}" ] && extra+=(-e "gpuaccept_burnin_minutes=$GPUACCEPT_BURNIN_MINUTES")
+if [ -n "${GPUACCEPT_REPEAT:-}" ]; then
+  [[ $GPUACCEPT_REPEAT =~ ^[1-9][0-9]?$ ]] ||
+    finish 4 "GPUACCEPT_REPEAT='$GPUACCEPT_REPEAT': give how many times to run the suite, 1 to 99"
+  extra+=(-e "gpuaccept_suite_repeat=$GPUACCEPT_REPEAT")
+fi
 
 # The progress lines of the runs this call starts (gpuaccept run writes <run>/progress.log as each check starts
 # and ends), printed as they come; once more at the end for the last lines.

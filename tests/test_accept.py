@@ -148,6 +148,20 @@ def test_the_burnin_suite_and_its_length_reach_the_playbook(tree):
     assert "playbooks/burnin.yml" in call and "-e gpuaccept_burnin_minutes=2" in call
 
 
+def test_the_repeat_count_reaches_the_playbook_and_a_bad_one_is_refused(tree):
+    """GPUACCEPT_REPEAT=1 make accept SUITE=evaluation: the quick evaluation (one pass instead of the playbook's 5)."""
+    (tree / "playbooks" / "evaluation.yml").write_text("---\n")
+    res = accept(tree, "0 0", "evaluation", GPUACCEPT_REPEAT="1")
+    assert res.returncode == 0, res.stdout + res.stderr
+    call = (tree / "calls").read_text()
+    assert "playbooks/evaluation.yml" in call and "-e gpuaccept_suite_repeat=1" in call
+    (tree / "calls").unlink()
+    res = accept(tree, "0 0", "evaluation", GPUACCEPT_REPEAT="once")
+    assert res.returncode == 4, res.stdout + res.stderr
+    assert "GPUACCEPT_REPEAT='once': give how many times to run the suite, 1 to 99" in res.stdout
+    assert not (tree / "calls").exists()
+
+
 def test_the_checks_progress_is_shown_as_the_play_runs(tree):
     """gpuaccept run's progress.log, printed while the play still runs (the play itself prints nothing then)."""
     run = tree / "results" / "localhost" / "20261125T000000Z-nightly"
