@@ -1,0 +1,2 @@
+#!/bin/bash
+/work/main/results/localhost/20261128T140938Z-evaluation/reframe/stage/gpuaccept/node/builtin/MemtestBuild_598a98ea/gpuaccept-memtest --output memtest.json --seconds 20

@@ -1,0 +1,13 @@
+#!/bin/bash
+
+_onerror()
+{
+    exitcode=$?
+    echo "-reframe: command \`$BASH_COMMAND' failed (exit code: $exitcode)"
+    exit $exitcode
+}
+
+trap _onerror ERR
+
+ln -sf /work/main/build/bench/gpuaccept-bw gpuaccept-bw
+ln -sf /work/main/build/bench/gpuaccept-gemm gpuaccept-gemm

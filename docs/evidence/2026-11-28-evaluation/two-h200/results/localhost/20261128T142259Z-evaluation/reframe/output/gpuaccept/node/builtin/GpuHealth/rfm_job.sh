@@ -1,0 +1,2 @@
+#!/bin/bash
+/work/main/.venv/bin/python -m gpuaccept health --output health.json --expected-gpus 2 --xid-since 24h

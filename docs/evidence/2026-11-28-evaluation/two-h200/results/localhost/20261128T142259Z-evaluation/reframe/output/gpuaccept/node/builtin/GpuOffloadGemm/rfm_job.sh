@@ -1,0 +1,5 @@
+#!/bin/bash
+/work/main/results/localhost/20261128T142259Z-evaluation/reframe/stage/gpuaccept/node/builtin/XgemmBuild_a3d29c0a/gpuaccept-xgemm --gpu 0 --output offload_gemm.json
+_gpuaccept_rc=$?
+if [ -f offload_gemm.json ]; then _gpuaccept_cores=$(lscpu -p=CORE,SOCKET | grep -v '^#' | sort -u | wc -l); [ "$_gpuaccept_cores" -gt 0 ] || _gpuaccept_cores=$(nproc); _gpuaccept_host=(); for n in 256 512 1024 2048 4096 8192; do env KMP_AFFINITY=granularity=fine,compact,1,0 OMP_PROC_BIND=close OMP_PLACES=cores LC_ALL=C /work/main/build/bench/gpuaccept-cpugemm --size $n --threads $_gpuaccept_cores --window-s 0.5 --output cpugemm-n$n.json > cpugemm-n$n.log 2>&1; [ -s cpugemm-n$n.json ] && _gpuaccept_host+=(cpugemm-n$n.json); done; if [ ${#_gpuaccept_host[@]} -gt 0 ]; then /work/main/.venv/bin/python -m gpuaccept.probe.offload offload_gemm.json --host "${_gpuaccept_host[@]}"; else /work/main/.venv/bin/python -m gpuaccept.probe.offload offload_gemm.json --no-host 'gpuaccept-cpugemm left no document at any size (cpugemm-n*.log)'; fi || { [ $_gpuaccept_rc -eq 0 ] && _gpuaccept_rc=4; }; fi
+exit $_gpuaccept_rc
