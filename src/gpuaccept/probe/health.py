@@ -32,6 +32,7 @@ from typing import Any
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.probe import document, gpuconfig, nvlink, pcie
 from gpuaccept.probe.nvml import Nvml
+from gpuaccept.probe.smi_q import parse_smi_q
 
 # ------------------------------------------------------------------------------------------------
 # The kernel log: NVIDIA XID events.
@@ -360,38 +361,6 @@ def _loaded_links(load_s: float, read, gpus: list[dict[str, Any]]) -> dict[str, 
 
 # ------------------------------------------------------------------------------------------------
 # Observing through nvidia-smi -q (fallback; also what the tests feed recorded outputs through).
-
-
-def parse_smi_q(text: str) -> dict[str, Any]:
-    """``nvidia-smi -q`` as nested dicts: ``{"Driver Version": ..., "GPUs": {"00000000:2A:00.0": {...}}}``."""
-    root: dict[str, Any] = {"GPUs": {}}
-    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
-    for raw in text.splitlines():
-        if not raw.strip() or raw.startswith("="):
-            continue
-        indent = len(raw) - len(raw.lstrip(" "))
-        line = raw.strip()
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        parent = stack[-1][1] if stack else root
-        if indent == 0 and line.startswith("GPU "):
-            node: dict[str, Any] = {}
-            root["GPUs"][line[4:].strip()] = node
-            stack = [(-1, root), (0, node)]
-            continue
-        key, sep, value = line.partition(":")
-        key = key.strip()
-        # Repeated keys (one "Process ID" per process): number them.
-        name, k = key, 2
-        while name in parent:
-            name, k = f"{key} #{k}", k + 1
-        if sep and value.strip():
-            parent[name] = value.strip()
-        else:
-            child: dict[str, Any] = {}
-            parent[name] = child
-            stack.append((indent, child))
-    return root
 
 
 def _int(value: Any) -> int | None:
