@@ -623,8 +623,8 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     return EXIT[doc["verdict"]]
 
 
-def add_subparser(sub: Any) -> None:
-    """`gpuaccept crosscheck`: registered by gpuaccept.cli."""
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`gpuaccept crosscheck` (gpuaccept.cli_common says how subcommands are added)."""
     sp = sub.add_parser(
         "crosscheck",
         help="compare gpuaccept-bw with nvbandwidth and p2pBandwidthLatencyTest (run them, or read their outputs)",
@@ -649,7 +649,7 @@ def add_subparser(sub: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpuaccept.probe.crosscheck")
-    add_subparser(p.add_subparsers(dest="command", required=True))
+    add_parser(p.add_subparsers(dest="command", required=True))
     args = p.parse_args(["crosscheck", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.func(args)

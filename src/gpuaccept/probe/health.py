@@ -641,7 +641,7 @@ def probe(
 
 
 def run(args: Any, argv: list[str]) -> tuple[dict[str, Any], int]:
-    """``gpuaccept health``: probe, write the document; the caller judges it (cli.cmd_health)."""
+    """``gpuaccept health``: probe, write the document; the caller judges it (cli_probes.cmd_health)."""
     load_s = args.load_s if args.load_s is not None else (0.5 if args.quick else 1.0)
     if not 0 <= load_s <= 60:
         raise ValueError(f"--load-s {load_s}: must be between 0 and 60 seconds")
