@@ -438,7 +438,7 @@ MUTATIONS: list[Mutation] = [
       k(C, "unreadable_at_the_end")),
     M("an NVLink counter that went down is a reset", "judge/nvlink_rules.py", "if delta < 0:",
       "if delta < 0 and False:", k(C, "reset_and_fails")),
-    M("summarize refuses a node type without a suite's section", "cli.py",
+    M("summarize refuses a node type without a suite's section", "cli_verdict.py",
       "if why:\n        raise references.ReferenceError(why)",
       "if False:\n        raise references.ReferenceError(why)", k(C, "memory_tests_section")),
     M("a check that ran on a type without its section is judged by its rules", "judge/verdict.py",

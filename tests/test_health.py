@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept import cli
+from gpuaccept import cli_probes
 from gpuaccept.judge import health_rules, references
 from gpuaccept.probe import health
 
@@ -263,7 +263,7 @@ def test_a_secret_on_a_foreign_processs_command_line_never_reaches_a_file(tmp_pa
             load_s=0.0, quick=True, xid_since="boot", reference_dir=REFERENCE_DIR, node_type="h100_sxm5_80gb",
             expected_gpus=None, exempt_pid=[], output=out,
         )
-        assert cli.cmd_health(args) == 2  # probe, then the judge's rules: unhealthy
+        assert cli_probes.cmd_health(args) == 2  # probe, then the judge's rules: unhealthy
     finally:
         proc.kill()
         proc.wait()

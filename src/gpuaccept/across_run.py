@@ -20,6 +20,7 @@ import tabulate
 
 from gpuaccept import across_launch, textinput
 from gpuaccept.atomic import make_dirs, write_text_atomic
+from gpuaccept.cli_common import default_reference_dir
 from gpuaccept.judge import across_rules
 from gpuaccept.judge.across_rules import Floor, GroupFigure
 from gpuaccept.results import across_doc, across_modes, across_schedule, slurm
@@ -209,7 +210,8 @@ def cmd_across(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if verdict.failed else EXIT_NOT_RUN
 
 
-def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`gpuaccept across` (gpuaccept.cli_common says how subcommands are added)."""
     sp = sub.add_parser("across", help="NCCL between nodes: the whole set, rails, pairs, halving; names the bad node")
     src = sp.add_mutually_exclusive_group(required=True)
     src.add_argument("--hosts", help="a file of host names, one a line")
@@ -232,7 +234,7 @@ def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> No
                     help="the mode run when the judge finds a fault (default: %(default)s)")  # fmt: skip
     sp.add_argument("--node-type", default="", help="the node type whose floor between nodes applies (default: the "
                     "one the inventory gives every host, if it does)")  # fmt: skip
-    sp.add_argument("--floors", default=str(reference_dir_default / "across" / "floors.yaml"),
+    sp.add_argument("--floors", default=str(default_reference_dir() / "across" / "floors.yaml"),
                     help="the floors file (default: %(default)s)")  # fmt: skip
     sp.add_argument("--no-ring", action="store_true", help="let NCCL choose its algorithm (default: --ring)")
     sp.add_argument("--timeout-s", type=float, default=600.0, help="per launch (default: %(default)s)")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.cli_common import default_reference_dir
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import PROJECT_ROOT, VERDICT_FILE
 from gpuaccept.probe import document
@@ -95,7 +96,10 @@ def cmd_slurm_judge(args: argparse.Namespace) -> int:
     return 0 if results and all(r.accepted for r in results) else EXIT_REJECTED
 
 
-def register(sub: argparse._SubParsersAction, reference_dir_default: Path) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`gpuaccept fleet`, `gpuaccept slurm-config` and `gpuaccept slurm-judge` (gpuaccept.cli_common says how
+    subcommands are added)."""
+    reference_dir_default = default_reference_dir()
     sp = sub.add_parser("fleet", help="one summary of the newest verdict of every node under a results directory")
     sp.add_argument("results", help="the results tree on the controller: <node>/<run>/verdict.json")
     sp.add_argument("--suite", choices=SUITES, help="only this suite")

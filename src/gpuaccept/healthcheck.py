@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept import atomic
+from gpuaccept.cli_common import default_reference_dir
 from gpuaccept.judge import healthcheck_rules, references, xid_actions
 from gpuaccept.probe import document, health
 from gpuaccept.results import slurm
@@ -174,13 +175,14 @@ def slurm_step(node: str, out: healthcheck_rules.Outcome) -> str:
         return f"failed: {err}"
 
 
-def add_subparser(sub: Any, reference_dir: str) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`gpuaccept health-check` (gpuaccept.cli_common says how subcommands are added)."""
     sp = sub.add_parser(
         "health-check",
         help="the passive health check a scheduler runs every few minutes (no GPU load): one line, exit 0 ok, "
         "1 problem, 2 unknown (node-problem-detector's contract); --slurm drains and resumes the node",
     )
-    sp.add_argument("--reference-dir", default=reference_dir, help="reference files (default: %(default)s)")
+    sp.add_argument("--reference-dir", default=default_reference_dir(), help="reference files (default: %(default)s)")
     sp.add_argument("--node-type", required=True, help="the node type whose health expectations apply")
     sp.add_argument("--expected-gpus", type=int, help="GPUs the inventory says this node has")
     sp.add_argument("--state-dir", default="/var/lib/gpuaccept/health-check",

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Run on the device machine (nvidia-h100-x1) from the repository root: builds gpuaccept-hplstyle for sm_90,
+# Run on the GPU machine (a 1 x H100 80 GB SXM5 VM) from the repository root: builds gpuaccept-hplstyle for sm_90,
 # checks its refusals and its failed-residual self-test, sweeps N and the getrf algorithm, then runs the
 # default size 5 times with nvidia-smi sampling power alongside. Everything lands in $OUT/hpl.tar.gz.
 set -u

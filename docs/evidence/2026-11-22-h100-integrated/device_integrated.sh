@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a lent H100 (device tool, nvidia-h100-x1), from the repository root, after issues 3-7 were merged: the
+# On a 1 x H100 80 GB SXM5 VM, from the repository root, after issues 3-7 were merged: the
 # commissioning suite as a new user runs it (`make accept SUITE=commission`, offline from the carried wheelhouse
 # .whl, Debian's OpenBLAS from .deb for the host checks), then the nightly suite twice on the node it left
 # (what the nightly timer sees), with wall times. Read-only towards the GPU settings.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the lent H100 (device tool, nvidia-h100-x1): runs the power sampler (`gpuaccept sample`) through NVML and
+# On a 1 x H100 80 GB SXM5 VM: runs the power sampler (`gpuaccept sample`) through NVML and
 # through its nvidia-smi fall-back, at idle and around an FP64 GEMM load, and records the raw tool outputs the
 # power and health tests parse (nvidia-smi -q at idle and under load, a streaming nvidia-smi query, the kernel
 # log). Read-only towards the GPU: it queries settings and never changes them. Run from the repository root.

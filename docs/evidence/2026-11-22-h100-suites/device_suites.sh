@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the lent H100 (device tool, nvidia-h100-x1), from the repository root, with the wheelhouse of
+# On a 1 x H100 80 GB SXM5 VM, from the repository root, with the wheelhouse of
 # requirements/tools.txt carried (WHEELHOUSE, default ../../.whl): the health probe on the idle node and with a
 # foreign compute process holding the GPU (a recorded failing output), then the suites through `make accept`
 # with their wall times: SUITES (default "nightly nightly": the first run also creates the tool environment,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# On the device machine nvidia-h200, from this branch's tree (carried as .wt/issue-3, .whl beside it): the
+# On a 1 x H200 141 GB SXM VM, from this branch's tree (carried as .wt/issue-3, .whl beside it): the
 # GpuHplStyle ReFrame check 5 times under the power sampler, as on the H100
 # (../2026-11-22-h100-hpl-reframe/device_rfm.sh), to measure the h200 node type. h200.yaml had no hplstyle
 # section yet, so the runs are judged against a scratch copy of reference_values whose h200.yaml gets

@@ -650,7 +650,8 @@ def summary_line(doc: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def add_subparser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`gpuaccept burnin` (gpuaccept.cli_common says how subcommands are added)."""
     sp = sub.add_parser(
         "burnin",
         help="burn-in: sustained GEMM (and the memory test, where given) on every GPU at once for a duration, "

@@ -240,6 +240,107 @@ def _cell(matrix: Sequence[Sequence[float | None]] | None, row: int, col: int) -
     return matrix[row][col]
 
 
+def _nvb_matrix(nvb: dict[str, NvbTestcase] | None, not_run: dict[str, str],
+                name: str) -> tuple[list[list[float | None]] | None, str]:
+    """nvbandwidth's matrix of one test case, or None and why not."""
+    if nvb is None:
+        return None, f"nvbandwidth did not run: {not_run.get('nvbandwidth', 'no output')}"
+    case = nvb.get(name)
+    if case is None:
+        return None, f"nvbandwidth test case {name} not in its output"
+    if case.status != "Passed":
+        return None, f"nvbandwidth test case {name}: {case.status} {case.error}".strip()
+    return case.matrix, ""
+
+
+def _p2p_matrix(p2p: dict[str, list[list[float]]] | None, not_run: dict[str, str],
+                key: str) -> tuple[list[list[float]] | None, str]:
+    """One of p2pBandwidthLatencyTest's matrices, or None and why not."""
+    if p2p is None:
+        return None, f"p2pBandwidthLatencyTest did not run: {not_run.get('p2p', 'no output')}"
+    if key not in p2p:
+        return None, f"p2pBandwidthLatencyTest printed no {key} matrix"
+    return p2p[key], ""
+
+
+@dataclass
+class _Tally:
+    """The comparisons made so far, and the figures that could not be compared with the reason."""
+
+    ours: dict[tuple[str, int, int], tuple[float, int]]
+    tolerance: float
+    theirs_bytes: dict[str, int]
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(
+        self,
+        what: str,
+        gpu: int,
+        dst: int,
+        tool: str,
+        test: str,
+        matrix: Any,
+        why: str,
+        row: int,
+        col: int,
+        scale: float = 1.0,
+        note: str = "",
+    ) -> None:
+        """Our figure ``what`` of ``gpu`` (or the pair ``gpu`` -> ``dst``) against ``matrix[row][col]`` of
+        ``tool``'s ``test``, times ``scale``; ``why``: why the matrix is None."""
+        label = {"what": what, "gpu": gpu} if dst < 0 else {"what": what, "src": gpu, "dst": dst}
+        label |= {"tool": tool, "test": test}
+        mine = self.ours.get((what, gpu, dst))
+        if mine is None:
+            self.skipped.append(label | {"reason": f"gpuaccept-bw has no {what} figure for this GPU"})
+            return
+        value = _cell(matrix, row, col) if matrix is not None else None
+        if value is None or value <= 0:
+            self.skipped.append(label | {"reason": why or f"{tool} has no value at [{row}][{col}] (N/A)"})
+            return
+        printed = value
+        value *= scale
+        ratio = mine[0] / value
+        entry = label | {
+            "ours_gb_per_s": round(mine[0], 4),
+            "theirs_gb_per_s": round(value, 4),
+            "ratio": round(ratio, 5),
+            "deviation": round(ratio - 1, 5),
+            "agree": abs(ratio - 1) <= self.tolerance,
+            "ours_bytes": mine[1],
+        }
+        if scale != 1.0:
+            entry |= {"theirs_printed_gb_per_s": round(printed, 4), "theirs_scale": scale, "note": note}
+        if tool in self.theirs_bytes:
+            entry["theirs_bytes"] = self.theirs_bytes[tool]
+        self.comparisons.append(entry)
+
+
+def _conclusion(comparisons: list[dict[str, Any]], not_run: dict[str, str], tolerance: float) -> tuple[str, str]:
+    """The cross-check's verdict and its reason: FAIL where a figure disagrees, NOT_RUN where none was compared."""
+    disagree = [c for c in comparisons if not c["agree"]]
+    if disagree:
+        verdict = FAIL
+        reason = "; ".join(
+            f"{c['what']} GPU {c.get('gpu', str(c.get('src')) + '->' + str(c.get('dst')))}: ours "
+            f"{c['ours_gb_per_s']:.2f} GB/s vs {c['tool']} {c['test']} {c['theirs_gb_per_s']:.2f} GB/s "
+            f"({c['deviation']:+.1%}, tolerance {tolerance:.0%})"
+            for c in disagree
+        )
+    elif not comparisons:
+        verdict = NOT_RUN
+        reason = "nothing compared: " + ("; ".join(f"{k}: {v}" for k, v in not_run.items()) or "no figure in common")
+    else:
+        verdict = PASS
+        worst = max(comparisons, key=lambda c: abs(c["deviation"]))
+        reason = (
+            f"{len(comparisons)} figures agree within {tolerance:.0%} (largest deviation {worst['deviation']:+.2%}: "
+            f"{worst['what']} vs {worst['tool']} {worst['test']})"
+        )
+    return verdict, reason
+
+
 def compare(
     bw_doc: dict[str, Any],
     nvb: dict[str, NvbTestcase] | None,
@@ -258,67 +359,15 @@ def compare(
     if not 0 < tolerance < 1:
         raise ValueError(f"tolerance {tolerance} is not a fraction between 0 and 1")
     ours, gpus = _bw_figures(bw_doc, bw_source)
-    theirs_bytes = theirs_bytes or {}
     not_run = dict(not_run or {})
-    comparisons: list[dict[str, Any]] = []
-    skipped: list[dict[str, Any]] = []
+    tally = _Tally(ours, tolerance, theirs_bytes or {})
+    add = tally.add
 
     def nvb_matrix(name: str) -> tuple[list[list[float | None]] | None, str]:
-        if nvb is None:
-            return None, f"nvbandwidth did not run: {not_run.get('nvbandwidth', 'no output')}"
-        case = nvb.get(name)
-        if case is None:
-            return None, f"nvbandwidth test case {name} not in its output"
-        if case.status != "Passed":
-            return None, f"nvbandwidth test case {name}: {case.status} {case.error}".strip()
-        return case.matrix, ""
+        return _nvb_matrix(nvb, not_run, name)
 
     def p2p_matrix(key: str) -> tuple[list[list[float]] | None, str]:
-        if p2p is None:
-            return None, f"p2pBandwidthLatencyTest did not run: {not_run.get('p2p', 'no output')}"
-        if key not in p2p:
-            return None, f"p2pBandwidthLatencyTest printed no {key} matrix"
-        return p2p[key], ""
-
-    def add(
-        what: str,
-        gpu: int,
-        dst: int,
-        tool: str,
-        test: str,
-        matrix: Any,
-        why: str,
-        row: int,
-        col: int,
-        scale: float = 1.0,
-        note: str = "",
-    ) -> None:
-        label = {"what": what, "gpu": gpu} if dst < 0 else {"what": what, "src": gpu, "dst": dst}
-        label |= {"tool": tool, "test": test}
-        mine = ours.get((what, gpu, dst))
-        if mine is None:
-            skipped.append(label | {"reason": f"gpuaccept-bw has no {what} figure for this GPU"})
-            return
-        value = _cell(matrix, row, col) if matrix is not None else None
-        if value is None or value <= 0:
-            skipped.append(label | {"reason": why or f"{tool} has no value at [{row}][{col}] (N/A)"})
-            return
-        printed = value
-        value *= scale
-        ratio = mine[0] / value
-        entry = label | {
-            "ours_gb_per_s": round(mine[0], 4),
-            "theirs_gb_per_s": round(value, 4),
-            "ratio": round(ratio, 5),
-            "deviation": round(ratio - 1, 5),
-            "agree": abs(ratio - 1) <= tolerance,
-            "ours_bytes": mine[1],
-        }
-        if scale != 1.0:
-            entry |= {"theirs_printed_gb_per_s": round(printed, 4), "theirs_scale": scale, "note": note}
-        if tool in theirs_bytes:
-            entry["theirs_bytes"] = theirs_bytes[tool]
-        comparisons.append(entry)
+        return _p2p_matrix(p2p, not_run, key)
 
     for gpu in gpus:
         m, why = nvb_matrix("host_to_device_memcpy_ce")
@@ -343,7 +392,7 @@ def compare(
             "copied",
         )
     if len(gpus) < 2:
-        skipped.append({"what": "p2p", "reason": "one GPU: no peers"})
+        tally.skipped.append({"what": "p2p", "reason": "one GPU: no peers"})
     for src in gpus:
         for dst in gpus:
             if src == dst:
@@ -357,33 +406,15 @@ def compare(
             m2, why = p2p_matrix("bidir_p2p_enabled")
             add("p2p_bidir", src, dst, "p2pBandwidthLatencyTest", "bidir_p2p_enabled", m2, why, src, dst)
 
-    disagree = [c for c in comparisons if not c["agree"]]
-    if disagree:
-        verdict = FAIL
-        reason = "; ".join(
-            f"{c['what']} GPU {c.get('gpu', str(c.get('src')) + '->' + str(c.get('dst')))}: ours "
-            f"{c['ours_gb_per_s']:.2f} GB/s vs {c['tool']} {c['test']} {c['theirs_gb_per_s']:.2f} GB/s "
-            f"({c['deviation']:+.1%}, tolerance {tolerance:.0%})"
-            for c in disagree
-        )
-    elif not comparisons:
-        verdict = NOT_RUN
-        reason = "nothing compared: " + ("; ".join(f"{k}: {v}" for k, v in not_run.items()) or "no figure in common")
-    else:
-        verdict = PASS
-        worst = max(comparisons, key=lambda c: abs(c["deviation"]))
-        reason = (
-            f"{len(comparisons)} figures agree within {tolerance:.0%} (largest deviation {worst['deviation']:+.2%}: "
-            f"{worst['what']} vs {worst['tool']} {worst['test']})"
-        )
+    verdict, reason = _conclusion(tally.comparisons, not_run, tolerance)
     return {
         "schema": SCHEMA,
         "verdict": verdict,
         "reason": reason,
         "tolerance": tolerance,
         "gpus": gpus,
-        "comparisons": comparisons,
-        "not_compared": skipped,
+        "comparisons": tally.comparisons,
+        "not_compared": tally.skipped,
         "not_run": not_run,
     }
 
@@ -592,8 +623,8 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     return EXIT[doc["verdict"]]
 
 
-def add_subparser(sub: Any) -> None:
-    """`gpuaccept crosscheck`: registered by gpuaccept.cli."""
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`gpuaccept crosscheck` (gpuaccept.cli_common says how subcommands are added)."""
     sp = sub.add_parser(
         "crosscheck",
         help="compare gpuaccept-bw with nvbandwidth and p2pBandwidthLatencyTest (run them, or read their outputs)",
@@ -618,7 +649,7 @@ def add_subparser(sub: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gpuaccept.probe.crosscheck")
-    add_subparser(p.add_subparsers(dest="command", required=True))
+    add_parser(p.add_subparsers(dest="command", required=True))
     args = p.parse_args(["crosscheck", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.func(args)

@@ -327,8 +327,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> tuple[dict[str, Any], int]
     return doc, 0
 
 
-def add_subparser(sub: Any) -> None:
-    """`gpuaccept dcgm-diag`: registered by gpuaccept.cli."""
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`gpuaccept dcgm-diag` (gpuaccept.cli_common says how subcommands are added)."""
     sp = sub.add_parser("dcgm-diag", help="run DCGM's dcgmi diag at a level and write its results as a document; "
                         "NOT RUN where dcgmi or nv-hostengine is missing")  # fmt: skip
     sp.add_argument("--output", required=True, help="the gpuaccept.bench/1 document to write (atomically)")

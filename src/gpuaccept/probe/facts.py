@@ -18,6 +18,7 @@ from typing import Any
 
 from gpuaccept.probe import fabric, gpuconfig, nvlink, pcie
 from gpuaccept.probe.nvml import Nvml
+from gpuaccept.probe.smi_q import parse_smi_q
 
 SMI_FIELDS = (
     "index",
@@ -188,8 +189,6 @@ def _smi_facts() -> dict[str, Any]:
 def add_smi_q(gpus: list[dict[str, Any]], smi: str) -> None:
     """Each GPU's configuration from ``nvidia-smi -q`` (the CSV query has no InfoROM objects); NVLink is not
     read there (``nvidia-smi -q`` lists no link states)."""
-    from gpuaccept.probe.health import parse_smi_q  # noqa: PLC0415 - health imports this module
-
     out = subprocess.run([smi, "-q"], capture_output=True, text=True, timeout=120, env={**os.environ, "LC_ALL": "C"},
                          check=False)  # fmt: skip
     sections = parse_smi_q(out.stdout)["GPUs"] if out.returncode == 0 else {}

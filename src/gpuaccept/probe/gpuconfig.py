@@ -84,7 +84,7 @@ def _w(value: Any) -> float | None:
 
 
 def from_smi_q(gpu: dict[str, Any]) -> dict[str, Any]:
-    """One GPU's configuration from its section of ``nvidia-smi -q`` (gpuaccept.probe.health.parse_smi_q).
+    """One GPU's configuration from its section of ``nvidia-smi -q`` (gpuaccept.probe.smi_q.parse_smi_q).
 
     The power limits by nvidia-smi's labels: ``Requested Power Limit`` (``Power Limit`` before driver 535) is
     the limit software set (``power_limit_w``), ``Current Power Limit`` (``Enforced Power Limit``) the one in

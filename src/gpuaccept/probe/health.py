@@ -32,6 +32,7 @@ from typing import Any
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.probe import document, gpuconfig, nvlink, pcie
 from gpuaccept.probe.nvml import Nvml
+from gpuaccept.probe.smi_q import parse_smi_q
 
 # ------------------------------------------------------------------------------------------------
 # The kernel log: NVIDIA XID events.
@@ -362,38 +363,6 @@ def _loaded_links(load_s: float, read, gpus: list[dict[str, Any]]) -> dict[str, 
 # Observing through nvidia-smi -q (fallback; also what the tests feed recorded outputs through).
 
 
-def parse_smi_q(text: str) -> dict[str, Any]:
-    """``nvidia-smi -q`` as nested dicts: ``{"Driver Version": ..., "GPUs": {"00000000:2A:00.0": {...}}}``."""
-    root: dict[str, Any] = {"GPUs": {}}
-    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
-    for raw in text.splitlines():
-        if not raw.strip() or raw.startswith("="):
-            continue
-        indent = len(raw) - len(raw.lstrip(" "))
-        line = raw.strip()
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        parent = stack[-1][1] if stack else root
-        if indent == 0 and line.startswith("GPU "):
-            node: dict[str, Any] = {}
-            root["GPUs"][line[4:].strip()] = node
-            stack = [(-1, root), (0, node)]
-            continue
-        key, sep, value = line.partition(":")
-        key = key.strip()
-        # Repeated keys (one "Process ID" per process): number them.
-        name, k = key, 2
-        while name in parent:
-            name, k = f"{key} #{k}", k + 1
-        if sep and value.strip():
-            parent[name] = value.strip()
-        else:
-            child: dict[str, Any] = {}
-            parent[name] = child
-            stack.append((indent, child))
-    return root
-
-
 def _int(value: Any) -> int | None:
     if value is None:
         return None
@@ -672,7 +641,7 @@ def probe(
 
 
 def run(args: Any, argv: list[str]) -> tuple[dict[str, Any], int]:
-    """``gpuaccept health``: probe, write the document; the caller judges it (cli.cmd_health)."""
+    """``gpuaccept health``: probe, write the document; the caller judges it (cli_probes.cmd_health)."""
     load_s = args.load_s if args.load_s is not None else (0.5 if args.quick else 1.0)
     if not 0 <= load_s <= 60:
         raise ValueError(f"--load-s {load_s}: must be between 0 and 60 seconds")

@@ -48,6 +48,7 @@ import tarfile
 import tempfile
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -604,20 +605,35 @@ def all_gpus(args, system, state, devices: list[str]) -> dict[str, Any]:
     }
 
 
-def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
-    openmm, _app, unit = _openmm()
-    results: dict[str, Any] = {"openmm_version": openmm.__version__}
-    metrics: dict[str, Any] = {}
-    waived: dict[str, str] = {}
-    failures: list[str] = []
+@dataclass
+class _Setup:
+    """What each step of the benchmark runs: OpenMM, the system and its positions, the platform timed."""
+
+    openmm: Any
+    unit: Any
+    system: Any
+    positions: list[Any]
+    cells: int  # unit cells of the replicated system (1: APOA1 itself)
+    platform: Any
+    props: dict[str, str]
+    gpu_run: bool  # a GPU platform (not OpenMM's CPU platform)
+
+
+def _check_platform(openmm: Any, name: str, results: dict[str, Any]) -> None:
+    """The platforms OpenMM offers into ``results``; BenchError unless ``name`` is among them."""
     names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
     results["platforms"], results["plugin_load_failures"] = names, list(openmm.Platform.getPluginLoadFailures())
-    if args.platform not in names:
+    if name not in names:
         raise BenchError(
-            f"OpenMM platform {args.platform!r} is not available (platforms: {', '.join(names)}; plugin load "
+            f"OpenMM platform {name!r} is not available (platforms: {', '.join(names)}; plugin load "
             f"failures: {'; '.join(results['plugin_load_failures']) or 'none'}): install openmm-cuda-13 "
             "(requirements/md.txt) and check that the CUDA libraries (nvrtc, cufft) can be loaded"
         )
+
+
+def _load_system(args: argparse.Namespace, workdir: Path, openmm: Any,
+                 results: dict[str, Any]) -> tuple[Any, list[Any], int]:
+    """The APOA1 system from its inputs, replicated as --replicate asks: (system, positions, unit cells)."""
     inputs, results["inputs"] = find_inputs(args.inputs, workdir)
     results["inputs"]["sha256"] = {f: file_sha256(inputs / f) for f in INPUT_FILES}
     system, positions, describe = build_apoa1(inputs)
@@ -639,13 +655,14 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Pat
         )
     else:
         positions = [openmm.Vec3(*p) for p in positions]
-    atoms = system.getNumParticles()
     results["system"] = describe
-    gpu_run = args.platform != "CPU"
-    props = {"Precision": args.precision, "DeviceIndex": "0"} if gpu_run else {}
-    platform = openmm.Platform.getPlatformByName(args.platform)
+    return system, positions, cells
 
-    # 1. Step-0 energies on the timed platform against NAMD 3.0's.
+
+def _validate_energies(args: argparse.Namespace, setup: _Setup, results: dict[str, Any], metric: Any) -> list[str]:
+    """Step 1: the step-0 energies on the timed platform against NAMD 3.0's; the failures."""
+    openmm, unit, system, positions, cells = setup.openmm, setup.unit, setup.system, setup.positions, setup.cells
+    platform, props, gpu_run = setup.platform, setup.props, setup.gpu_run
     namd = reference_energies(args.namd_log)
     t0 = time.perf_counter()
     ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), platform, props)
@@ -663,7 +680,6 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Pat
         "seconds": time.perf_counter() - t0,
     }
     worst_b = max(table[t]["rel_diff"] for t in BONDED)
-    metric = _metric_adder(metrics)
     metric(
         "energy_bonded_max_rel_diff",
         worst_b,
@@ -678,11 +694,16 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Pat
         "lower",
         "relative difference of step-0 ELECT+VDW from NAMD 3.0's",
     )
-    if efail:
-        failures += efail
-        return _finish(results, metrics, waived, failures, checked=1)
+    return efail
 
-    # 2. Velocities at 300 K, then the timed runs.
+
+def _timed_runs(args: argparse.Namespace, setup: _Setup, gpus: list[dict[str, Any]], results: dict[str, Any],
+                failures: list[str]) -> tuple[dict[str, Any], int]:
+    """Step 2: velocities at 300 K, then the timed runs (one GPU, every GPU at once, the CPU platform); the runs
+    and how many were checked (the energy validation counted), their failures added to ``failures``."""
+    openmm, unit, system, positions = setup.openmm, setup.unit, setup.system, setup.positions
+    platform, props, gpu_run = setup.platform, setup.props, setup.gpu_run
+    atoms = system.getNumParticles()
     timing_groups(system)
     integrator, fs = make_integrator(args.integrator)
     ctx = openmm.Context(system, integrator, platform, props)
@@ -742,7 +763,13 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Pat
         if args.integrator == "mts"
         else "OpenMM VerletIntegrator, every force every 1 fs",
     }
+    return runs, checked
 
+
+def _run_metrics(setup: _Setup, runs: dict[str, Any], results: dict[str, Any], metric: Any,
+                 waived: dict[str, str]) -> None:
+    """The timed runs' metrics, and why those that could not be measured were waived."""
+    seg, gpu_run, cells = runs["gpu_1"], setup.gpu_run, setup.cells
     metric("ns_per_day", seg["ns_per_day"], "ns/day", "higher", "one GPU: median of the timed segments")
     metric("s_per_step", seg["s_per_fs"] * TIMESTEP_FS, "s/step", "lower", "one GPU: seconds per 1 fs step")
     metric(
@@ -816,6 +843,31 @@ def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Pat
             if cells > 1
             else "CPU baseline skipped (--cpu-steps 0)"
         )
+
+
+def benchmark(args: argparse.Namespace, gpus: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
+    openmm, _app, unit = _openmm()
+    results: dict[str, Any] = {"openmm_version": openmm.__version__}
+    metrics: dict[str, Any] = {}
+    waived: dict[str, str] = {}
+    failures: list[str] = []
+    _check_platform(openmm, args.platform, results)
+    system, positions, cells = _load_system(args, workdir, openmm, results)
+    gpu_run = args.platform != "CPU"
+    props = {"Precision": args.precision, "DeviceIndex": "0"} if gpu_run else {}
+    platform = openmm.Platform.getPlatformByName(args.platform)
+    setup = _Setup(openmm, unit, system, positions, cells, platform, props, gpu_run)
+    metric = _metric_adder(metrics)
+
+    # 1. Step-0 energies on the timed platform against NAMD 3.0's.
+    efail = _validate_energies(args, setup, results, metric)
+    if efail:
+        failures += efail
+        return _finish(results, metrics, waived, failures, checked=1)
+
+    # 2. Velocities at 300 K, then the timed runs.
+    runs, checked = _timed_runs(args, setup, gpus, results, failures)
+    _run_metrics(setup, runs, results, metric, waived)
     return _finish(results, metrics, waived, failures, checked)
 
 

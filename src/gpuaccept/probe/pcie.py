@@ -82,7 +82,7 @@ def from_nvml(nv: Any, handle: Any, bus_id: str | None) -> dict[str, Any]:
 
 
 def from_smi_q(section: dict[str, Any], bus_id: str | None) -> dict[str, Any]:
-    """From one GPU's ``nvidia-smi -q`` section (gpuaccept.probe.health.parse_smi_q): ``PCI`` / ``Replays Since
+    """From one GPU's ``nvidia-smi -q`` section (gpuaccept.probe.smi_q.parse_smi_q): ``PCI`` / ``Replays Since
     Reset``."""
     raw = (section.get("PCI") or {}).get("Replays Since Reset") if isinstance(section.get("PCI"), dict) else None
     m = re.match(r"^\s*(\d+)\s*$", str(raw)) if raw is not None else None

@@ -53,6 +53,64 @@ def _floats(words: list[str], where: str, what: str) -> list[float]:
         raise XplorError(f"{where}: {what}: expected numbers, got {' '.join(words)!r}") from None
 
 
+def _drop_braces(text: str, in_brace: bool) -> tuple[str, bool]:
+    """One line without its X-PLOR comments in braces, which may span lines: (the text left, whether the line
+    ends inside a comment); ``in_brace``: whether it starts inside one."""
+    out, i = [], 0
+    while i < len(text):
+        if in_brace:
+            j = text.find("}", i)
+            if j < 0:
+                i = len(text)
+            else:
+                in_brace, i = False, j + 1
+        else:
+            j = text.find("{", i)
+            if j < 0:
+                out.append(text[i:])
+                i = len(text)
+            else:
+                out.append(text[i:j])
+                in_brace, i = True, j + 1
+    return "".join(out), in_brace
+
+
+def _dihedral(params: XplorParameters, key: str, words: list[str],
+              where: str) -> tuple[tuple[str, str, str, str], int, str] | None:
+    """A DIHEDRAL or IMPROPER statement into ``params``; for a MULTIPLE dihedral, (its types, the terms still to
+    read on the next lines, where it started), else None."""
+    types = tuple(words[1:5])
+    rest = words[5:]
+    if len(types) != 4:
+        raise XplorError(f"{where}: {key} needs four types")
+    mult = 1
+    if rest and rest[0].upper().startswith("MULT"):
+        m = re.match(r"MULT\w*=?(\d*)", rest[0].upper())
+        tail = m.group(1) if m else ""
+        rest = rest[1:]
+        if not tail:
+            if not rest:
+                raise XplorError(f"{where}: MULTIPLE= without a count")
+            tail, rest = rest[0], rest[1:]
+        try:
+            mult = int(tail)
+        except ValueError:
+            raise XplorError(f"{where}: MULTIPLE= {tail!r} is not a count") from None
+    nums = _floats(rest, where, f"{key} k n delta")
+    if len(nums) != 3:
+        raise XplorError(f"{where}: {key} needs k n delta after the four types")
+    term = (nums[0], int(nums[1]), nums[2])
+    if key.startswith("IMPR"):
+        if mult != 1:
+            raise XplorError(f"{where}: a MULTIPLE improper is not supported")
+        params.impropers[types] = term  # type: ignore[index]
+    else:
+        params.dihedrals[types] = [term]  # type: ignore[index]
+        if mult > 1:
+            return (types, mult - 1, where)  # type: ignore[return-value]
+    return None
+
+
 def read_xplor(path: str | Path, into: XplorParameters | None = None) -> XplorParameters:
     """Reads one X-PLOR parameter file into ``into`` (or a new set)."""
     params = into if into is not None else XplorParameters()
@@ -68,24 +126,7 @@ def read_xplor(path: str | Path, into: XplorParameters | None = None) -> XplorPa
         where = f"{path}:{number}"
         text = raw
         if in_brace or "{" in text:
-            # X-PLOR comments in braces may span lines
-            out, i = [], 0
-            while i < len(text):
-                if in_brace:
-                    j = text.find("}", i)
-                    if j < 0:
-                        i = len(text)
-                    else:
-                        in_brace, i = False, j + 1
-                else:
-                    j = text.find("{", i)
-                    if j < 0:
-                        out.append(text[i:])
-                        i = len(text)
-                    else:
-                        out.append(text[i:j])
-                        in_brace, i = True, j + 1
-            text = "".join(out)
+            text, in_brace = _drop_braces(text, in_brace)
         line = _strip_comment(text)
         if not line:
             continue
@@ -126,35 +167,7 @@ def read_xplor(path: str | Path, into: XplorParameters | None = None) -> XplorPa
             a = words[1:4]
             params.angles[(a[0], a[1], a[2]) if a[0] <= a[2] else (a[2], a[1], a[0])] = (k, t0, ub[0], ub[1])
         elif key in ("DIHEDRAL", "DIHE", "IMPROPER", "IMPR"):
-            types = tuple(words[1:5])
-            rest = words[5:]
-            if len(types) != 4:
-                raise XplorError(f"{where}: {key} needs four types")
-            mult = 1
-            if rest and rest[0].upper().startswith("MULT"):
-                m = re.match(r"MULT\w*=?(\d*)", rest[0].upper())
-                tail = m.group(1) if m else ""
-                rest = rest[1:]
-                if not tail:
-                    if not rest:
-                        raise XplorError(f"{where}: MULTIPLE= without a count")
-                    tail, rest = rest[0], rest[1:]
-                try:
-                    mult = int(tail)
-                except ValueError:
-                    raise XplorError(f"{where}: MULTIPLE= {tail!r} is not a count") from None
-            nums = _floats(rest, where, f"{key} k n delta")
-            if len(nums) != 3:
-                raise XplorError(f"{where}: {key} needs k n delta after the four types")
-            term = (nums[0], int(nums[1]), nums[2])
-            if key.startswith("IMPR"):
-                if mult != 1:
-                    raise XplorError(f"{where}: a MULTIPLE improper is not supported")
-                params.impropers[types] = term  # type: ignore[index]
-            else:
-                params.dihedrals[types] = [term]  # type: ignore[index]
-                if mult > 1:
-                    pending = (types, mult - 1, where)  # type: ignore[assignment]
+            pending = _dihedral(params, key, words, where)
         elif key == "NONBONDED":
             if len(words) != 6:
                 raise XplorError(f"{where}: NONBONDED needs a type, eps, sigma, eps14, sigma14")

@@ -20,6 +20,7 @@ import difflib
 import fnmatch
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +257,97 @@ def tolerance(values: list[float], unit: str) -> float:
     return round(min(CAP, max(FLOORS.get(unit, 0.05), SPREAD_FACTOR * worst)), 3)
 
 
+@dataclass
+class _Measured:
+    """One metric's figures in the runs of a check, outliers set apart: what derive makes an entry of."""
+
+    runs: list[tuple[str, dict[str, Any]]]  # (where, the figure) of every measured figure
+    all_values: list[float]  # every measured figure, in the order of runs
+    values: list[float]  # those kept
+    rejected: list[int]  # indices into all_values of the outliers
+    unit: str
+    better: str
+    what: str  # what the figures are: "runs", or each GPU's figures of N runs
+    measured_runs: int  # runs that measured the metric
+
+
+def _measure(check: str, metric: str, docs: list[dict[str, Any]], reject: float) -> _Measured | None:
+    """The metric's figures in ``docs``, runs worse than the median by more than ``reject`` set apart; None where
+    no run measured it (waived in each)."""
+    runs = [
+        (label, m)
+        for d in docs
+        for label, m in figures(check, d, metric)
+        if isinstance(m.get("value"), (int, float))
+    ]
+    measured_runs = sum(
+        any(isinstance(m.get("value"), (int, float)) for _, m in figures(check, d, metric)) for d in docs
+    )
+    measured = [m for _, m in runs]
+    # What the figures are: one per run, or each GPU's own (gpu_metrics), several per run.
+    what = "runs" if len(runs) == measured_runs else f"GPU figures of {measured_runs} runs"
+    values = [float(m["value"]) for m in measured]
+    if not values:
+        return None
+    unit = measured[0]["unit"]
+    better = measured[0].get("better", "higher")
+    try:
+        kept, rejected = reject_outliers(values, better, reject)
+    except ValueError as err:
+        raise ValueError(f"{check}.{metric}: {err}") from None
+    return _Measured(runs, values, [values[i] for i in kept], rejected, unit, better, what, measured_runs)
+
+
+def _not_judged(check: str, metric: str, med: float, owner: str, informational: dict[str, str] | None,
+                host_baseline: bool) -> str | None:
+    """Why the metric is reported without being judged (the reviewer's --informational, a datasheet fraction, a
+    count that stayed 0, a host figure outside a node baseline); None where it is judged."""
+    name = f"{check}.{metric}"
+    reason = next((why for pat, why in (informational or {}).items() if fnmatch.fnmatchcase(name, pat)), None)
+    if reason is None and check in peaks.CHECKS_ANNOTATED and metric.endswith("_peak_fraction"):
+        reason = peaks.NOT_JUDGED  # a datasheet fraction (gpuaccept peaks): reported, never judged
+    if reason is None and med == 0:
+        # A count that stayed 0 (XID events, health findings): a relative tolerance cannot judge it; the
+        # check's own rules do.
+        reason = "0 in every run kept: a relative tolerance cannot judge it (the check's own rules do)"
+    if reason is None and owner == metric_table.HOST and not host_baseline:
+        reason = HOST_REASON
+    return reason
+
+
+def _judged_entry(m: _Measured, med: float, owner: str, source_id: str, reject: float, docs: int,
+                  host_baseline: bool) -> tuple[dict[str, Any], float]:
+    """The entry of a judged metric: its median, the tolerance on the side that matters and how it was placed;
+    and that tolerance."""
+    values, all_values, what = m.values, m.all_values, m.what
+    tol = tolerance(values, m.unit)
+    entry: dict[str, Any] = {"value": float(f"{med:.6g}"), "unit": m.unit}
+    # A node's host figures move with the moment even on one node: the spread rule, not the 10 % catch.
+    caught = None if host_baseline else catch_band(values, m.better, what=what)
+    if caught is not None:
+        tol, band = caught
+    else:
+        band = (f"median of {len(values)} {what}, tolerance max(unit floor, {SPREAD_FACTOR:g} x the largest "
+                f"deviation), capped at {CAP:.0%}"
+                + ("" if len(values) >= 3 else ": fewer than 3 runs to place a band that catches a "
+                   f"{LOSS:.0%} loss"))  # fmt: skip
+    entry["lower" if m.better == "higher" else "upper"] = tol
+    entry["source"] = source_id
+    entry["band"] = band
+    entry["owner"] = owner
+    notes = []
+    if m.measured_runs < docs:
+        notes.append(f"measured in {m.measured_runs} of {docs} runs")
+    if m.rejected:
+        notes.append(
+            f"rejected as outliers (more than {reject:.0%} worse than the median of the runs kept): "
+            + ", ".join(f"{all_values[i]:.4g} ({m.runs[i][0]})" for i in m.rejected)
+        )
+    if notes:
+        entry["note"] = "; ".join(notes)
+    return entry, tol
+
+
 def derive(
     docs_by_check: dict[str, list[dict[str, Any]]],
     source_id: str,
@@ -279,22 +371,10 @@ def derive(
         for metric in names:
             if host_baseline and metric_table.owner(check, metric) != metric_table.HOST:
                 continue  # a node baseline holds the node's host figures only
-            runs = [
-                (label, m)
-                for d in docs
-                for label, m in figures(check, d, metric)
-                if isinstance(m.get("value"), (int, float))
-            ]
-            measured_runs = sum(
-                any(isinstance(m.get("value"), (int, float)) for _, m in figures(check, d, metric)) for d in docs
-            )
-            measured = [m for _, m in runs]
-            # What the figures are: one per run, or each GPU's own (gpu_metrics), several per run.
-            what = "runs" if len(runs) == measured_runs else f"GPU figures of {measured_runs} runs"
-            values = [float(m["value"]) for m in measured]
-            if not values and host_baseline:
+            m = _measure(check, metric, docs, reject)
+            if m is None and host_baseline:
                 continue  # waived on this node: nothing of its own to judge
-            if not values:
+            if m is None:
                 why = next(d["waived"][metric] for d in docs if metric in (d.get("waived") or {}))
                 unit = waived_unit(check, metric)
                 entries[metric] = {
@@ -303,26 +383,10 @@ def derive(
                     "source": source_id,
                 }
                 continue
-            unit = measured[0]["unit"]
-            better = measured[0].get("better", "higher")
-            try:
-                kept, rejected = reject_outliers(values, better, reject)
-            except ValueError as err:
-                raise ValueError(f"{check}.{metric}: {err}") from None
-            all_values, values = values, [values[i] for i in kept]
-            med = statistics.median(values)
-            tol = tolerance(values, unit)
-            name = f"{check}.{metric}"
-            reason = next((why for pat, why in (informational or {}).items() if fnmatch.fnmatchcase(name, pat)), None)
-            if reason is None and check in peaks.CHECKS_ANNOTATED and metric.endswith("_peak_fraction"):
-                reason = peaks.NOT_JUDGED  # a datasheet fraction (gpuaccept peaks): reported, never judged
-            if reason is None and med == 0:
-                # A count that stayed 0 (XID events, health findings): a relative tolerance cannot judge it; the
-                # check's own rules do.
-                reason = "0 in every run kept: a relative tolerance cannot judge it (the check's own rules do)"
+            all_values, unit, what = m.all_values, m.unit, m.what
+            med = statistics.median(m.values)
             owner = metric_table.owner(check, metric)
-            if reason is None and owner == metric_table.HOST and not host_baseline:
-                reason = HOST_REASON
+            reason = _not_judged(check, metric, med, owner, informational, host_baseline)
             if reason is not None and host_baseline:
                 continue  # a node baseline judges what it holds
             if reason is not None:
@@ -345,37 +409,13 @@ def derive(
                     "owner": owner,
                 }
                 continue
-            entry: dict[str, Any] = {"value": float(f"{med:.6g}"), "unit": unit}
-            # A node's host figures move with the moment even on one node: the spread rule, not the 10 % catch.
-            caught = None if host_baseline else catch_band(values, better, what=what)
-            if caught is not None:
-                tol, band = caught
-            else:
-                band = (f"median of {len(values)} {what}, tolerance max(unit floor, {SPREAD_FACTOR:g} x the largest "
-                        f"deviation), capped at {CAP:.0%}"
-                        + ("" if len(values) >= 3 else ": fewer than 3 runs to place a band that catches a "
-                           f"{LOSS:.0%} loss"))  # fmt: skip
-            entry["lower" if better == "higher" else "upper"] = tol
-            entry["source"] = source_id
-            entry["band"] = band
-            entry["owner"] = owner
-            notes = []
-            if measured_runs < len(docs):
-                notes.append(f"measured in {measured_runs} of {len(docs)} runs")
-            if rejected:
-                notes.append(
-                    f"rejected as outliers (more than {reject:.0%} worse than the median of the runs kept): "
-                    + ", ".join(f"{all_values[i]:.4g} ({runs[i][0]})" for i in rejected)
-                )
-            if notes:
-                entry["note"] = "; ".join(notes)
-            entries[metric] = entry
+            entries[metric], tol = _judged_entry(m, med, owner, source_id, reject, len(docs), host_baseline)
             stats[f"{check}.{metric}"] = {
-                "runs": len(values),
-                "rejected": [all_values[i] for i in rejected],
+                "runs": len(m.values),
+                "rejected": [all_values[i] for i in m.rejected],
                 "median": med,
-                "min": min(values),
-                "max": max(values),
+                "min": min(m.values),
+                "max": max(m.values),
                 "tolerance": tol,
             }
         for metric, entry in entries.items():

@@ -98,8 +98,8 @@ def render(facts: dict[str, Any], facts_path: str, source_id: str) -> str:
     return head + body
 
 
-def add_subparser(sub: Any) -> None:
-    """`gpuaccept health-expectations`: registered by gpuaccept.cli."""
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`gpuaccept health-expectations` (gpuaccept.cli_common says how subcommands are added)."""
     sp = sub.add_parser("health-expectations", help="print the health: section (NVLink links, pins) a good node's "
                         "facts show, for its node type's reference file")  # fmt: skip
     sp.add_argument("--facts", required=True, help="the node's facts (node-facts.json of a run, or gpuaccept facts)")

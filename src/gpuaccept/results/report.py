@@ -25,7 +25,7 @@ import statistics
 import subprocess
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from gpuaccept.layout import BENCH_SCHEMA, VERDICT_FILE
 from gpuaccept.probe import fft, offload, overlap
 from gpuaccept.results import across_heatmap, archive, burnin_plot, report_deviation, report_headline, report_pergpu
 from gpuaccept.results import scaling as hpl_scaling
+from gpuaccept.results.report_group import Group
 
 VERDICT_SCHEMA = "gpuaccept.verdict/1"
 KNOWN_TOOLS = ("gpuaccept-bw", "gpuaccept-gemm", "gpuaccept-cpugemm", "gpuaccept-sample", "gpuaccept-md-apoa1")
@@ -53,31 +54,6 @@ PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
 
 class ReportInputError(ValueError):
     """An input path or document the report cannot use; the message names it."""
-
-
-@dataclass
-class Group:
-    """The runs of one node type, vendor or machine: what a column of the report shows."""
-
-    label: str
-    paths: list[Path]
-    docs: list[dict[str, Any]] = field(default_factory=list)  # verified benchmark documents, oldest first
-    rejected: list[tuple[str, str]] = field(default_factory=list)  # (path, why) of documents left out
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
-    facts: list[dict[str, Any]] = field(default_factory=list)  # `gpuaccept facts` outputs found beside the runs
-    # The documents of no judged run (no verdict.json in a folder above them): the only documents the first page
-    # reads; a judged run's figures come from its verdict's rows (report_headline.measure).
-    unjudged: list[dict[str, Any]] = field(default_factory=list)
-    node_name: str = ""  # the node's name as the operator gives it (gpuaccept report --node-name); "" from the runs
-    archives: list[str] = field(default_factory=list)  # the run archives unpacked to read the paths, by name
-    unvouched: dict[int, str] = field(default_factory=dict)  # a verdict's index -> what its run cannot vouch for
-
-    def by_tool(self, tool: str) -> list[dict[str, Any]]:
-        return [d for d in self.docs if d.get("tool") == tool]
-
-    def newest(self, tool: str) -> dict[str, Any] | None:
-        docs = self.by_tool(tool)
-        return docs[-1] if docs else None
 
 
 LABEL_RE = re.compile(r"^[\w.+-]+$")

@@ -33,7 +33,7 @@ from gpuaccept.layout import REFERENCE_DIR
 from gpuaccept.probe import peaks
 
 if TYPE_CHECKING:  # the report's column of runs; only its attributes are used here
-    from gpuaccept.results.report import Group
+    from gpuaccept.results.report_group import Group
 
 # What a figure tells a buyer: the kinds of work compared in "which is better for what".
 FP64 = "FP64 simulation and linear algebra"

@@ -21,7 +21,7 @@ from gpuaccept.judge import readback
 from gpuaccept.results import report_headline
 
 if TYPE_CHECKING:
-    from gpuaccept.results.report import Group
+    from gpuaccept.results.report_group import Group
 
 #: Figures of the scaling subsection beyond its tables, such as HPL-CUDA's rate against the GPU count: each takes
 #: the report's columns and returns an HTML figure, or None where its documents are not among them.
