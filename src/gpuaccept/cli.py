@@ -16,7 +16,18 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, across_run, cli_fleet, healthcheck, helptext, manifest, redact, run, textinput
+from gpuaccept import (
+    __version__,
+    across_run,
+    annotate,
+    cli_fleet,
+    healthcheck,
+    helptext,
+    manifest,
+    redact,
+    run,
+    textinput,
+)
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import (
     coverage,
@@ -30,7 +41,7 @@ from gpuaccept.judge import (
 )
 from gpuaccept.judge.checks import CHECKS, SUITES
 from gpuaccept.layout import BENCH_SCHEMA, METRICS_FILE, REFERENCE_DIR, REPORT_FILE, VERDICT_FILE
-from gpuaccept.probe import burnin, crosscheck, dcgm, facts, health, overlap, peaks, power, powercheck
+from gpuaccept.probe import burnin, crosscheck, dcgm, facts, health, peaks, power, powercheck
 from gpuaccept.results import baseline, compare, health_expect, sensitivity
 
 EXIT_REJECTED = 1
@@ -553,43 +564,11 @@ def cmd_powercheck(args: argparse.Namespace) -> int:
 
 
 def cmd_overlap_model(args: argparse.Namespace) -> int:
-    doc_path = Path(args.document)
-    doc = _load_json(args.document, "gpuaccept-overlap document")
-    if doc.get("schema") != BENCH_SCHEMA:
-        raise InputError(f"{doc_path}: not a {BENCH_SCHEMA} document")
-    bw_doc = _load_json(args.bandwidth, "gpuaccept-bw document") if args.bandwidth else None
-    source = f"{args.bandwidth} (gpuaccept-bw's fit)" if args.bandwidth else ""
-    try:
-        overlap.annotate(doc, bw_doc, source)
-    except overlap.OverlapError as err:
-        raise InputError(f"{doc_path}: {err}") from None
-    write_text_atomic(doc_path, json.dumps(doc, indent=1) + "\n")
-    print(overlap.summary(doc))
-    return 0
+    return annotate.run(args, "overlap")  # the same runner as `gpuaccept annotate overlap`
 
 
 def cmd_peaks(args: argparse.Namespace) -> int:
-    path = Path(args.peaks) if args.peaks else Path(args.reference_dir) / peaks.DEFAULT_PATH
-    table = peaks.load(path)
-    doc_path = Path(args.document)
-    doc = textinput.load(doc_path, "benchmark document", textinput.JSON, InputError)
-    if not isinstance(doc, dict) or doc.get("schema") != BENCH_SCHEMA:
-        raise InputError(f"{doc_path}: not a {BENCH_SCHEMA} document")
-    power_doc = None
-    if args.power:
-        try:
-            power_doc = json.loads(Path(args.power).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise InputError(f"{args.power}: cannot read the power sampler's document: {err}") from None
-    peaks.annotate(doc, table, path, power_doc)
-    write_text_atomic(doc_path, json.dumps(doc, indent=1) + "\n")
-    block = doc["peak"]
-    for name, f in block["fractions"].items():
-        print(f"{name}: {f['fraction']:.3f} of {f['figure']} {f['peak_tflops']:g} TFLOP/s ({block['gpu_model']})")
-    for name, why in doc["waived"].items():
-        if name.endswith("_peak_fraction"):
-            print(f"{name}: waived: {why}")
-    return 0
+    return annotate.run(args, "peaks")  # the same runner as `gpuaccept annotate peaks`
 
 
 def parser() -> argparse.ArgumentParser:
@@ -806,6 +785,7 @@ def parser() -> argparse.ArgumentParser:
 
     burnin.add_subparser(sub)
     healthcheck.add_subparser(sub, default_reference_dir())
+    annotate.add_parser(sub, default_reference_dir())
 
     sp = sub.add_parser(
         "overlap-model",

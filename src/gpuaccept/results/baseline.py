@@ -194,7 +194,7 @@ def changes(reviewed_text: str, proposed_text: str) -> list[str]:
     """One line per metric whose value or tolerance differs between the reviewed file and the proposal. Only the
     checks the proposal's runs measured are compared: the reviewed file's other checks (measured elsewhere, with
     their own evidence) are outside the proposal."""
-    reviewed, proposed = yaml.safe_load(reviewed_text) or {}, yaml.safe_load(proposed_text) or {}
+    reviewed, proposed = textinput.parse_yaml(reviewed_text) or {}, textinput.parse_yaml(proposed_text) or {}
     lines = []
     old_checks, new_checks = reviewed.get("checks") or {}, proposed.get("checks") or {}
     for check in sorted(new_checks):
