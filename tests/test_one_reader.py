@@ -161,6 +161,7 @@ def test_a_planted_read_in_a_shell_script_fails_the_scan(tmp_path: Path):
         ("a: " + "[" * 70 + "]" * 70 + "\n", "nested more than the 64 allowed"),
         ("- 1\n", "is a YAML list, expected a mapping"),
     ],
+    ids=["alias", "key_twice", "not_yaml", "nested", "not_a_mapping"],
 )
 def test_load_yaml_refuses_and_names_the_file_and_line(tmp_path: Path, text: str, message: str):
     path = tmp_path / "in.yaml"
