@@ -315,7 +315,7 @@ def derive(
             name = f"{check}.{metric}"
             reason = next((why for pat, why in (informational or {}).items() if fnmatch.fnmatchcase(name, pat)), None)
             if reason is None and check in peaks.CHECKS_ANNOTATED and metric.endswith("_peak_fraction"):
-                reason = peaks.NOT_JUDGED  # a datasheet fraction (gpuaccept peaks): reported, never judged
+                reason = peaks.NOT_JUDGED  # a datasheet fraction (gpuaccept annotate peaks): reported, never judged
             if reason is None and med == 0:
                 # A count that stayed 0 (XID events, health findings): a relative tolerance cannot judge it; the
                 # check's own rules do.
