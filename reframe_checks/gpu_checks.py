@@ -325,8 +325,9 @@ class GpuMemtest(GpuBenchCheck):
 class GpuOverlap(GpuBenchCheck):
     """Compute/transfer overlap (after van Werkhoven et al., 2014): a kernel of tunable arithmetic intensity over data
     that starts and ends in pinned host memory, moved by synchronous copies, asynchronous copies in 1-16 streams, mapped
-    (zero-copy) host memory and managed memory with prefetch, each verified; then ``gpuaccept overlap-model`` predicts
-    each method from the same run's PCIe model (L+o, G, g per direction) and copy-engine count (docs/checks/overlap.md).
+    (zero-copy) host memory and managed memory with prefetch, each verified; then ``gpuaccept annotate overlap``
+    predicts each method from the same run's PCIe model (L+o, G, g per direction) and copy-engine count
+    (docs/checks/overlap.md).
 
     Metrics (informational: the host's and the link's): duplex_overlap_min (H2D and D2H at once, 1 full duplex),
     stream_speedup_min (sync over the best streamed time), model_rel_error_max, model_rank_tau_min.
@@ -339,11 +340,10 @@ class GpuOverlap(GpuBenchCheck):
 
     @run_before("run")
     def add_model(self):
-        """After the benchmark, ``gpuaccept overlap-model`` adds the predictions and the model's metrics to its
+        """After the benchmark, ``gpuaccept annotate overlap`` adds the predictions and the model's metrics to its
         document; the job still exits with the benchmark's status (or 4 when only the model failed)."""
-        self.after_benchmark(
-            " ".join(shlex.quote(a) for a in (sys.executable, "-m", "gpuaccept", "overlap-model", self.result_file))
-        )
+        args = (sys.executable, "-m", "gpuaccept", "annotate", "overlap", self.result_file)
+        self.after_benchmark(" ".join(shlex.quote(a) for a in args))
 
 
 @rfm.simple_test
@@ -351,7 +351,7 @@ class GpuOffloadGemm(GpuBenchCheck):
     """Transfer-inclusive GEMM (after Allada et al., 2009): cuBLAS DGEMM, SGEMM, TF32 and BF16 over n = 256-16384 on one
     GPU, the kernel alone and with the copies of A, B and C from pinned and from pageable memory, every result verified;
     then the host's DGEMM and SGEMM (``gpuaccept-cpugemm`` from ``extras.bench_dir``, all physical cores) at
-    ``host_sizes`` and ``python -m gpuaccept.probe.offload``: the size from which the offload beats the host
+    ``host_sizes`` and ``gpuaccept annotate offload``: the size from which the offload beats the host
     (docs/checks/offload-gemm.md). Without the host tool the crossovers are waived with the reason and the rest
     still reports.
 
@@ -406,7 +406,7 @@ class GpuOffloadGemm(GpuBenchCheck):
         self.executable_opts = ["--gpu", str(self.gpu), *quick, *opts]
         host_sizes = [int(n) for n in self.host_sizes if self.mode == "full" or n <= max(self.QUICK_SIZES)]
         q = shlex.quote
-        offload = f"{q(sys.executable)} -m gpuaccept.probe.offload {q(self.result_file)}"
+        offload = f"{q(sys.executable)} -m gpuaccept annotate offload {q(self.result_file)}"
         tool, why = self.host_tool()
         if tool is None:
             self.after_benchmark(f"{offload} --no-host {q(why)}")
@@ -431,7 +431,7 @@ class GpuFftOffload(GpuBenchCheck):
     """FFT offload (as in the remote BLAS/FFT offload thesis): complex-to-complex FFTs, batched 1-D (4096 points each)
     and 3-D, fp32 and fp64, over sizes of 2^12 to 2^27 points, on the host's FFT (MKL or FFTW, every CPU) and on one GPU
     with cuFFT alone and as a whole offload (H2D, cuFFT, D2H) from pinned and from pageable memory, each GPU output
-    verified against the host's; then ``python -m gpuaccept.probe.fft`` adds the crossover sizes
+    verified against the host's; then ``gpuaccept annotate fft`` adds the crossover sizes
     (docs/checks/fft-offload.md).
 
     Not run where the node has no host FFT (``FftBuild.not_run_reason``). Quick mode: sizes up to 2^22 points, 3
@@ -461,7 +461,7 @@ class GpuFftOffload(GpuBenchCheck):
 
     @run_before("run")
     def add_crossover(self):
-        """After the benchmark, ``python -m gpuaccept.probe.fft`` adds the crossovers to its document; the job
+        """After the benchmark, ``gpuaccept annotate fft`` adds the crossovers to its document; the job
         still exits with the benchmark's status (or 4 when only the analysis failed)."""
-        probe = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "gpuaccept.probe.fft", self.result_file))
-        self.after_benchmark(probe)
+        args = (sys.executable, "-m", "gpuaccept", "annotate", "fft", self.result_file)
+        self.after_benchmark(" ".join(shlex.quote(a) for a in args))

@@ -17,19 +17,21 @@ above 16, a missing residual line, or a crashed, killed or timed-out run fails t
 they measure: docs/checks/hpl.md.
 """
 
-import json
 import os
 import shlex
 import shutil
 import socket
 import sys
+from pathlib import Path
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 
+from gpuaccept import textinput
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.judge import load
 from gpuaccept.layout import PROJECT_ROOT
 from gpuaccept.probe import document, hpl, hpl_dat
 from gpuaccept.probe.document import utc_iso
@@ -49,28 +51,35 @@ CUDA_HPL_DESCRIPTOR = os.environ.get(
 
 
 def _load_descriptor(path: str) -> dict:
-    """The role's descriptor: ``command`` (with ``{ranks}``), ``env``, ``binary``, ``blas``."""
+    """The role's descriptor: ``command`` (with ``{ranks}``), ``env``, ``binary``, ``blas``; read strictly
+    (gpuaccept.textinput), a SanityError naming the node and the file otherwise."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            desc = json.load(handle)
-    except (OSError, ValueError) as err:
-        raise SanityError(f"{socket.gethostname()}: cannot read the HPL descriptor {path}: {err}") from None
-    if not isinstance(desc, dict) or not isinstance(desc.get("command"), list) or not desc["command"]:
+        desc = textinput.load_json(Path(path), "the HPL descriptor", ValueError)
+    except ValueError as err:
+        raise SanityError(f"{socket.gethostname()}: {err}") from None
+    if not isinstance(desc.get("command"), list) or not desc["command"]:
         raise SanityError(f"{socket.gethostname()}: {path}: no 'command' list (rerun the gpuaccept_hpl role)")
     return desc
 
 
 def _node_gpus(extras: dict) -> tuple[int, int, int]:
     """(ranks, the smallest GPU's memory in bytes, the GPUs in the node facts) of an HPL of one rank per GPU: the
-    partition's ``gpu_count`` and the node facts it names (``facts_file``), both written by gpuaccept.rfmconfig. A
-    SanityError naming the node and the file when the facts cannot be read, or there is no GPU or no memory."""
+    partition's ``gpu_count`` and the node facts it names (``facts_file``), both written by gpuaccept.rfmconfig,
+    read as the judge reads them (gpuaccept.judge.load.read_facts). A SanityError naming the node and the file when
+    the facts cannot be read, or there is no GPU or no memory."""
     facts_file = extras.get("facts_file")
+    if not facts_file:
+        raise SanityError(f"{socket.gethostname()}: the partition's extras name no facts_file: regenerate the ReFrame "
+                          "configuration with the gpuaccept_reframe role")  # fmt: skip
+    facts, problems = load.read_facts(Path(str(facts_file)))
+    if problems:
+        raise SanityError(f"{socket.gethostname()}: {problems[0]}")
+    gpus = facts.get("gpus") or []
     try:
-        with open(str(facts_file), encoding="utf-8") as handle:
-            gpus = json.load(handle).get("gpus") or []
         memory = min((int(g.get("memory_bytes") or 0) for g in gpus), default=0)
-    except (OSError, ValueError) as err:
-        raise SanityError(f"{socket.gethostname()}: cannot read the node facts {facts_file}: {err}") from None
+    except (TypeError, ValueError) as err:
+        why = f"a GPU's memory_bytes is not a number ({err})"
+        raise SanityError(f"{socket.gethostname()}: {facts_file}: {why}") from None
     ranks = int(extras.get("gpu_count") or 0)
     if ranks < 1 or memory < 1:
         raise SanityError(
@@ -238,8 +247,7 @@ class GpuHplNvidia(HplOutputCheck):
     @run_after("setup")
     def write_hpl_dat(self):
         extras = self.current_partition.extras or {}
-        with open(self.descriptor, encoding="utf-8") as handle:
-            desc = json.load(handle)
+        desc = _load_descriptor(self.descriptor)
         self.ranks, memory, _ = _node_gpus(extras)
         p, q = hpl_dat.grid(self.ranks)
         n = hpl_dat.problem_size(memory, self.ranks, self.memory_fraction, self.nb, p, q)

@@ -41,9 +41,13 @@ echo "== ReFrame configuration from $inventory"
 
 echo "== node facts, gathered on each node"
 "$VENV/bin/python" - "$inv_json" <<'PY' > "$work/nodes.txt"
-import json, sys
+import sys
 from gpuaccept.results import slurm
-for p in slurm.partitions(json.load(open(sys.argv[1]))):
+try:
+    inventory = slurm.load_inventory(sys.argv[1])  # read strictly (gpuaccept.textinput)
+except slurm.SlurmError as err:
+    sys.exit(f"slurm-accept.sh: {err}")
+for p in slurm.partitions(inventory):
     for host in p.hosts:
         print(host, *p.access_options)
 PY

@@ -26,6 +26,7 @@ QUICK=(
   tests/test_h100_burnin_commission.py
   tests/test_dcgm_recorded.py
   tests/test_node_refs_derivation.py
+  tests/test_one_reader.py
 )
 if [ ! -x "$VENV/bin/pytest" ] || ! "$VENV/bin/python" -c 'import xdist' 2>/dev/null; then
   echo "test-quick.sh: no test tool environment in $VENV (pytest and pytest-xdist): run 'make test' once, or" \

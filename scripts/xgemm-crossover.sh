@@ -1,7 +1,7 @@
 #!/bin/bash
 # Transfer-inclusive GEMM and its crossover against the host's BLAS (docs/checks/offload-gemm.md):
 # builds gpuaccept-xgemm, runs it on one GPU, times the host's DGEMM/SGEMM with gpuaccept-cpugemm at each size
-# (all physical cores, pinned close), and runs python -m gpuaccept.probe.offload over the documents.
+# (all physical cores, pinned close), and runs gpuaccept annotate offload over the documents.
 #
 #   scripts/xgemm-crossover.sh OUT_DIR
 #
@@ -12,6 +12,7 @@
 #                seconds, and gpuaccept-cpugemm makes at least four per precision)
 #   XGEMM_ARGS   extra options for gpuaccept-xgemm (default none: the default sweep, about a minute)
 #   GPU          the device index (default 0); CUDA_ARCH, BUILD_DIR (default /tmp/gpuaccept-xgemm-build)
+#   PYTHON       a Python with gpuaccept's dependencies (default python3; e.g. the checkout's .venv/bin/python)
 # Exit status: 0 when every step succeeded, else the first failing step's.
 set -uo pipefail
 B=${BUILD_DIR:-/tmp/gpuaccept-xgemm-build}
@@ -41,7 +42,7 @@ for n in $HOST_SIZES; do
 done
 
 if [ -s "$OUT/xgemm.json" ] && [ ${#hosts[@]} -gt 0 ]; then
-  step "crossover" env PYTHONPATH="$ROOT/src" python3 -m gpuaccept.probe.offload "$OUT/xgemm.json" \
+  step "crossover" env PYTHONPATH="$ROOT/src" "${PYTHON:-python3}" -m gpuaccept annotate offload "$OUT/xgemm.json" \
     --host "${hosts[@]}" --output "$OUT/xgemm-crossover.json" > "$OUT/crossover.txt" 2>&1
   cat "$OUT/crossover.txt"
 fi

@@ -467,6 +467,8 @@ MUTATIONS: list[Mutation] = [
       "if False:", k(C, "deleted_or_hidden")),
     M("YAML nested too deep is refused", "textinput.py", "if self._depth > MAX_DEPTH:", "if False:",
       k(C, "nested")),
+    M("a YAML alias is refused (the datasheets, the thresholds, the XID catalogue)", "textinput.py",
+      "if self.check_event(yaml.AliasEvent):", "if False:", k("tests/test_one_reader.py", "refuses and alias")),
     M("a check with a figure missing is not retried", "judge/verdict.py", "row.out_of_band = all(",
       "row.out_of_band = any(", k(C, "not_retried")),
     M("VBIOS pins are judged", "judge/config_drift.py",

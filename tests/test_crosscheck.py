@@ -176,7 +176,7 @@ def test_cli_exit_status_and_output(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert cli.main([*args, "--tolerance", "0.001"]) == 1
     assert cli.main(["crosscheck", "--bw", str(RUN / "gpuaccept-bw.json")]) == 3
     assert cli.main(["crosscheck", "--bw", str(tmp_path / "missing.json")]) == 4
-    assert "missing.json: cannot read the gpuaccept-bw document" in capsys.readouterr().err
+    assert "missing.json: the gpuaccept-bw document is missing" in capsys.readouterr().err
     assert cli.main(["crosscheck", "--bw", str(RUN / "nvbandwidth.json")]) == 4
     assert "not a gpuaccept-bw document" in capsys.readouterr().err
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuaccept import cli
 from gpuaccept.probe import fft
 from gpuaccept.probe.offload import OffloadError
 
@@ -123,7 +124,7 @@ def test_a_slower_gpu_moves_the_crossover():
 
 def test_cli_writes_the_annotated_document(tmp_path, capsys):
     out = tmp_path / "x.json"
-    assert fft.main([str(FIX / "h100-mkl" / "fft.json"), "--output", str(out)]) == 0
+    assert cli.main(["annotate", "fft", str(FIX / "h100-mkl" / "fft.json"), "--output", str(out)]) == 0
     assert json.loads(out.read_text())["metrics"]["fft3d_fp64_crossover_points_pinned"]["unit"] == "points"
     assert "crossover (the GPU beats the host FFT from):" in capsys.readouterr().out
 
@@ -135,6 +136,7 @@ def test_cli_fails_on_a_document_without_cases(tmp_path, capsys):
     doc["errors"] = ["no CUDA device found"]
     path = tmp_path / "nogpu.json"
     path.write_text(json.dumps(doc))
-    assert fft.main([str(path)]) == 1
+    assert cli.main(["annotate", "fft", str(path)]) == 1
     assert "no case to compare (its errors: no CUDA device found)" in capsys.readouterr().out
-    assert fft.main([str(tmp_path / "missing.json")]) == 1
+    assert cli.main(["annotate", "fft", str(tmp_path / "missing.json")]) == 4
+    assert "missing.json: the gpuaccept-fft document is missing" in capsys.readouterr().err

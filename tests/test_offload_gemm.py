@@ -1,5 +1,6 @@
-"""The crossover of transfer-inclusive GEMM against the host's BLAS (gpuaccept.probe.offload). The documents here
-are hand-built with round numbers (no GPU or host output): nothing is asserted about timings a machine gave."""
+"""The crossover of transfer-inclusive GEMM against the host's BLAS (gpuaccept.probe.offload, run by
+``gpuaccept annotate offload``). The documents here are hand-built with round numbers (no GPU or host output):
+nothing is asserted about timings a machine gave."""
 
 import json
 import math
@@ -22,12 +23,19 @@ def case(prec: str, n: int, kernel: float, pinned: float, pageable: float, verif
 
 
 def xgemm_doc(*cases: dict) -> dict:
-    return {"tool": "gpuaccept-xgemm", "results": {"cases": list(cases)}, "metrics": {}, "waived": {}}
+    return {"schema": "gpuaccept.bench/1", "tool": "gpuaccept-xgemm", "results": {"cases": list(cases)}, "metrics": {},
+            "waived": {}}
 
 
 def cpugemm_doc(rows: list[tuple[str, int, float]], threads: int = 16) -> dict:
-    return {"tool": "gpuaccept-cpugemm", "results": {"cpu_gemm": [
+    return {"schema": "gpuaccept.bench/1", "tool": "gpuaccept-cpugemm", "results": {"cpu_gemm": [
         {"precision": p, "n": n, "threads": threads, "gflops_median": gf, "verified": True} for p, n, gf in rows]}}
+
+
+def annotate(*args: str) -> subprocess.CompletedProcess:
+    """``gpuaccept annotate offload ARGS`` in a process of its own."""
+    return subprocess.run([sys.executable, "-m", "gpuaccept", "annotate", "offload", *args], capture_output=True,
+                          text=True, check=False, cwd=ROOT, env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
 
 
 def test_crossover_is_interpolated_in_log_n():
@@ -154,9 +162,7 @@ def test_command_line_prints_the_table_and_writes_the_document(tmp_path):
     out = tmp_path / "annotated.json"
     x.write_text(json.dumps(xgemm_doc(case("dgemm", 256, 400.0, 50.0, 25.0), case("dgemm", 1024, 2e4, 4000.0, 1e3))))
     h.write_text(json.dumps(cpugemm_doc([("dgemm", 256, 100.0), ("dgemm", 1024, 2000.0)])))
-    res = subprocess.run([sys.executable, "-m", "gpuaccept.probe.offload", str(x), "--host", str(h), "--output",
-                          str(out)], capture_output=True, text=True, check=False, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
+    res = annotate(str(x), "--host", str(h), "--output", str(out))
     assert res.returncode == 0, res.stderr
     assert "dgemm vs host dgemm: pinned n = 512 (between 256 and 1024" in res.stdout
     doc = json.loads(out.read_text())
@@ -167,10 +173,9 @@ def test_command_line_prints_the_table_and_writes_the_document(tmp_path):
 def test_command_line_names_a_bad_host_document(tmp_path):
     x = tmp_path / "xgemm.json"
     x.write_text(json.dumps(xgemm_doc(case("dgemm", 256, 400.0, 50.0, 25.0))))
-    res = subprocess.run([sys.executable, "-m", "gpuaccept.probe.offload", str(x), "--host", str(x)],
-                         capture_output=True, text=True, check=False, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
-    assert res.returncode == 1 and "not a gpuaccept-cpugemm document" in res.stderr
+    res = annotate(str(x), "--host", str(x))
+    assert res.returncode == 4 and "not a gpuaccept-cpugemm document" in res.stderr
+    assert json.loads(x.read_text())["metrics"] == {}  # a bad input leaves the document as it was
 
 
 def test_command_line_fails_on_a_run_without_cases(tmp_path):
@@ -180,9 +185,7 @@ def test_command_line_fails_on_a_run_without_cases(tmp_path):
     doc["errors"] = ["no CUDA device found: cudaErrorNoDevice"]
     x.write_text(json.dumps(doc))
     h.write_text(json.dumps(cpugemm_doc([("dgemm", 256, 100.0)])))
-    res = subprocess.run([sys.executable, "-m", "gpuaccept.probe.offload", str(x), "--host", str(h)],
-                         capture_output=True, text=True, check=False, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
+    res = annotate(str(x), "--host", str(h))
     assert res.returncode == 1 and "no case to compare" in res.stdout and "cudaErrorNoDevice" in res.stdout
 
 
@@ -218,9 +221,7 @@ def test_without_a_host_tool_the_crossovers_are_waived_with_the_reason_and_the_r
     doc["metrics"]["dgemm_pinned_over_kernel_ratio"] = {"value": 0.125, "unit": "ratio"}
     x.write_text(json.dumps(doc))
     why = "no gpuaccept-cpugemm in /opt/bench"
-    res = subprocess.run([sys.executable, "-m", "gpuaccept.probe.offload", str(x), "--no-host", why],
-                         capture_output=True, text=True, check=False, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
+    res = annotate(str(x), "--no-host", why)
     assert res.returncode == 0, res.stderr
     out = json.loads(x.read_text())
     assert out["waived"] == {f"{p}_crossover_n_{m}": why for p in ("dgemm", "sgemm") for m in offload.MODES}
@@ -229,9 +230,7 @@ def test_without_a_host_tool_the_crossovers_are_waived_with_the_reason_and_the_r
     assert cx["no_host"] == why and cx["host_source"] is None
     dgemm = cx["per_precision"]["dgemm"]
     assert dgemm["notes"] == [] and dgemm["rows"][0]["host_gflops"] is None
-    both = subprocess.run([sys.executable, "-m", "gpuaccept.probe.offload", str(x), "--no-host", why, "--host",
-                           str(x)], capture_output=True, text=True, check=False, cwd=ROOT,
-                          env={"PYTHONPATH": str(ROOT / "src"), "LC_ALL": "C"})
+    both = annotate(str(x), "--no-host", why, "--host", str(x))
     assert both.returncode == 2 and "not allowed with" in both.stderr
 
 

@@ -5,8 +5,6 @@ numbers (no GPU output): nothing is asserted about timings a GPU gave."""
 import copy
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 from conftest import ROOT
@@ -226,7 +224,7 @@ def test_the_metric_table_knows_the_metrics_and_owns_them_as_host_facts():
 def test_cli_annotates_in_place(tmp_path, capsys):
     path = tmp_path / "overlap.json"
     path.write_text(json.dumps(hand_doc()))
-    assert cli.main(["overlap-model", str(path)]) == 0
+    assert cli.main(["annotate", "overlap", str(path)]) == 0
     doc = json.loads(path.read_text())
     assert doc["metrics"]["model_rel_error_max"]["value"] == pytest.approx(0.1)
     out = capsys.readouterr().out
@@ -238,22 +236,23 @@ def test_cli_names_a_bad_document(tmp_path, capsys):
     doc = copy.deepcopy(hand_doc())
     del doc["results"]["per_gpu"][0]["copies"]["bidir"]
     path.write_text(json.dumps(doc))
-    assert cli.main(["overlap-model", str(path)]) != 0
+    assert cli.main(["annotate", "overlap", str(path)]) == 4
     assert "copies.bidir.seconds" in capsys.readouterr().err
 
 
-def test_the_model_runs_on_the_standard_library_alone(tmp_path):
-    # python -S: no site-packages, so nothing beyond the standard library (a GPU machine with only the benchmark).
+def test_the_runner_writes_to_output_and_leaves_the_document_alone_on_bad_input(tmp_path, capsys):
     src, out = tmp_path / "overlap.json", tmp_path / "annotated.json"
     src.write_text(json.dumps(hand_doc()))
-    res = subprocess.run([sys.executable, "-S", "-m", "gpuaccept.probe.overlap", str(src), "--output", str(out)],
-                         capture_output=True, text=True, check=False, env={"PYTHONPATH": str(ROOT / "src")})
-    assert res.returncode == 0, res.stderr
+    assert cli.main(["annotate", "overlap", str(src), "--output", str(out)]) == 0
     assert json.loads(out.read_text())["metrics"]["model_rank_tau_min"]["value"] == 1
-    assert "best measured mapped" in res.stderr
-    res = subprocess.run([sys.executable, "-S", "-m", "gpuaccept.probe.overlap", str(tmp_path / "none.json")],
-                         capture_output=True, text=True, check=False, env={"PYTHONPATH": str(ROOT / "src")})
-    assert res.returncode == 1 and "none.json" in res.stderr
+    assert "model_rank_tau_min" not in json.loads(src.read_text())["metrics"]
+    before = src.read_text()
+    assert cli.main(["annotate", "overlap", str(src), "--bandwidth", str(tmp_path / "none.json")]) == 4
+    assert f"{tmp_path / 'none.json'}: the gpuaccept-bw document is missing" in capsys.readouterr().err
+    (tmp_path / "bw.json").write_text('{"schema": "gpuaccept.bench/1", "tool": "gpuaccept-bw", "tool": "x"}')
+    assert cli.main(["annotate", "overlap", str(src), "--bandwidth", str(tmp_path / "bw.json")]) == 4
+    assert "key 'tool' appears twice" in capsys.readouterr().err
+    assert src.read_text() == before
 
 
 OVERLAP_FIXTURES = ROOT / "tests" / "fixtures" / "overlap"

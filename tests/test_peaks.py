@@ -104,15 +104,18 @@ def test_a_malformed_table_names_the_key(tmp_path, edit, message):
 def test_the_command_annotates_in_place_and_rejects_bad_input(tmp_path: Path, capsys):
     doc = tmp_path / "gemm.json"
     doc.write_text(GEMM_H100.read_text())
-    assert cli.main(["peaks", str(doc), "--reference-dir", str(REFERENCE_DIR)]) == 0
+    assert cli.main(["annotate", "peaks", str(doc), "--reference-dir", str(REFERENCE_DIR)]) == 0
     assert "fp64_tflops_min_peak_fraction" in json.loads(doc.read_text())["metrics"]
     assert "fp64_tflops_min: 0.79" in capsys.readouterr().out
     doc.write_text("{not json")
-    assert cli.main(["peaks", str(doc)]) == cli.EXIT_INPUT
-    assert f"{doc}: not JSON" in capsys.readouterr().err
+    assert cli.main(["annotate", "peaks", str(doc)]) == cli.EXIT_INPUT
+    assert f"{doc}: the gpuaccept-gemm or gpuaccept-hplstyle document is not valid JSON" in capsys.readouterr().err
     doc.write_text(GEMM_H100.read_text())
-    assert cli.main(["peaks", str(doc), "--peaks", str(tmp_path / "missing.yaml")]) == cli.EXIT_INPUT
-    assert "cannot read the peaks file" in capsys.readouterr().err
+    assert cli.main(["annotate", "peaks", str(doc), "--peaks", str(tmp_path / "missing.yaml")]) == cli.EXIT_INPUT
+    assert "missing.yaml: peaks file is missing" in capsys.readouterr().err
+    assert doc.read_text() == GEMM_H100.read_text()
+    assert cli.main(["peaks", str(doc), "--reference-dir", str(REFERENCE_DIR)]) == 0  # the same runner, older name
+    assert "fp64_tflops_min_peak_fraction" in json.loads(doc.read_text())["metrics"]
 
 
 def test_hplstyle_fraction_carries_the_power_samplers_clocks(table):

@@ -1,7 +1,7 @@
 """GpuFftOffload through ReFrame for real: the partition has one GPU and the prebuilt binaries' directory
 (``extras.bench_dir``) holds a stand-in ``gpuaccept-fft`` that writes the H100's real document
 (tests/fixtures/fft_offload/h100-mkl/fft.json): the plumbing -- the check in the evaluation suite, the job running
-``python -m gpuaccept.probe.fft`` after the benchmark, the crossover metrics reaching ReFrame -- and, on a node
+``gpuaccept annotate fft`` after the benchmark, the crossover metrics reaching ReFrame -- and, on a node
 without a host FFT, NOT RUN with the reason."""
 
 import json

@@ -1,7 +1,7 @@
 """GpuOverlap through ReFrame for real: the partition has one GPU and the prebuilt binaries' directory
 (``extras.bench_dir``) holds a stand-in ``gpuaccept-overlap`` written by this test. It writes test_overlap.py's
 hand-built document (round numbers, no GPU output): the plumbing -- the check in the evaluation suite, the job
-running ``gpuaccept overlap-model`` after the benchmark, the model's metrics reaching ReFrame -- not the figures,
+running ``gpuaccept annotate overlap`` after the benchmark, the model's metrics reaching ReFrame -- not the figures,
 which tests/test_overlap.py covers."""
 
 import json

@@ -1,4 +1,4 @@
-"""BenchCheck's ``peak_fractions``: after the benchmark, ``gpuaccept peaks`` annotates its document in the job
+"""BenchCheck's ``peak_fractions``: after the benchmark, ``gpuaccept annotate peaks`` annotates its document in the job
 itself. Run for real through ReFrame with the host GEMM check (this machine has no GPU, so the document gets
 a ``peak`` block and no fractions: the plumbing, not the figures, which tests/test_peaks.py covers), once with
 the peaks file and once without it, where the job must fail and say so instead of passing unannotated."""

@@ -81,7 +81,7 @@ def load_floor(path: Path, node_type: str) -> Floor | None:
     reference_values/across/floors.yaml), None where it names none; a bad file is an error naming it."""
     if not node_type:
         return None
-    doc = textinput.load(path, "floors between nodes", textinput.YAML, AcrossError)
+    doc = textinput.load_yaml(path, "floors between nodes", AcrossError, object)
     if not isinstance(doc, dict) or doc.get("schema") != FLOORS_SCHEMA or not isinstance(doc.get("floors"), dict):
         raise AcrossError(f"{path}: not a floors file (schema: {FLOORS_SCHEMA}, floors: a mapping)")
     entry = doc["floors"].get(node_type)

@@ -15,6 +15,7 @@ import sys
 from gpuaccept import (
     __version__,
     across_run,
+    annotate,
     cli_annotators,
     cli_baseline,
     cli_compare,
@@ -59,6 +60,7 @@ def parser() -> argparse.ArgumentParser:
     burnin.add_parser(sub)
     healthcheck.add_parser(sub)
     cli_annotators.add_parser(sub)  # overlap-model, peaks
+    annotate.add_parser(sub)
     return p
 
 

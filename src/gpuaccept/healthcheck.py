@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import atomic
+from gpuaccept import atomic, textinput
 from gpuaccept.cli_common import default_reference_dir
 from gpuaccept.judge import healthcheck_rules, references, xid_actions
 from gpuaccept.probe import document, health
@@ -67,10 +67,10 @@ def observe(from_smi_q: str | None) -> tuple[dict[str, Any] | None, list[str]]:
 def load_state(path: Path) -> dict[str, Any] | None:
     """The last check's state; None for the first check (or a state file that is not one: it is replaced)."""
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        state = textinput.load_json(path, "the last check's state", ValueError)
+    except ValueError:
         return None
-    return state if isinstance(state, dict) and state.get("schema") == STATE_SCHEMA else None
+    return state if state.get("schema") == STATE_SCHEMA else None
 
 
 def kernel_events(since: float, boot: float, previous: dict[str, Any] | None, clear: bool) -> dict[str, Any]:

@@ -165,7 +165,7 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
     #: :type: :class:`float`
     power_interval = variable(float, value=0.1)
 
-    #: Add each rate's fraction of the GPU's datasheet peak to the document after the run (``gpuaccept peaks``,
+    #: Add each rate's fraction of the GPU's datasheet peak to the document after the run (``gpuaccept annotate peaks``,
     #: the peaks file ``<reference_dir>/datasheets/gpu_peaks.yaml``): metrics ``<rate>_peak_fraction``.
     #:
     #: :type: :class:`bool`
@@ -244,12 +244,13 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
 
     @run_before("run")
     def add_peak_fractions(self):
-        """With ``peak_fractions``: after the benchmark, ``gpuaccept peaks`` adds the ``*_peak_fraction`` metrics
-        to its document; the job still exits with the benchmark's status (or 4 when only the annotation failed)."""
+        """With ``peak_fractions``: after the benchmark, ``gpuaccept annotate peaks`` adds the ``*_peak_fraction``
+        metrics to its document; the job still exits with the benchmark's status (or 4 when only the annotation
+        failed)."""
         if not self.peak_fractions:
             return
         refdir = str(_extras(self).get("reference_dir", "reference_values"))
-        args = [sys.executable, "-m", "gpuaccept", "peaks", self.result_file, "--reference-dir", refdir]
+        args = [sys.executable, "-m", "gpuaccept", "annotate", "peaks", self.result_file, "--reference-dir", refdir]
         if self.sample_power:
             args += ["--power", self.power_file]
         self.after_benchmark(" ".join(shlex.quote(a) for a in args))

@@ -1,13 +1,19 @@
-"""One input file read and parsed, with errors that name the file: what could not be read, or which line of
-it is not valid JSON or YAML.
+"""The one reader of gpuaccept's input files: text, JSON and YAML, with errors that name the file and, where the
+parser knows it, the line.
 
-JSON is read strictly, by one reader (:func:`parse_json`, :func:`load_json`), wherever the judge or a reader of its
-verdicts reads it (benchmark documents, ReFrame's report, the node facts, a retry's list of checks, a run's
-manifest, verdict.json): a key twice in one object (a reader that keeps the last one would pass a document whose
-failing value comes first), ``NaN`` or ``Infinity``, a number out of range (``1e999``, an integer of hundreds of
-digits), nesting deeper than ``MAX_DEPTH`` (checked before parsing, so it never ends in a RecursionError) are each
-an error naming the file. :func:`read_text` reads only a regular file (never through a symbolic link, never a FIFO
-or device), at most ``max_bytes``, as UTF-8, and, given ``within``, only one inside that directory.
+The API is five functions: :func:`read_text` (a file's text), :func:`load_json` and :func:`load_yaml` (a file
+read and parsed), :func:`parse_json` and :func:`parse_yaml` (text already in hand, e.g. a reference file's
+reviewed text). Every other module reads its JSON and YAML files through them (tests/test_one_reader.py fails on
+a ``json.load`` or ``yaml.*load`` elsewhere, a tool's standard output excepted by name).
+
+:func:`read_text` reads only a regular file (never through a symbolic link, never a FIFO or device), not empty, at
+most ``max_bytes``, as UTF-8, and, given ``within``, only one inside that directory. JSON is parsed strictly: a key
+twice in one object (a reader that keeps the last one would pass a document whose failing value comes first),
+``NaN`` or ``Infinity``, a number out of range (``1e999``, an integer of hundreds of digits), nesting deeper than
+``MAX_DEPTH`` (checked before parsing, so it never ends in a RecursionError) are each an error. YAML is parsed by
+the safe loader (no arbitrary objects) with the same refusals: a key twice in one mapping, an alias (expanding
+aliases, a "billion laughs" file, costs minutes and gigabytes before anything can be said about the file), nesting
+deeper than ``MAX_DEPTH``.
 """
 
 from __future__ import annotations
@@ -17,8 +23,6 @@ import math
 import os
 import re
 import stat
-from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -98,22 +102,19 @@ def parse_json(text: str) -> Any:
         raise JsonError(f"arrays and objects nested more than the {MAX_DEPTH} allowed") from None
 
 
-@dataclass(frozen=True)
-class Format:
-    """How a file's text is parsed, and what is said (after ``<path>: ``) when it does not parse."""
-
-    parse: Callable[[str], Any]
-    errors: tuple[type[Exception], ...]
-    invalid: Callable[[Any], str]
-
-
 class DepthLimitedLoader(yaml.SafeLoader):
-    """YAML's safe loader that refuses sequences and mappings nested deeper than MAX_DEPTH while it composes them
-    (before anything recurses deeper: a file nested thousands deep is a clear error, never a RecursionError)."""
+    """YAML's safe loader that refuses aliases and sequences and mappings nested deeper than MAX_DEPTH while it
+    composes them (before anything is expanded or recurses deeper: a file nested thousands deep is a clear error,
+    never a RecursionError)."""
 
     _depth = 0
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, f"YAML alias *{event.anchor} is not allowed (write the value out)", event.start_mark
+            )
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -142,25 +143,18 @@ class _StrictYamlLoader(DepthLimitedLoader):
 
 
 def parse_yaml(text: str) -> Any:
-    """YAML text parsed safely, no key twice in one mapping."""
+    """YAML text parsed safely: no key twice in one mapping, no alias, no deep nesting (the module's docstring);
+    a yaml.YAMLError otherwise (:func:`yaml_problem` words it with its line)."""
     return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader: no arbitrary objects
 
 
-JSON = Format(parse_json, (JsonError,), lambda err: f"not JSON: {err}")
-YAML = Format(parse_yaml, (yaml.YAMLError,), lambda err: f"not valid YAML: {err}")
-
-
-def load(path: Path, what: str, fmt: Format, error: type[Exception]) -> Any:
-    """The parsed content of the UTF-8 file ``path`` (the ``what``, e.g. "peaks file"); ``error`` naming the file
-    when it cannot be read or does not parse."""
-    try:
-        return fmt.parse(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise error(f"{path}: cannot read the {what}: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise error(f"{path}: the {what} is not UTF-8 text (byte {err.start})") from None
-    except fmt.errors as err:
-        raise error(f"{path}: {fmt.invalid(err)}") from None
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """A YAML error in one line: ``line N: what`` where the parser knows the line."""
+    if not isinstance(err, yaml.MarkedYAMLError):
+        return str(err)
+    what = "; ".join(str(p) for p in (err.context, err.problem) if p)
+    mark = err.problem_mark or err.context_mark
+    return f"line {mark.line + 1}: {what}" if mark is not None else what
 
 
 def inside(path: Path, directory: Path) -> bool:
@@ -236,3 +230,33 @@ def load_json(
         expected = "an object" if kind is dict else f"a JSON {'array' if kind is list else kind.__name__}"
         raise error(f"{path}: {what} is a JSON {type(doc).__name__}, expected {expected}")
     return doc
+
+
+def load_yaml(
+    path: Path,
+    what: str,
+    error: type[Exception],
+    kind: type = dict,
+    max_bytes: int = MAX_BYTES,
+    within: Path | tuple[Path, ...] | None = None,
+) -> Any:
+    """A YAML input read as :func:`read_text` reads it, parsed strictly (:func:`parse_yaml`), and of the type
+    ``kind`` (a mapping by default); ``error`` names the file, the line and what is wrong."""
+    text = read_text(path, what, error, max_bytes, within)
+    try:
+        doc = parse_yaml(text)
+    except yaml.YAMLError as err:
+        raise error(f"{path}: {what} is not valid YAML: {yaml_problem(err)}") from None
+    if not isinstance(doc, kind):
+        expected = "a mapping" if kind is dict else f"a YAML {'sequence' if kind is list else kind.__name__}"
+        raise error(f"{path}: {what} is a YAML {type(doc).__name__}, expected {expected}")
+    return doc
+
+
+#: The formats :func:`load` reads.
+JSON, YAML = "json", "yaml"
+
+
+def load(path: Path, what: str, fmt: str, error: type[Exception]) -> Any:
+    """:func:`load_json` or :func:`load_yaml` (``fmt`` JSON or YAML) of a file of any JSON or YAML type."""
+    return (load_yaml if fmt == YAML else load_json)(Path(path), what, error, object)

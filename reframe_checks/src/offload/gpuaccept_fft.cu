@@ -131,7 +131,7 @@ const char* kUsage =
     "on the host's FFT (FFTW3 or MKL, all threads), with cuFFT on device-resident data (kernel), and as a whole\n"
     "offload (H2D, cuFFT, D2H) from pinned and from pageable host memory; speed-up = host time / GPU time. Each\n"
     "GPU output is checked against the host's (relative L2 error), and a forward + inverse round trip on the GPU\n"
-    "against the input. The crossover size: python -m gpuaccept.probe.fft.\n"
+    "against the input. The crossover size: gpuaccept annotate fft.\n"
     "  --gpu N              CUDA device index (default 0)\n"
     "  --shapes LIST        any of 1d,3d (default both)\n"
     "  --precisions LIST    any of fp32,fp64 (default both)\n"

@@ -90,7 +90,7 @@ const char* kUsage =
     "Transfer-inclusive GEMM (after Allada et al. 2009): square n x n cuBLAS GEMM timed on device-resident data\n"
     "(kernel), and as a whole offload (H2D of A and B, GEMM, D2H of C) from pinned and from pageable host\n"
     "memory; GFLOP/s = 2 n^3 / t for each and the ratios offload / kernel. C verified at sampled entries against\n"
-    "a host reference in double. The crossover against the host's BLAS: python -m gpuaccept.probe.offload.\n"
+    "a host reference in double. The crossover against the host's BLAS: gpuaccept annotate offload.\n"
     "  --gpu N              CUDA device index (default 0)\n"
     "  --sizes LIST         matrix sizes n (default 256,512,1024,2048,4096,8192,16384); a size whose matrices do\n"
     "                       not fit in device or host memory is skipped with a note\n"

@@ -36,8 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gpuaccept import textinput
 from gpuaccept.judge import retry
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.verdict import FAIL, INFO, PASS, Row
@@ -87,10 +86,10 @@ def load(reference_dir: str | Path) -> Thresholds:
     if not path.is_file():
         return Thresholds(problem=f"no thresholds file {path}")
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        return Thresholds(problem=f"{path}: cannot read: {err}")
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        doc = textinput.load_yaml(path, "the thresholds file", ValueError)
+    except ValueError as err:
+        return Thresholds(problem=str(err))
+    if doc.get("schema") != SCHEMA:
         return Thresholds(problem=f"{path}: not a thresholds file (schema {SCHEMA!r} expected)")
     rules: dict[str, dict[str, dict[str, float]]] = {}
     types: dict[str, dict[str, dict[str, dict[str, float]]]] = {}

@@ -19,8 +19,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gpuaccept import textinput
 from gpuaccept.judge.findings import finding
 
 CATALOGUE = Path(__file__).with_name("xid_catalogue.yaml")
@@ -58,8 +57,8 @@ WORKFLOW_XID_45 = WORKFLOW_XID_45_WORDS
 @functools.cache
 def table(path: Path = CATALOGUE) -> dict[str, Any]:
     """The catalogue's rows as read (``xids``, ``sxids``, ``buckets``, ``source``)."""
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(doc, dict) or doc.get("schema") != "gpuaccept.xid_catalogue/1":
+    doc = textinput.load_yaml(path, "the XID catalogue", ValueError)
+    if doc.get("schema") != "gpuaccept.xid_catalogue/1":
         raise ValueError(f"{path}: not a gpuaccept.xid_catalogue/1 file")
     for key, row in (doc.get("xids") or {}).items():
         if not isinstance(key, int) or row.get("bucket") not in doc["buckets"]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import os
 import signal
 import subprocess
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuaccept import textinput
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import burnin_timeline as tl
@@ -201,13 +201,13 @@ class Load:
 
 
 def _load_doc(path: Path) -> tuple[dict[str, Any] | None, str]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None, "left no document"
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+    try:
+        doc = textinput.load_json(path, "its document", ValueError)
+    except ValueError as err:
         return None, f"left an unreadable document ({err})"
-    if not isinstance(doc, dict) or doc.get("schema") != BENCH_SCHEMA:
+    if doc.get("schema") != BENCH_SCHEMA:
         return None, f"left no {BENCH_SCHEMA} document"
     return doc, ""
 

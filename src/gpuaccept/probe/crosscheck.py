@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuaccept import textinput
 from gpuaccept.atomic import write_text_atomic
 
 SCHEMA = "gpuaccept.crosscheck/1"
@@ -529,7 +530,7 @@ def run_and_compare(
 
     nvb = measure("nvbandwidth", "nvbandwidth.json", parse_nvbandwidth)
     p2p = measure("p2p", "p2pBandwidthLatencyTest.txt", parse_p2p)
-    bw_doc = json.loads(bw_path.read_text())
+    bw_doc = textinput.load_json(bw_path, "the gpuaccept-bw document", CrosscheckInputError, object)
     doc = compare(
         bw_doc,
         nvb,
@@ -544,29 +545,19 @@ def run_and_compare(
     return doc
 
 
-def _load_text(path: str, what: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise CrosscheckInputError(f"{path}: cannot read {what}: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise CrosscheckInputError(
-            f"{path}: cannot read {what}: not UTF-8 text ({err.reason} at byte {err.start})"
-        ) from None
+def _text(path: str, what: str) -> str:
+    return textinput.read_text(Path(path), what, CrosscheckInputError)
 
 
 def compare_files(
     bw: str, nvbandwidth: str | None, p2p: str | None, tolerance: float = DEFAULT_TOLERANCE
 ) -> dict[str, Any]:
     """compare() on recorded outputs: gpuaccept-bw's JSON document, nvbandwidth -j output, the p2p sample's text."""
-    try:
-        bw_doc = json.loads(_load_text(bw, "the gpuaccept-bw document"))
-    except json.JSONDecodeError as err:
-        raise CrosscheckInputError(f"{bw}: not valid JSON at line {err.lineno}: {err.msg}") from None
+    bw_doc = textinput.load_json(Path(bw), "the gpuaccept-bw document", CrosscheckInputError, object)
     if not isinstance(bw_doc, dict):
         raise CrosscheckInputError(f"{bw}: not a gpuaccept-bw document (not a JSON object)")
-    nvb = parse_nvbandwidth(_load_text(nvbandwidth, "nvbandwidth's output"), nvbandwidth) if nvbandwidth else None
-    samples = parse_p2p(_load_text(p2p, "p2pBandwidthLatencyTest's output"), p2p) if p2p else None
+    nvb = parse_nvbandwidth(_text(nvbandwidth, "nvbandwidth's output"), nvbandwidth) if nvbandwidth else None
+    samples = parse_p2p(_text(p2p, "p2pBandwidthLatencyTest's output"), p2p) if p2p else None
     not_run = {}
     if nvb is None:
         not_run["nvbandwidth"] = "no output given"

@@ -16,9 +16,7 @@ says what each figure means.
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from typing import Any
 
 from gpuaccept.probe.offload import (
@@ -28,7 +26,6 @@ from gpuaccept.probe.offload import (
     crossover,
     crossover_lines,
     record_crossovers,
-    rewrite_document,
 )
 
 #: The offload modes a crossover is computed for; ``kernel`` (no transfers) is reported beside them.
@@ -111,20 +108,3 @@ def summary(doc: dict[str, Any]) -> str:
     lines += crossover_lines("crossover (the GPU beats the host FFT from):", cx, lambda case, res: case,
                              (("pinned", "pinned"), ("pageable", "pageable"), ("kernel alone", "kernel")))
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m gpuaccept.probe.fft FFT.json [--output OUT]``: prints the table and the crossovers, and writes
-    the document with ``results.crossover`` and the crossover metrics to OUT (default: FFT.json itself, rewritten
-    atomically). Exit status 1 where the input is wrong or the document has no case (a run without a GPU)."""
-    ap = argparse.ArgumentParser(prog="python -m gpuaccept.probe.fft", description=main.__doc__)
-    ap.add_argument("document", help="a gpuaccept-fft JSON document")
-    ap.add_argument("--output", help="where to write the annotated document (default: the document itself)")
-    args = ap.parse_args(argv)
-    return rewrite_document(
-        ap.prog, args.document, args.output, lambda doc: annotate(doc, args.document), summary, "per_case"
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

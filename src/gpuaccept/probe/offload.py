@@ -25,16 +25,11 @@ says what each figure means.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpuaccept.atomic import OutputError, write_text_atomic
-from gpuaccept.probe import document
 from gpuaccept.probe.overlap import Link
 
 #: The host GEMM each GPU precision is compared with.
@@ -280,64 +275,3 @@ def summary(doc: dict[str, Any]) -> str:
     lines += crossover_lines("crossover (GPU with transfers beats the host from):", cx,
                              lambda prec, res: f"{prec} vs host {res['host_precision']}")
     return "\n".join(lines)
-
-
-def _load(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as err:
-        raise OffloadError(f"{path}: not JSON: {err}") from err
-    if not isinstance(doc, dict):
-        raise OffloadError(f"{path}: not a JSON object")
-    return doc
-
-
-def rewrite_document(
-    prog: str,
-    path: str,
-    output: str | None,
-    annotate: Callable[[dict[str, Any]], None],
-    summary: Callable[[dict[str, Any]], str],
-    crossovers: str,
-) -> int:
-    """The run of a probe's ``main``: the document at ``path``, ``annotate(doc)`` adding its crossovers, written to
-    ``output`` (default: ``path`` itself) atomically (gpuaccept.atomic), then ``summary(doc)`` printed. Exit status 1
-    where an input is wrong (the message, after ``prog``, on stderr) or ``results.crossover[crossovers]`` is empty
-    (a run without a GPU), else 0."""
-    try:
-        doc = _load(path)
-        annotate(doc)
-        write_text_atomic(output or path, document.dumps(doc, indent=1))
-    except (OSError, OutputError, OffloadError) as err:
-        print(f"{prog}: {err}", file=sys.stderr)
-        return 1
-    print(summary(doc))
-    return 0 if doc["results"]["crossover"][crossovers] else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m gpuaccept.probe.offload XGEMM.json (--host CPUGEMM.json [CPUGEMM.json ...] | --no-host REASON)
-    [--output OUT]``: prints the table and the crossovers, and writes the document with ``results.crossover`` and
-    the crossover metrics to OUT (default: XGEMM.json itself, rewritten atomically). ``--no-host``: the node has
-    no host GEMM tool; the crossovers are waived with REASON and the rest is still written. Exit status 1 where
-    an input is wrong or the xgemm document has no case (a run without a GPU). The standard library alone."""
-    ap = argparse.ArgumentParser(prog="python -m gpuaccept.probe.offload", description=main.__doc__)
-    ap.add_argument("document", help="a gpuaccept-xgemm JSON document")
-    host_args = ap.add_mutually_exclusive_group(required=True)
-    host_args.add_argument("--host", nargs="+",
-                           help="gpuaccept-cpugemm JSON documents of the same node (e.g. one per --size)")
-    host_args.add_argument("--no-host", metavar="REASON",
-                           help="why the host was not timed: every crossover is waived with this reason")
-    ap.add_argument("--output", help="where to write the annotated document (default: the xgemm document itself)")
-    args = ap.parse_args(argv)
-
-    def add_crossovers(doc: dict[str, Any]) -> None:
-        host = host_rates((p, _load(p)) for p in args.host or ())
-        annotate(doc, host, ", ".join(args.host or ()), args.document, args.no_host or "")
-
-    return rewrite_document(ap.prog, args.document, args.output, add_crossovers, summary, "per_precision")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

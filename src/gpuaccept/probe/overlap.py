@@ -41,10 +41,7 @@ informational metrics ``model_rel_error_max`` and ``model_rank_tau_min`` to the 
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -357,38 +354,3 @@ def summary(doc: dict[str, Any]) -> str:
         else:
             lines.append(f"{name}: waived: {doc['waived'][name]}")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m gpuaccept.probe.overlap DOC [--bandwidth BW] [--output OUT]``: the model without gpuaccept's
-    other dependencies (the standard library alone), for a machine that has only the benchmark; writes the
-    annotated document to OUT (default: stdout) and the summary to stderr. ``gpuaccept overlap-model`` annotates
-    in place."""
-    ap = argparse.ArgumentParser(prog="python -m gpuaccept.probe.overlap", description=main.__doc__)
-    ap.add_argument("document", help="a gpuaccept-overlap JSON document")
-    ap.add_argument("--bandwidth", help="a gpuaccept-bw document of the same node: its fitted PCIe model")
-    ap.add_argument("--output", help="where to write the annotated document (default: stdout)")
-    args = ap.parse_args(argv)
-    try:
-        with open(args.document, encoding="utf-8") as f:
-            doc = json.load(f)
-        bw_doc = None
-        if args.bandwidth:
-            with open(args.bandwidth, encoding="utf-8") as f:
-                bw_doc = json.load(f)
-        annotate(doc, bw_doc, args.bandwidth or "")
-    except (OSError, json.JSONDecodeError, OverlapError) as err:
-        print(f"{ap.prog}: {err}", file=sys.stderr)
-        return 1
-    text = json.dumps(doc, indent=1) + "\n"
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    print(summary(doc), file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

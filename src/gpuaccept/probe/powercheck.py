@@ -10,7 +10,6 @@ no power limit or clock is set.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -21,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpuaccept import textinput
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.probe import document, power
 
@@ -239,8 +239,8 @@ def run(args: Any, argv: list[str]) -> int:
     gemm_docs: dict[int, dict[str, Any]] = {}
     for gpu, path in enumerate(gemm_outs):
         try:
-            gemm_docs[gpu] = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            gemm_docs[gpu] = textinput.load_json(Path(path), "the GEMM document", ValueError)
+        except ValueError:
             continue
     metrics, waived, failures, rows = measure(idle, load, gemm_docs, args.precision, host)
     errors = [f"idle phase: {e}" for e in idle.get("errors") or []] + [

@@ -195,7 +195,7 @@ def changes(reviewed_text: str, proposed_text: str) -> list[str]:
     """One line per metric whose value or tolerance differs between the reviewed file and the proposal. Only the
     checks the proposal's runs measured are compared: the reviewed file's other checks (measured elsewhere, with
     their own evidence) are outside the proposal."""
-    reviewed, proposed = yaml.safe_load(reviewed_text) or {}, yaml.safe_load(proposed_text) or {}
+    reviewed, proposed = textinput.parse_yaml(reviewed_text) or {}, textinput.parse_yaml(proposed_text) or {}
     lines = []
     old_checks, new_checks = reviewed.get("checks") or {}, proposed.get("checks") or {}
     for check in sorted(new_checks):
@@ -305,7 +305,7 @@ def _not_judged(check: str, metric: str, med: float, owner: str, informational: 
     name = f"{check}.{metric}"
     reason = next((why for pat, why in (informational or {}).items() if fnmatch.fnmatchcase(name, pat)), None)
     if reason is None and check in peaks.CHECKS_ANNOTATED and metric.endswith("_peak_fraction"):
-        reason = peaks.NOT_JUDGED  # a datasheet fraction (gpuaccept peaks): reported, never judged
+        reason = peaks.NOT_JUDGED  # a datasheet fraction (gpuaccept annotate peaks): reported, never judged
     if reason is None and med == 0:
         # A count that stayed 0 (XID events, health findings): a relative tolerance cannot judge it; the
         # check's own rules do.

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from gpuaccept import textinput
 from gpuaccept.judge import config_drift
 from gpuaccept.probe import nvlink
 
@@ -109,12 +109,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_health_expectations(args: argparse.Namespace) -> int:
     path = Path(args.facts)
-    try:
-        facts = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise HealthExpectError(f"{path}: cannot read the node facts: {err}") from None
-    if not isinstance(facts, dict):
-        raise HealthExpectError(f"{path}: not the node facts: a JSON {type(facts).__name__}")
+    facts = textinput.load_json(path, "the node facts", HealthExpectError)
     try:
         print(render(facts, str(path), args.source_id), end="")
     except HealthExpectError as err:

@@ -61,10 +61,10 @@ FACTS_KEYS = {"hostname", "gpus", "driver_version", "numa_nodes", "logical_cpus"
 
 
 def _read_json(path: Path) -> tuple[Any, str]:
-    try:  # read strictly, as the judge reads it: a key twice, NaN, deep nesting is no document
-        return textinput.parse_json(path.read_text(encoding="utf-8")), ""
-    except (OSError, textinput.JsonError, UnicodeDecodeError) as err:
-        return None, f"not readable as JSON: {err}"
+    try:  # read strictly, as the judge reads it: a link, a key twice, NaN, deep nesting is no document
+        return textinput.load_json(path, "the file", ValueError, object), ""
+    except ValueError as err:
+        return None, f"not readable as JSON: {str(err).removeprefix(f'{path}: ')}"
 
 
 def load_group(spec: str) -> Group:

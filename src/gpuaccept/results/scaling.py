@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import html
-import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuaccept import textinput
 from gpuaccept.probe import hpl
 
 TOOL = "hpl_cuda"
@@ -179,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for path in args.paths:
             if path.endswith(".json"):
-                with open(path, encoding="utf-8") as handle:
-                    runs += runs_of_document(json.load(handle), path)
+                runs += runs_of_document(textinput.load_json(Path(path), "the HPL-CUDA document", ValueError), path)
             else:
                 runs += runs_of_output(path, args.node)
     except (OSError, ValueError, KeyError) as err:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import manifest, redact, rfmconfig
+from gpuaccept import manifest, redact, rfmconfig, textinput
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import summarize, verdict
 from gpuaccept.judge.references import check_name
@@ -326,10 +326,7 @@ def load_inventory(path: str | Path) -> dict[str, Any]:
     if not path.exists():
         raise SlurmError(f"{path}: no such inventory")
     if path.suffix == ".json":
-        try:
-            inventory = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:  # ValueError: bad JSON or not UTF-8
-            raise SlurmError(f"{path}: cannot read the inventory JSON: {err}") from None
+        inventory = textinput.load_json(path, "the inventory JSON", SlurmError, object)
         if not isinstance(inventory, dict):
             raise SlurmError(f"{path}: not ansible-inventory --list JSON (a JSON {type(inventory).__name__}, "
                              "expected an object)")
