@@ -53,9 +53,9 @@ def test_one_line_as_each_check_starts_and_ends(runs: Path) -> None:
     lines = replay(run, expected)
     assert len(lines) == 2 * 5  # five test cases (four checks and the benchmarks' build)
     assert lines[0].startswith("gpuaccept: [1/5] GpuHealth started; 0 s elapsed, about ")
-    assert lines[1].startswith("gpuaccept: [1/5] GpuHealth OK in ")
-    gemm_end = next(line for line in lines if "GpuGemm OK" in line)
-    assert gemm_end.startswith("gpuaccept: [4/5] GpuGemm OK in 3")  # about half a minute on an H200
+    assert lines[1].startswith("gpuaccept: [1/5] GpuHealth ran in ")
+    gemm_end = next(line for line in lines if "GpuGemm ran" in line)
+    assert gemm_end.startswith("gpuaccept: [4/5] GpuGemm ran in 3")  # about half a minute on an H200
     assert lines[-1].endswith("about 0 s left")
     # the time left shrinks as checks end
     lefts = [line.rsplit("about ", 1)[1] for line in lines]
@@ -66,7 +66,7 @@ def test_skipped_checks_and_the_commission_count(runs: Path) -> None:
     run = next(runs.glob("*-commission"))
     lines = replay(run, {})
     assert len(lines) == 2 * 17
-    assert any("[5/17] GpuHplNvidia SKIP" in line for line in lines)
+    assert any("[5/17] GpuHplNvidia skipped" in line for line in lines)
     assert all("no earlier run of this suite here to tell the time left" in line for line in lines)
 
 
@@ -120,7 +120,7 @@ def test_the_watcher_follows_the_output_as_it_is_written(tmp_path: Path) -> None
         while len(shown) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
     assert [line.split(";")[0] for line in shown] == ["gpuaccept: [1/1] GpuHealth started",
-                                                       "gpuaccept: [1/1] GpuHealth OK in 0 s"]  # fmt: skip
+                                                       "gpuaccept: [1/1] GpuHealth ran in 0 s"]  # fmt: skip
     assert log.read_text().splitlines() == shown
     assert not any(t.name == "Thread-follow" for t in threading.enumerate())
 

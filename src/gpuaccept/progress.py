@@ -5,7 +5,10 @@ Read from ReFrame's own output as ReFrame writes it (``[ RUN      ] Name /hash .
 /hash ...``): nothing is asked of the checks. The expected time of a check is what it took in the newest earlier run
 of the same suite on the same node (its ``reframe-report.json``: each test case's ``time_total``); a check never
 timed on this node has no estimate, and the line says how many such checks are left rather than guessing. The
-burn-in's expected time is its asked length. Progress informs; it decides nothing.
+burn-in's expected time is its asked length. Progress informs; it decides nothing: a check's end is said in
+ReFrame's terms put plainly (``ran``, ``skipped``, ``failed to run``), never in the verdict's words (PASS, NOT
+RUN), which only the judge gives once the suite has ended (a check that ran may still be NOT RUN, for instance
+DCGM's diagnostic where dcgmi is not installed).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ RUNNING = re.compile(r"^\[=+\] Running (\d+) check\(s\)")
 START = re.compile(r"^\[ RUN\s*\] (?P<name>.+?) /[0-9a-f]{8}\b")
 END = re.compile(r"^\[\s*(?P<status>[A-Z]+)\s*\] \(\s*(?P<k>\d+)/(?P<n>\d+)\) (?P<name>.+?) /[0-9a-f]{8}\b")
 HEARTBEAT_S = 60.0
+#: ReFrame's end-of-check statuses as the progress lines say them (any other is lower-cased).
+ENDED = {"OK": "ran", "SKIP": "skipped", "FAIL": "failed to run", "ERROR": "failed to run"}
 
 
 def clock(seconds: float) -> str:
@@ -95,7 +100,7 @@ class Progress:
             self.done.add(name)
             if name == self.current:
                 self.current = ""
-            status = m.group("status")
+            status = ENDED.get(m.group("status"), m.group("status").lower())
             self._say(f"{name} {status}" + (f" in {clock(took)}" if took is not None else ""), k=int(m.group("k")))
 
     def tick(self) -> None:
