@@ -69,6 +69,9 @@ class Check:
     owner: str = ""
     # Its page under docs/checks/ (the check list of docs/running.md links it).
     doc: str = ""
+    # Measures one GPU by design (the host's BLAS or FFT against one GPU with its copies): its document must name
+    # exactly one GPU, a GPU of the node; the others are not expected in it. Every other GPU check names them all.
+    one_gpu: bool = False
 
     def owner_of(self, metric: Metric) -> str:
         return metric.owner or self.owner or metric.layer
@@ -489,6 +492,7 @@ CHECKS: dict[str, Check] = {
             True,
             "offload_gemm.json",
             optional=True,
+            one_gpu=True,
             doc="offload-gemm.md",
             # Copies from host memory inside a transfer-inclusive rate (as gemm's *_xfer_tflops_min), and the host's
             # BLAS on the other side of the crossover: the whole offload over the kernel alone at the largest n, and
@@ -512,6 +516,7 @@ CHECKS: dict[str, Check] = {
             True,
             "fft_offload.json",
             optional=True,
+            one_gpu=True,
             doc="fft-offload.md",
             # An FFT offload's speed-up is the host's FFT over the GPU's time with the host's copies: the host's figure.
             # Per shape and precision (fft1d_fp32 ... fft3d_fp64) at the largest size, and the crossover size in points.

@@ -91,8 +91,10 @@ def _matching(device: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, A
     return next((g for g in gpus if key and bus_key(g.get("pci_bus_id")) == key), None)
 
 
-def document_problems(check: str, doc: dict[str, Any], path: Path, facts: dict[str, Any]) -> list[str]:
-    """A GPU check's ``devices`` against the node facts' GPUs: each identified, each once, none left out."""
+def document_problems(check: str, doc: dict[str, Any], path: Path, facts: dict[str, Any],
+                      every: bool = True) -> list[str]:
+    """A GPU check's ``devices`` against the node facts' GPUs: each identified, each once, none left out (``every``
+    False: a check that measures one GPU by design, whose other GPUs are not expected in it)."""
     gpus = _gpus(facts)
     devices = doc.get("devices")
     if not gpus or not isinstance(devices, list):
@@ -123,7 +125,7 @@ def document_problems(check: str, doc: dict[str, Any], path: Path, facts: dict[s
         if n > 1:
             out.append(f"{path.name}: {_label(g)} is listed {n} times among its devices (measured once, counted "
                        f"{n} times)")  # fmt: skip
-        elif n == 0:
+        elif n == 0 and every:
             out.append(f"{path.name}: {_label(g)} is not among its devices: never measured")
     entries = doc.get("gpu_metrics")
     if isinstance(entries, list):

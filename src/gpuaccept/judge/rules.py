@@ -128,9 +128,12 @@ def schema_problem(doc: Any) -> str:
     return f"not a {BENCH_SCHEMA} document: at {where}: {error.message[:300]}"
 
 
-def document_problems(doc: dict[str, Any], path: Path, gpus_seen_by_node: int | None) -> list[str]:
+def document_problems(
+    doc: dict[str, Any], path: Path, gpus_seen_by_node: int | None, one_gpu: bool = False
+) -> list[str]:
     """What the tool itself reported as wrong (errors, failed verification), and a GPU count other than the
-    node's (``gpus_seen_by_node``; None for host checks), or no ``devices`` list to count them in."""
+    node's (``gpus_seen_by_node``; None for host checks; 1 for a check that measures one GPU by design,
+    ``one_gpu``), or no ``devices`` list to count them in."""
     problems = [f"{path.name}: error: {e}" for e in doc.get("errors") or []]
     verification = doc["verification"]
     if not verification["passed"]:
@@ -142,7 +145,8 @@ def document_problems(doc: dict[str, Any], path: Path, gpus_seen_by_node: int | 
     elif gpus_seen_by_node is not None:
         seen = len(doc["devices"])
         if seen != gpus_seen_by_node:
-            problems.append(f"{path.name}: the benchmark saw {seen} GPUs, the node has {gpus_seen_by_node}")
+            problems.append(f"{path.name}: the benchmark saw {seen} GPUs, " + (
+                "it measures one GPU by design" if one_gpu else f"the node has {gpus_seen_by_node}"))
     return problems
 
 

@@ -96,10 +96,10 @@ def validate_case(
     if doc.get("not_run"):
         nr = doc["not_run"]
         return Findings(not_run=nr["reason"] + (f"; fix: {nr['fix']}" if nr.get("fix") else ""))
-    gpus = len(facts.get("gpus") or []) if check.needs_gpu else None
-    problems += rules.document_problems(doc, path, gpus)
-    if check.needs_gpu:  # every GPU of the node, each once, by the identities the node facts give it
-        problems += completeness.document_problems(check.key, doc, path, facts)
+    gpus = (1 if check.one_gpu else len(facts.get("gpus") or [])) if check.needs_gpu else None
+    problems += rules.document_problems(doc, path, gpus, check.one_gpu)
+    if check.needs_gpu:  # every GPU of the node (or the one a one-GPU check measures), each once, by its identities
+        problems += completeness.document_problems(check.key, doc, path, facts, every=not check.one_gpu)
     power_doc = None
     if case.power is not None:
         power_doc = case.power.doc
