@@ -15,7 +15,8 @@ import yaml
 from conftest import RECORDED, REFERENCE_DIR
 from judge_support import ACCEPTED_EVALUATION, DOC, edit, references_before_later_checks
 
-from gpuaccept.judge import bounds, metric_table, references, verdict
+from gpuaccept import references
+from gpuaccept.judge import bounds, metric_table, verdict
 
 NODE_TYPE, SUITE = "h100_sxm5_80gb", "evaluation"
 
@@ -140,7 +141,7 @@ def test_without_a_known_datasheet_the_signs_are_still_bounded(run):
 
 
 # ------------------------------------------------------------------------------------------------
-# Reference values bounded the same way when loaded (gpuaccept.judge.references).
+# Reference values bounded the same way when loaded (gpuaccept.references).
 
 
 def _references_with(tmp_path: Path, file: str, check: str, metric: str, **entry) -> Path:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept.judge import bounds, metric_table, references, rules, verdict
+from gpuaccept import references
+from gpuaccept.judge import bounds, metric_table, rules, verdict
 from gpuaccept.judge.checks import CHECKS, in_suite
 
 GIB = 2**30

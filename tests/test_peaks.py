@@ -8,8 +8,7 @@ import pytest
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept import cli
-from gpuaccept.judge import references
+from gpuaccept import cli, references
 from gpuaccept.probe import peaks
 
 PEAKS = REFERENCE_DIR / peaks.DEFAULT_PATH

@@ -105,7 +105,7 @@ def test_an_unknown_node_type_stops_at_once_listing_the_known_ones(tmp_path, nod
 @pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
 def test_the_node_types_the_run_takes_are_those_that_exist(name, exists):
     """``<sku>_x<count>`` of a known GPU SKU, with no file of its own, is a node type (per-GPU references only):
-    the run takes it, as the judge does (gpuaccept.judge.references.node_type_exists)."""
+    the run takes it, as the judge does (gpuaccept.references.node_type_exists)."""
     if exists:
         run.check_node_type(name, REFERENCE_DIR)
     else:

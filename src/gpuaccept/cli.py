@@ -16,7 +16,18 @@ import os
 import sys
 from pathlib import Path
 
-from gpuaccept import __version__, across_run, cli_fleet, healthcheck, helptext, manifest, redact, run, textinput
+from gpuaccept import (
+    __version__,
+    across_run,
+    cli_fleet,
+    healthcheck,
+    helptext,
+    manifest,
+    redact,
+    references,
+    run,
+    textinput,
+)
 from gpuaccept.atomic import OutputError, write_text_atomic
 from gpuaccept.judge import (
     coverage,
@@ -24,7 +35,6 @@ from gpuaccept.judge import (
     health_rules,
     metric_table,
     readback,
-    references,
     summarize,
     verdict,
 )

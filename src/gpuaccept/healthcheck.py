@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import atomic
-from gpuaccept.judge import healthcheck_rules, references, xid_actions
+from gpuaccept import atomic, references
+from gpuaccept.judge import healthcheck_rules, xid_actions
 from gpuaccept.probe import document, health
 from gpuaccept.results import slurm
 

@@ -23,8 +23,8 @@ from reframe.core.exceptions import SanityError
 
 from gpuaccept.judge import rules
 from gpuaccept.judge.checks import CHECKS, tags_for
-from gpuaccept.judge.references import NodeType, ReferenceError, load_node_type
 from gpuaccept.layout import POWER_FILE
+from gpuaccept.references import NodeType, ReferenceError, load_node_type
 
 __all__ = ["HOST_BLAS_ENV", "BenchBuild", "BenchCheck", "performance_function"]
 

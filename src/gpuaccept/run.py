@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import helptext, layout, manifest, progress, redact, rfmconfig, textinput
+from gpuaccept import helptext, layout, manifest, progress, redact, references, rfmconfig, textinput
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.judge import coverage, references, summarize, verdict
+from gpuaccept.judge import coverage, summarize, verdict
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import (
     CONFIG_FILE,
@@ -197,7 +197,7 @@ def _known_types(reference_dir: Path) -> str:
 
 
 def check_node_type(requested: str, reference_dir: Path, suite: str = "") -> None:
-    """A node type the operator names must exist (:func:`gpuaccept.judge.references.node_type_exists`: a
+    """A node type the operator names must exist (:func:`gpuaccept.references.node_type_exists`: a
     reference file, or ``<sku>_x<count>`` of a known GPU SKU) and have a section for every check ``suite`` expects
     (gpuaccept.judge.coverage.require_sections): else the run stops at once (exit 4)."""
     if requested in ("auto", ""):

@@ -24,7 +24,8 @@ from typing import Any
 
 from gpuaccept.judge import bounds, rules
 from gpuaccept.judge.checks import CHECKS, in_suite
-from gpuaccept.judge.references import (
+from gpuaccept.layout import FACTS_END_FILE, POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX, SLURM_DIR
+from gpuaccept.references import (
     NODE_BASELINE_FILE,
     NodeType,
     ReferenceError,
@@ -33,7 +34,6 @@ from gpuaccept.judge.references import (
     load_node_type,
     with_node_baseline,
 )
-from gpuaccept.layout import FACTS_END_FILE, POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX, SLURM_DIR
 
 
 class ReportError(Exception):

@@ -29,8 +29,8 @@ from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 # ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
 from gpuaccept.judge.load import ReportError as ReportError  # noqa: PLC0414
 from gpuaccept.judge.load import load_report as load_report  # noqa: PLC0414
-from gpuaccept.judge.references import NodeType, wrong_gpus
 from gpuaccept.judge.validate import Findings
+from gpuaccept.references import NodeType, wrong_gpus
 
 PASS, FAIL, NOT_RUN, WAIVED, INFO = "pass", "fail", "not_run", "waived", "info"
 SCHEMA = "gpuaccept.verdict/1"
