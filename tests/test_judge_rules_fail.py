@@ -16,7 +16,8 @@ from conftest import RECORDED, REFERENCE_DIR
 from judge_support import ACCEPTED_EVALUATION, DOC, edit, references_before_later_checks
 
 from gpuaccept import references
-from gpuaccept.judge import bounds, metric_table, verdict
+from gpuaccept.judge import metric_table, verdict
+from gpuaccept.references import bounds
 
 NODE_TYPE, SUITE = "h100_sxm5_80gb", "evaluation"
 
@@ -62,7 +63,7 @@ def test_the_recorded_run_is_accepted_as_recorded(run):
 
 
 # ------------------------------------------------------------------------------------------------
-# Physical bounds (gpuaccept.judge.bounds): a figure no node can measure fails, whatever its reference says.
+# Physical bounds (gpuaccept.references.bounds): a figure no node can measure fails, whatever its reference says.
 
 
 @pytest.mark.parametrize(

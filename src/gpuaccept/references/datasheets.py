@@ -1,6 +1,6 @@
 """The GPU models' datasheet figures (``reference_values/datasheets/gpu_peaks.yaml``, schema
 ``gpuaccept.gpu_peaks/1``): each model's peak rate per precision, memory bandwidth, maximum board power and NVLink
-rate, with the datasheet each comes from. The judge bounds figures with them (gpuaccept.judge.bounds); the probe
+rate, with the datasheet each comes from. The judge bounds figures with them (gpuaccept.references.bounds); the probe
 sets a benchmark's rates against them (gpuaccept.probe.peaks)."""
 
 from __future__ import annotations

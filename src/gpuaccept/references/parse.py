@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 
 from gpuaccept import textinput
-from gpuaccept.judge import bounds, metric_table
+from gpuaccept.judge import metric_table
+from gpuaccept.references import bounds
 from gpuaccept.references.model import (
     GPU_DIR,
     GPU_SCHEMA,
@@ -164,13 +165,13 @@ def _parse_metric(
 
 
 def _bounded(path: Path, entry: textinput.Lines, context: str, value: float | None, why: str | None) -> None:
-    """A reference value out of bounds (gpuaccept.judge.bounds) refused, naming the file, the line and the key."""
+    """A reference value out of bounds (gpuaccept.references.bounds) refused, naming the file, the line and the key."""
     if value is not None and why:
         raise _fail(path, entry, "value", f"{context}.value {value:g} cannot be a reference: {why}")
 
 
 def _limits(path: Path, reference_dir: Path, names: list[str], pci_device_ids: list[str], gpus: int) -> bounds.Limits:
-    """The physical bounds of a file's values: its GPU model's datasheet and GPU count (gpuaccept.judge.bounds)."""
+    """The physical bounds of a file's values: its GPU model's datasheet and GPU count (gpuaccept.references.bounds)."""
     try:
         return bounds.model_limits(reference_dir, names, pci_device_ids, gpus)
     except bounds.BoundsError as err:
