@@ -50,6 +50,7 @@ J = "tests/test_judge.py"
 H = "tests/test_health.py"
 T = "tests/test_trust.py"
 REF = "tests/test_references.py"
+NTF = "tests/test_node_type_file.py"
 C = "tests/test_complete.py"
 
 
@@ -277,6 +278,14 @@ MUTATIONS: list[Mutation] = [
       t(T, "test_a_node_baseline_judges_that_nodes_host_figures")),
     M("detection counts the GPUs", "references/detect.py", 'if len(gpus) != m["gpu_count"]:', "if False:",
       t(REF, "test_detect_and_mismatch_reasons")),
+    # ---- the node type resolved once (node-type.json): a file changed since refused, the run's node type judged
+    M("a reference file changed since the run resolved it", "references/resolve.py", "if now != sha:", "if False:",
+      t(NTF, "test_a_reference_file_changed_since_the_run_resolved_it_is_refused")),
+    M("the judge takes the run's node type", "judge/summarize.py",
+      'if resolved is None or node_type not in ("", resolved.name):', "if True:",
+      t(NTF, "test_the_judge_takes_the_runs_node_type_where_it_wrote_one")),
+    M("node-type.json read strictly", "references/resolve.py", 'if doc.get("schema") != SCHEMA:', "if False:",
+      k(NTF, "read_strictly")),
     # ---- bounds: what no GPU node can measure
     M("physical bounds: above the hardware", "references/bounds.py", "if b.high is not None and value > b.high:",
       "if False:", k(R, "out_of_physical_bounds")),

@@ -21,7 +21,8 @@ import pytest
 # or plumbing.
 DECIDING = ("judge/validate.py", "judge/rules.py", "judge/load.py", "judge/summarize.py", "judge/verdict.py",
             "judge/retry.py", "references/model.py", "references/parse.py", "references/detect.py",
-            "references/baselines.py", "references/bounds.py", "judge/readback.py", "judge/exporter.py",
+            "references/baselines.py", "references/resolve.py", "references/bounds.py", "judge/readback.py",
+            "judge/exporter.py",
             "judge/health_rules.py", "judge/pergpu.py", "judge/burnin_rules.py", "judge/dcgm_rules.py",
             "judge/nvlink_rules.py", "judge/config_drift.py", "judge/coverage.py", "textinput.py",
             "manifest.py", "judge/completeness.py", "judge/consistency.py")  # fmt: skip
