@@ -38,7 +38,7 @@ def test_resolved_once_written_and_read_back(tmp_path, refs):
     assert (found.name, found.error, found.warning) == ("ci_cpu", None, "")
     path = resolve.write(tmp_path, found)
     assert path.name == "node-type.json" and resolve.of_run(tmp_path) == found
-    assert found.load().name == "ci_cpu"
+    assert found.load().name == "ci_cpu" and found.load() is found.load()  # parsed once for every check
     # A node type of a GPU SKU names both of its files.
     h200 = resolve.resolve("auto", REFERENCE_DIR, {"hostname": "n", "gpus": [{"index": 0, **H200}]})
     assert h200.name == "h200" and [Path(p).name for p, _ in h200.files] == ["h200.yaml", "h200.yaml"]

@@ -3,13 +3,14 @@ names, or the one the node's facts match) and writes what it found to the run di
 (:func:`write`): its name, the reference files it comes from with their sha256, and, where none could be
 resolved, why. The ReFrame checks (gpuaccept.rfm, through ``$GPUACCEPT_NODE_TYPE_FILE``) and the judge
 (gpuaccept.judge.summarize) read that file (:func:`read`) instead of resolving it again; a check loads the node type
-from the files it names and refuses them if one changed since (:meth:`Resolved.load`).
+from the files it names, once per process, and refuses them if one changed since (:meth:`Resolved.load`).
 
 A run recorded before ``node-type.json`` existed has none: its node type is the name its caller gives, as before.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -65,7 +66,18 @@ class Resolved:
             if now != sha:
                 raise ReferenceError(f"{path}: changed since the run resolved node type {self.name} from it (sha256 "
                                      f"{sha[:12]}..., now {now[:12]}...): run the suite again")  # fmt: skip
-        return load_node_type(self.reference_dir, self.name)
+        # Cached only where the sha256 above vouch for the files (the partition's node type has none to check).
+        return _load_once(self.reference_dir, self.name, self.files) if self.files else load_node_type(
+            self.reference_dir, self.name
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def _load_once(reference_dir: str, name: str, files: tuple[tuple[str, str], ...]) -> NodeType:
+    """A node type parsed once per process for the files (and their sha256) it was resolved from: ReFrame runs every
+    check of a suite in one process, and each binds the same node type (read-only: nothing changes a NodeType in
+    place, binding makes new ones)."""
+    return load_node_type(reference_dir, name)
 
 
 def files_of(node_type: NodeType) -> tuple[tuple[str, str], ...]:
