@@ -32,7 +32,7 @@ listed() {  # listed DIR: the names of its *.yaml files, or none
   names=$(find "$1" -maxdepth 1 -name '*.yaml' -printf '%f\n' 2>/dev/null | sed 's/\.yaml$//' | sort | paste -sd, - | sed 's/,/, /g')
   echo "${names:-none}"
 }
-# Whether a node type exists: gpuaccept.judge.references.node_type_exists's rule (the tool environment may not
+# Whether a node type exists: gpuaccept.references.node_type_exists's rule (the tool environment may not
 # be there yet): its reference file, or <sku>_x<count> (count 1 to 9999) of a known GPU SKU (gpus/<sku>.yaml).
 node_type_exists() {
   [[ $1 =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$ ]] || return 1

@@ -16,7 +16,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_DIR = ROOT / "reference_values"
 #: Node types of REFERENCE_DIR that exist and that do not, as every gate must answer:
-#: gpuaccept.judge.references.node_type_exists and the playbooks' preflight (tests/test_node_types.py),
+#: gpuaccept.references.node_type_exists and the playbooks' preflight (tests/test_node_types.py),
 #: gpuaccept run (tests/test_run.py) and scripts/accept.sh (tests/test_accept.py).
 NODE_TYPE_EXISTS = {
     "h100_sxm5_80gb": True,  # a node type file

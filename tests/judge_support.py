@@ -15,7 +15,7 @@ from conftest import RECORDED, REFERENCE_DIR
 
 from gpuaccept import layout
 from gpuaccept.judge import metric_table, summarize, verdict
-from gpuaccept.judge.references import SCHEMA_V1, MetricReference, load_node_type
+from gpuaccept.references import SCHEMA_V1, MetricReference, load_node_type
 
 DERIVED = verdict.DERIVED_METRICS
 

@@ -122,7 +122,7 @@ def test_a_known_node_type_reaches_the_playbook(tree):
 
 @pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
 def test_the_node_types_it_takes_are_those_that_exist(tree, name, exists):
-    """The same answer as gpuaccept.judge.references.node_type_exists, on the shipped reference files' names."""
+    """The same answer as gpuaccept.references.node_type_exists, on the shipped reference files' names."""
     refs = tree / "reference_values"
     shutil.rmtree(refs)
     (refs / "gpus").mkdir(parents=True)
@@ -134,7 +134,7 @@ def test_the_node_types_it_takes_are_those_that_exist(tree, name, exists):
 
 
 def test_a_known_sku_times_a_count_reaches_the_playbook(tree):
-    """``<sku>_x<count>`` of a known GPU SKU is a node type (gpuaccept.judge.references.node_type_exists)."""
+    """``<sku>_x<count>`` of a known GPU SKU is a node type (gpuaccept.references.node_type_exists)."""
     res = accept(tree, "0 0", "commission", "inventories/local", "-e", "gpuaccept_node_type=h100_sxm5_80gb_x3")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "-e gpuaccept_node_type=h100_sxm5_80gb_x3" in (tree / "calls").read_text()

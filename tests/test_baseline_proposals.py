@@ -12,8 +12,8 @@ from conftest import (
     REFERENCE_DIR,
 )
 
+from gpuaccept import references
 from gpuaccept.cli import main
-from gpuaccept.judge import references
 from gpuaccept.probe import peaks
 from gpuaccept.results import baseline
 

@@ -26,7 +26,6 @@ MAX_LINES = 100
 KNOWN_LONG = {
     "gpuaccept.judge.exporter:render",
     "gpuaccept.judge.health_rules:_judge_gpu",
-    "gpuaccept.run:cmd_run",
 }
 KNOWN_CIRCLES = {
     frozenset({"gpuaccept.judge.deviation", "gpuaccept.judge.verdict"}),

@@ -16,9 +16,9 @@ import yaml
 from conftest import FIXTURES, REFERENCE_DIR
 from judge_support import edit, references_before_later_checks, unpack_results
 
-from gpuaccept import layout, manifest
+from gpuaccept import layout, manifest, references
 from gpuaccept.cli import main
-from gpuaccept.judge import config_drift, exporter, readback, references, summarize, verdict
+from gpuaccept.judge import config_drift, exporter, readback, summarize, verdict
 from gpuaccept.results import fleet
 
 NODE_TYPE, SUITE = "h200_x4", "commission"

@@ -13,7 +13,8 @@ import pytest
 import yaml
 from conftest import FIXTURES, REFERENCE_DIR
 
-from gpuaccept.judge import checkdoc, coverage, metric_table, references, summarize, verdict
+from gpuaccept import references
+from gpuaccept.judge import checkdoc, coverage, metric_table, summarize, verdict
 from gpuaccept.judge.checks import CHECKS, SAMPLER, SUITES, in_suite
 
 NODE_TYPES = sorted(p.stem for p in REFERENCE_DIR.glob("*.yaml"))

@@ -68,7 +68,8 @@ def test_a_one_gpu_check_still_names_a_gpu_of_the_node_and_only_one(two_gpu_fact
                for p in completeness.document_problems("offload_gemm", forged, path, two_gpu_facts, every=False))
     # two devices where one is measured by design
     both = copy.deepcopy(doc)
-    both["devices"].append(dict(doc["devices"][0], index=1, pci_bus_id=two_gpu_facts["gpus"][1]["pci_bus_id"],
-                                serial=two_gpu_facts["gpus"][1].get("serial"), uuid=two_gpu_facts["gpus"][1].get("uuid")))
+    gpu1 = two_gpu_facts["gpus"][1]
+    both["devices"].append(dict(doc["devices"][0], index=1, pci_bus_id=gpu1["pci_bus_id"], serial=gpu1.get("serial"),
+                                uuid=gpu1.get("uuid")))
     assert rules.document_problems(both, path, 1, one_gpu=True) == [
         f"{path.name}: the benchmark saw 2 GPUs, it measures one GPU by design"]

@@ -15,7 +15,8 @@ import pytest
 from conftest import RECORDED, RECORDED_CHECKS, REFERENCE_DIR, references_as_recorded
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuaccept.judge import exporter, references, verdict
+from gpuaccept import references
+from gpuaccept.judge import exporter, verdict
 
 RUN = RECORDED / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"
 NEED_TOOLS = "CI installs Debian's prometheus and prometheus-node-exporter (.ci/run)"

@@ -17,7 +17,8 @@ import pytest
 import yaml
 from conftest import FIXTURES, REFERENCE_DIR
 
-from gpuaccept.judge import fabric_expect, fabric_judge, references, validate
+from gpuaccept import references
+from gpuaccept.judge import fabric_expect, fabric_judge, validate
 from gpuaccept.judge import rules as document_rules
 from gpuaccept.judge.checks import CHECKS, in_suite
 from gpuaccept.judge.load import Case, Document

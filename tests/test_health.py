@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept import cli_probes
-from gpuaccept.judge import health_rules, references
+from gpuaccept import cli_probes, references
+from gpuaccept.judge import health_rules
 from gpuaccept.probe import health
 
 POWER = RECORDED / "2026-11-22-h100-power"

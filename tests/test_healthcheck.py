@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import RECORDED, REFERENCE_DIR, ROOT
 
-from gpuaccept import cli
-from gpuaccept.judge import health_rules, pcie_rules, references, xid_actions
+from gpuaccept import cli, references
+from gpuaccept.judge import health_rules, pcie_rules, xid_actions
 from gpuaccept.probe import health, pcie
 
 H200_Q = RECORDED / "2026-11-22-h200" / "runs" / "smoke" / "nvidia-smi-q.txt"

@@ -348,7 +348,7 @@ def test_a_document_over_the_size_limit_is_refused(tmp_path, monkeypatch):
 
 def test_reframe_records_references_without_thresholds():
     """ReFrame holds no second copy of the bounds: its reference tuples carry the value and unit only."""
-    from gpuaccept.judge.references import load_node_type  # noqa: PLC0415
+    from gpuaccept.references import load_node_type  # noqa: PLC0415
 
     refs = load_node_type(REFERENCE_DIR, "h100_sxm5_80gb").reframe_reference("gemm")["*"]
     assert refs and all(lo is None and hi is None for _v, lo, hi, _u in refs.values())
@@ -475,7 +475,7 @@ def test_a_waived_host_blas_core_is_shown_not_failed():
     """MKL on an AMD CPU answers MKL_CBWR_AUTO: which kernels it runs cannot be told, so the host GEMM waives
     blas_optimized_core. A node type that judges the rule shows the row as waived instead of failing the node; any
     other judged metric that a tool waives still fails."""
-    from gpuaccept.judge.references import load_node_type  # noqa: PLC0415
+    from gpuaccept.references import load_node_type  # noqa: PLC0415
 
     node_type = load_node_type(REFERENCE_DIR, "h100_sxm5_80gb")
     assert node_type.checks["cpu_gemm"]["blas_optimized_core"].judged

@@ -15,7 +15,9 @@ import yaml
 from conftest import RECORDED, REFERENCE_DIR
 from judge_support import ACCEPTED_EVALUATION, DOC, edit, references_before_later_checks
 
-from gpuaccept.judge import bounds, metric_table, references, verdict
+from gpuaccept import references
+from gpuaccept.judge import metric_table, verdict
+from gpuaccept.references import bounds
 
 NODE_TYPE, SUITE = "h100_sxm5_80gb", "evaluation"
 
@@ -61,7 +63,7 @@ def test_the_recorded_run_is_accepted_as_recorded(run):
 
 
 # ------------------------------------------------------------------------------------------------
-# Physical bounds (gpuaccept.judge.bounds): a figure no node can measure fails, whatever its reference says.
+# Physical bounds (gpuaccept.references.bounds): a figure no node can measure fails, whatever its reference says.
 
 
 @pytest.mark.parametrize(
@@ -140,7 +142,7 @@ def test_without_a_known_datasheet_the_signs_are_still_bounded(run):
 
 
 # ------------------------------------------------------------------------------------------------
-# Reference values bounded the same way when loaded (gpuaccept.judge.references).
+# Reference values bounded the same way when loaded (gpuaccept.references).
 
 
 def _references_with(tmp_path: Path, file: str, check: str, metric: str, **entry) -> Path:

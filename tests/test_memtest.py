@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept.judge import bounds, metric_table, references, rules, verdict
+from gpuaccept import references
+from gpuaccept.judge import metric_table, rules, verdict
 from gpuaccept.judge.checks import CHECKS, in_suite
+from gpuaccept.references import bounds
 
 GIB = 2**30
 EVALUATION_RUN = RECORDED / "2026-11-23-h100-evaluation" / "accept" / "results" / "20261123T174108Z-evaluation"

@@ -21,10 +21,11 @@ from conftest import (
     ROOT,
 )
 
+from gpuaccept import references
 from gpuaccept.cli import main
-from gpuaccept.judge import health_rules, metric_table, references, verdict
+from gpuaccept.judge import health_rules, metric_table, verdict
 from gpuaccept.judge.checks import CHECKS
-from gpuaccept.judge.references import ReferenceError
+from gpuaccept.references import ReferenceError
 from gpuaccept.results import slurm
 
 H200_FACTS = RECORDED / "2026-11-22-h200-hpl" / "node-facts.json"

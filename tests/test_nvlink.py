@@ -25,7 +25,8 @@ import pytest
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept.judge import config_drift, health_rules, nvlink_rules, pcie_rules, references
+from gpuaccept import references
+from gpuaccept.judge import config_drift, health_rules, nvlink_rules, pcie_rules
 from gpuaccept.probe import gpuconfig, health, nvlink
 from gpuaccept.probe.nvml import Nvml
 from gpuaccept.results import fleet, health_expect

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REFERENCE_DIR
 
-from gpuaccept.judge import references, summarize, verdict
+from gpuaccept import references
+from gpuaccept.judge import summarize, verdict
 
 RUN = FIXTURES / "offload_reframe" / "results" / "vm" / "20261126T022443Z-evaluation"
 OUT = Path("reframe") / "output" / "gpuaccept" / "node" / "builtin"

@@ -32,8 +32,6 @@ ALLOWED = {
     ("src/gpuaccept/probe/md_apoa1.py", "_replica"): "the JSON of the arguments handed to a replica's process",
     ("src/gpuaccept/rfmconfig.py", "main"): "the --extras command-line argument (a JSON object)",
     ("src/gpuaccept/results/slurm.py", "load_inventory"): "ansible-inventory --list's standard output",
-    # The reference files' loader, which remembers each key's line: it moves into textinput with the references.
-    ("src/gpuaccept/judge/references.py", "_read_yaml"): "a reference file's text, read by its own strict reader",
 }
 _SHELL_CALL = re.compile(r"\b(json|yaml)\.(\w+)\s*\(")
 

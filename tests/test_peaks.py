@@ -8,8 +8,7 @@ import pytest
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept import cli
-from gpuaccept.judge import references
+from gpuaccept import cli, references
 from gpuaccept.probe import peaks
 
 PEAKS = REFERENCE_DIR / peaks.DEFAULT_PATH
@@ -30,7 +29,7 @@ def test_every_shipped_node_type_has_its_gpu_in_the_table(table):
         entry = peaks.find(table, model)
         assert entry is not None, f"{path.name}: {model!r} has no datasheet peaks"
         assert {"fp64_tensor", "fp32", "tf32", "bf16", "fp16"} <= set(entry.tflops)
-        # The judge's physical bounds (gpuaccept.judge.bounds): the memory bandwidth and the board power.
+        # The judge's physical bounds (gpuaccept.references.bounds): the memory bandwidth and the board power.
         assert entry.memory_gbps and entry.max_power_w, f"{path.name}: {model!r} has no memory_gbps or max_power_w"
 
 

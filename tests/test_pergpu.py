@@ -19,8 +19,8 @@ from judge_support import ref_entry
 
 from gpuaccept.judge import exporter, load, metric_table, pergpu, rules, summarize, validate, verdict
 from gpuaccept.judge.checks import CHECKS
-from gpuaccept.judge.references import SCHEMA_V1, load_node_type
 from gpuaccept.probe import document, health, peaks, powercheck
+from gpuaccept.references import SCHEMA_V1, load_node_type
 from gpuaccept.results import baseline, compare
 
 NODE_TYPE = "h100_sxm5_80gb_x4"

@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept.judge import references
+from gpuaccept import references
 from gpuaccept.probe import peaks
 
 GEMM_DIR = RECORDED / "2026-11-23-h100-gemm-lt"

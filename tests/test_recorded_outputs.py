@@ -20,7 +20,8 @@ from conftest import (
     REFERENCE_DIR,
 )
 
-from gpuaccept.judge import references, verdict
+from gpuaccept import references
+from gpuaccept.judge import verdict
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.probe import facts
 from gpuaccept.results import baseline

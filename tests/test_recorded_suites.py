@@ -8,7 +8,8 @@ import json
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept.judge import health_rules, references, verdict
+from gpuaccept import references
+from gpuaccept.judge import health_rules, verdict
 from gpuaccept.probe import powercheck
 
 SUITES = RECORDED / "2026-11-22-h100-suites"

@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 from conftest import REFERENCE_DIR
 
-from gpuaccept.judge import metric_table, references
+from gpuaccept import references, textinput
+from gpuaccept.judge import metric_table
 from gpuaccept.judge.checks import CHECKS, node_checks
-from gpuaccept.judge.references import ReferenceError
+from gpuaccept.references import ReferenceError
 
 GOOD = """\
 schema: gpuaccept.references/1
@@ -132,6 +133,22 @@ def test_yaml_aliases_are_refused_not_expanded(tmp_path):
     with pytest.raises(ReferenceError) as err:
         references.load_file(write(tmp_path, text))
     assert "YAML alias *a8 is not allowed" in str(err.value) and len(str(err.value)) < 300
+
+
+def test_one_yaml_loader_refuses_aliases_and_keys_twice_with_or_without_lines():
+    # gpuaccept.textinput.parse_yaml reads every YAML input: the reference files (with line numbers), the
+    # datasheets and the floors between nodes (without); the same refusals in both.
+    for lines in (False, True):
+        with pytest.raises(textinput.YamlError, match=r"line 2: YAML alias \*x is not allowed"):
+            textinput.parse_yaml("a: &x [1, 2]\nb: *x\n", lines=lines)
+        with pytest.raises(textinput.YamlError, match="line 3: key 'a' appears twice"):
+            textinput.parse_yaml("a: 1\nb: 2\na: 3\n", lines=lines)
+        assert textinput.parse_yaml("a: {b: [1, {c: 2}]}\n", lines=lines) == {"a": {"b": [1, {"c": 2}]}}
+    doc = textinput.parse_yaml("x: 1\ny:\n  z: 2\n", lines=True)
+    assert (doc.line, doc.lines, doc["y"].lines) == (1, {"x": 1, "y": 2}, {"z": 3})
+    assert textinput.parse_yaml("1: one\n") == {1: "one"}  # a number as a key, where lines are not kept
+    with pytest.raises(textinput.YamlError, match="line 1: key 1 is not a string"):
+        textinput.parse_yaml("1: one\n", lines=True)
 
 
 def test_only_regular_files_of_bounded_size(tmp_path):

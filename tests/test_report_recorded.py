@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import FIXTURES, ROOT
 
-from gpuaccept.judge import references
+from gpuaccept import references
 from gpuaccept.results import report, report_headline
 
 RECORDED = {"h200_x2": "multigpu_h200x2_one_revision", "h200_x4": "multigpu_h200x4_one_revision"}

@@ -2,6 +2,7 @@
 ReFrame's command line, the verdict (GPU checks NOT RUN with the reason, the host GEMM run), the exit status; a
 node of no known node type; a suite that selects nothing on this node."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -105,7 +106,7 @@ def test_an_unknown_node_type_stops_at_once_listing_the_known_ones(tmp_path, nod
 @pytest.mark.parametrize(("name", "exists"), NODE_TYPE_EXISTS.items())
 def test_the_node_types_the_run_takes_are_those_that_exist(name, exists):
     """``<sku>_x<count>`` of a known GPU SKU, with no file of its own, is a node type (per-GPU references only):
-    the run takes it, as the judge does (gpuaccept.judge.references.node_type_exists)."""
+    the run takes it, as the judge does (gpuaccept.references.node_type_exists)."""
     if exists:
         run.check_node_type(name, REFERENCE_DIR)
     else:
@@ -134,6 +135,12 @@ def test_a_node_of_no_known_type_runs_its_host_checks_unjudged_and_says_how_to_m
     # The configuration was written for this node, with no node type.
     config = (run_dir / "reframe_settings.py").read_text()
     assert '"node_type": ""' in config and '"bench_dir":' in config
+    # Resolved once, in node-type.json (in the manifest): no name, and why; the check read it and failed saying so.
+    resolved = json.loads((run_dir / "node-type.json").read_text())
+    assert resolved["name"] == "" and resolved["files"] == [] and resolved["error"] in why["reason"]
+    assert "node-type.json" in json.loads((run_dir / "manifest.json").read_text())["files"]
+    out = (run_dir / "reframe.out").read_text()
+    assert "no node type for this node: no reference file for this node" in out and "AttributeError" not in out
 
 
 def test_a_suite_that_selects_nothing_names_the_checks_that_did_not_run(tmp_path):
@@ -170,6 +177,11 @@ def test_a_node_of_a_type_it_matches_is_accepted(tmp_path):
     listed = json.loads((run_dir / "manifest.json").read_text())["files"]
     (document,) = [name for name in listed if name.endswith("cpu_gemm.json")]
     assert "reframe-report.json" in listed and "node-facts.json" in listed and "verdict.json" not in listed
+    # The node type, resolved once: its name and the file it came from with its sha256, in the manifest too.
+    resolved = json.loads((run_dir / "node-type.json").read_text())
+    assert "node-type.json" in listed and resolved["name"] == "ci_cpu" and resolved["error"] is None
+    ((path, sha),) = [(f["path"], f["sha256"]) for f in resolved["files"]]
+    assert path == str((refs / "ci_cpu.yaml").resolve()) and sha == hashlib.sha256(Path(path).read_bytes()).hexdigest()
     again = [*GPUACCEPT, "summarize", "--run-dir", str(run_dir), "--node-type", "ci_cpu", "--suite", "commission",
              "--reference-dir", str(refs), "--facts", str(run_dir / "node-facts.json")]  # fmt: skip
     proc = subprocess.run(again, capture_output=True, text=True, check=False)

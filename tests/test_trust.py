@@ -12,8 +12,9 @@ import pytest
 from conftest import RECORDED, REFERENCE_DIR
 from judge_support import OUT, edit, make_retry, references_before_later_checks
 
+from gpuaccept import references
 from gpuaccept.cli import main
-from gpuaccept.judge import exporter, references, summarize, verdict
+from gpuaccept.judge import exporter, summarize, verdict
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.results import sensitivity
 

@@ -24,7 +24,8 @@ from judge_support import ACCEPTED_EVALUATION, DOC, OUT, edit, make_retry, refer
 
 from gpuaccept import layout, run
 from gpuaccept.cli import main
-from gpuaccept.judge import bounds, exporter, load, rules, summarize, validate, verdict
+from gpuaccept.judge import exporter, load, rules, summarize, validate, verdict
+from gpuaccept.references import bounds
 from gpuaccept.results import fleet
 
 NODE_TYPE, SUITE = "h100_sxm5_80gb", "evaluation"

@@ -27,11 +27,11 @@ from gpuaccept import (
     cli_verdict,
     healthcheck,
     helptext,
+    references,
     run,
 )
 from gpuaccept.atomic import OutputError
 from gpuaccept.cli_common import EXIT_INPUT, EXIT_REJECTED, InputError, default_reference_dir
-from gpuaccept.judge import references
 from gpuaccept.probe import burnin, crosscheck, dcgm, peaks
 from gpuaccept.results import health_expect
 

@@ -8,6 +8,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from gpuaccept import references
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.cli_common import (
     InputError,
@@ -16,7 +17,6 @@ from gpuaccept.cli_common import (
 )
 from gpuaccept.judge import (
     readback,
-    references,
 )
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.layout import VERDICT_FILE

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gpuaccept import references
 from gpuaccept.cli_common import (
     add_bench_output,
     add_reference_dir,
@@ -13,7 +14,6 @@ from gpuaccept.cli_common import (
 )
 from gpuaccept.judge import (
     health_rules,
-    references,
 )
 from gpuaccept.probe import health, powercheck
 

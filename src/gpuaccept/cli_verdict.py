@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpuaccept import manifest, redact, run
+from gpuaccept import manifest, redact, references, run
 from gpuaccept.cli_common import (
     EXIT_REJECTED,
     InputError,
@@ -16,7 +16,6 @@ from gpuaccept.cli_common import (
 from gpuaccept.judge import (
     coverage,
     readback,
-    references,
     summarize,
     verdict,
 )

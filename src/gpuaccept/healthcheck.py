@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import atomic, textinput
+from gpuaccept import atomic, references, textinput
 from gpuaccept.cli_common import default_reference_dir
-from gpuaccept.judge import healthcheck_rules, references, xid_actions
+from gpuaccept.judge import healthcheck_rules, xid_actions
 from gpuaccept.probe import document, health
 from gpuaccept.results import slurm
 

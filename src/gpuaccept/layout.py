@@ -22,6 +22,7 @@ VERDICT_FILE = "verdict.json"  # the verdict, per check and metric
 REPORT_FILE = "reframe-report.json"  # ReFrame's run report
 FACTS_FILE = "node-facts.json"  # the node's facts (gpuaccept facts), gathered before the suite
 FACTS_END_FILE = "node-facts-end.json"  # the same, gathered after the suite (NVLink counters' growth)
+NODE_TYPE_FILE = "node-type.json"  # the node type gpuaccept run resolved, once: the checks and the judge read it
 METRICS_FILE = "gpuaccept.prom"  # the Prometheus textfile of the verdict
 CONFIG_FILE = "reframe_settings.py"  # the ReFrame configuration gpuaccept run writes when none is given
 REFRAME_LOG = "reframe.log"  # ReFrame's debug log (the configuration's file handler)

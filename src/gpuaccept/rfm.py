@@ -1,10 +1,11 @@
 """Generic ReFrame tests for gpuaccept's micro-benchmarks: no site data here.
 
-The node type comes from the partition's ``extras`` (written by the gpuaccept_reframe role), the reference
-values from ``reference_values/<node_type>.yaml``; the thin check files in ``reframe_checks/`` bind a
-benchmark to a check key. ReFrame runs the tools and records: its sanity step only asks for the documents the
-judge reads, and its reference tuples carry the reference value with no thresholds, so it never fails a test on
-a figure. Pass or fail is decided once, by gpuaccept.judge.verdict, from the documents.
+The node type is the one ``gpuaccept run`` resolved (the run's ``node-type.json``), else the partition's ``extras``
+(written by the gpuaccept_reframe role); the reference values come from ``reference_values/<node_type>.yaml``; the
+thin check files in ``reframe_checks/`` bind a benchmark to a check key. ReFrame runs the tools and records: its
+sanity step only asks for the documents the judge reads, and its reference tuples carry the reference value with
+no thresholds, so it never fails a test on a figure. Pass or fail is decided once, by gpuaccept.judge.verdict, from
+the documents.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from reframe.core.exceptions import SanityError
 
 from gpuaccept.judge import rules
 from gpuaccept.judge.checks import CHECKS, tags_for
-from gpuaccept.judge.references import NodeType, ReferenceError, load_node_type
 from gpuaccept.layout import POWER_FILE
+from gpuaccept.references import ReferenceError, resolve
 
 __all__ = ["HOST_BLAS_ENV", "BenchBuild", "BenchCheck", "performance_function"]
 
@@ -206,25 +207,18 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
 
     @run_after("setup")
     def bind_references(self):
-        extras = _extras(self)
-        node_type = extras.get("node_type")
-        if node_type is None or node_type == "auto":
-            raise ReferenceError(
-                f"partition {self.current_partition.fullname} has no extras.node_type: generate the ReFrame "
-                "configuration with the gpuaccept_reframe role or gpuaccept reframe-config (they resolve the node type)"
-            )
-        self._node_type: NodeType | None = None
-        if node_type == "":
-            # No node type fits this node (gpuaccept run tells the verdict why): the check still runs and keeps
-            # its document, unjudged.
-            self.require_reference = False
-            self.reference = {}
-        else:
-            self._node_type = load_node_type(extras.get("reference_dir", "reference_values"), node_type)
+        # The node type gpuaccept run resolved (node-type.json), else the partition's (gpuaccept.references.resolve).
+        try:
+            self._resolved = resolve.for_check(_extras(self))
+        except ReferenceError as err:
+            raise ReferenceError(f"partition {self.current_partition.fullname}: {err}") from None
+        self.reference = {}
+        if not self._resolved.error:
+            self._node_type = self._resolved.load()
             if self.check_key not in self._node_type.checks:
                 # A node type expects exactly the checks it has references for (gpuaccept references lists them).
-                self.skip(f"node type {node_type} has no references for check {self.check_key!r}: not expected "
-                          "(gpuaccept references)")  # fmt: skip
+                self.skip(f"node type {self._node_type.name} has no references for check {self.check_key!r}: not "
+                          "expected (gpuaccept references)")  # fmt: skip
             # ReFrame records the reference values it has (no thresholds); a known GPU SKU with no node type file
             # for this GPU count has its per-GPU ones only, and the verdict says NOT RUN for the node-level ones.
             refs = self._node_type.checks.get(self.check_key, {})
@@ -329,6 +323,10 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
             name: sn.make_performance_function(_combined_metric(self, name), m.get("unit", ""))
             for name, m in metrics.items()
         }
+        if self._resolved.error:
+            # No node type for this node: the tool ran and its document is kept (gpuaccept baseline reads it, the
+            # verdict shows its figures unjudged); the test fails here, saying why, never judged.
+            raise ReferenceError(f"{socket.gethostname()}: no node type for this node: {self._resolved.error}")
         for name, m in metrics.items():
             if self._node_type.missing_reason(self.check_key, name):
                 # Recorded, not judged (no bounds): the verdict reports it NOT RUN, no node-level reference.

@@ -1,6 +1,7 @@
 """``gpuaccept run``: the one way a suite runs on a node. It makes the run directory, records the node's
-facts, resolves the node type, runs ReFrame on the suite's checks (its command line is built here and nowhere
-else) within a time limit, and judges the run (:func:`gpuaccept.judge.summarize.judge_run_dir`).
+facts, resolves the node type once (its ``node-type.json``, which the checks and the judge read), runs ReFrame on
+the suite's checks (its command line is built here and nowhere else) within a time limit, and judges the run
+(:func:`gpuaccept.judge.summarize.judge_run_dir`).
 
 The suite role, the nightly timer's runner and scripts/slurm-accept.sh (``--distribute``) all call it. A node
 without a usable GPU or driver stops at once with one line saying so and what to do (exit 3, a verdict written
@@ -29,14 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuaccept import helptext, layout, manifest, progress, redact, rfmconfig, textinput
+from gpuaccept import helptext, layout, manifest, progress, redact, references, rfmconfig, textinput
 from gpuaccept.atomic import write_text_atomic
-from gpuaccept.judge import coverage, references, summarize, verdict
+from gpuaccept.judge import coverage, summarize, verdict
 from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import (
     CONFIG_FILE,
     FACTS_END_FILE,
     FACTS_FILE,
+    NODE_TYPE_FILE,
     PROGRESS_FILE,
     PROJECT_ROOT,
     REFRAME_OUT,
@@ -48,6 +50,7 @@ from gpuaccept.layout import (
 )
 from gpuaccept.probe import burnin, dcgm, gpu_preflight
 from gpuaccept.probe import facts as node_facts
+from gpuaccept.references import resolve
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_NOT_RUN, EXIT_INPUT = 0, 1, 3, 4
 #: The run's exit status, beside its verdict (scripts/accept.sh reads it: "3 cannot judge" is not in verdict.json).
@@ -177,27 +180,8 @@ def reframe_argv(
     return [*argv, *extra, "-r"]
 
 
-@dataclass
-class NodeType:
-    """The node type the run is judged against: ``name`` ('' when unknown) and why it is unknown."""
-
-    name: str
-    error: str | None = None
-
-
-def _known_types(reference_dir: Path) -> str:
-    try:
-        types = references.load_all(reference_dir)
-    except references.ReferenceError as err:
-        return f"the reference files cannot be read ({err})"
-    if not types:
-        return f"no node type has a reference file in {reference_dir}"
-    expects = [f"{t.name} ({', '.join(f'{k} {v!r}' for k, v in t.match.items())})" for t in types]
-    return "known node types and what each expects: " + "; ".join(expects)
-
-
 def check_node_type(requested: str, reference_dir: Path, suite: str = "") -> None:
-    """A node type the operator names must exist (:func:`gpuaccept.judge.references.node_type_exists`: a
+    """A node type the operator names must exist (:func:`gpuaccept.references.node_type_exists`: a
     reference file, or ``<sku>_x<count>`` of a known GPU SKU) and have a section for every check ``suite`` expects
     (gpuaccept.judge.coverage.require_sections): else the run stops at once (exit 4)."""
     if requested in ("auto", ""):
@@ -218,26 +202,6 @@ def expects_no_gpu(node_type: str, reference_dir: Path) -> bool:
         return False
 
 
-def resolve_node_type(requested: str, reference_dir: Path, facts: dict[str, Any]) -> NodeType:
-    """``auto``: the node type whose match rules fit the facts; a name: that node type's reference file. Never
-    raises for a node that fits none: the error goes to the verdict, and the run goes on with what can run."""
-    node = facts.get("hostname") or "this node"
-    try:
-        if requested in ("auto", ""):
-            return NodeType(references.detect(reference_dir, facts).name)
-        loaded = references.load_node_type(reference_dir, requested)
-    except references.ReferenceError as err:
-        why = str(err)
-        if requested in ("auto", ""):
-            why = f"no reference file for this node: {why}"
-        return NodeType("", f"{why}. {_known_types(reference_dir)} (the node type row says how to make one)")
-    mismatch = references.mismatches(loaded, facts)
-    if mismatch:
-        print(f"gpuaccept run: warning: {node} does not match node type {loaded.name} as {loaded.path} describes "
-              f"it: {'; '.join(mismatch)} (judged as {loaded.name} all the same)", file=sys.stderr)  # fmt: skip
-    return NodeType(loaded.name)
-
-
 @dataclass
 class ReframeOutcome:
     """How the ReFrame run ended: its exit status (None: it did not start), whether the time limit stopped it,
@@ -250,15 +214,25 @@ class ReframeOutcome:
 
 
 def run_reframe(
-    argv: list[str], run_dir: Path, timeout_s: float, log: Path, expected: dict[str, float] | None = None
+    argv: list[str],
+    run_dir: Path,
+    timeout_s: float,
+    log: Path,
+    expected: dict[str, float] | None = None,
+    node_type_file: Path | None = None,
 ) -> ReframeOutcome:
     """Run ReFrame in ``run_dir`` (its reframe.log goes there) with its output in ``log``; SIGTERM at the
     time limit (ReFrame cancels its jobs), SIGKILL ``KILL_AFTER_S`` later. ``expected`` (seconds per test case):
-    show each check's start and end as it runs (gpuaccept.progress), also in ``run_dir``/progress.log."""
+    show each check's start and end as it runs (gpuaccept.progress), also in ``run_dir``/progress.log.
+    ``node_type_file``: the run's node-type.json, which the checks read (``$GPUACCEPT_NODE_TYPE_FILE``) instead of
+    resolving the node type again."""
     env = {**os.environ, "LC_ALL": "C.UTF-8", "RFM_REPORT_JUNIT": ""}
+    env.pop(resolve.FILE_ENV, None)
+    if node_type_file is not None:
+        env[resolve.FILE_ENV] = str(Path(node_type_file).resolve())
     if expected is not None:
         with progress.Watcher(log, run_dir / PROGRESS_FILE, expected, lambda line: print(line, flush=True)):
-            return run_reframe(argv, run_dir, timeout_s, log)
+            return run_reframe(argv, run_dir, timeout_s, log, node_type_file=node_type_file)
     with open(log, "w", encoding="utf-8") as out:
         out.write("$ " + shlex.join(argv) + "\n")
         out.flush()
@@ -334,7 +308,8 @@ def node_name(args: argparse.Namespace, facts: dict[str, Any]) -> str:
     return args.node or (facts.get("hostname") or "localhost").split(".")[0]
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _check_args(args: argparse.Namespace) -> Path:
+    """The options of ``gpuaccept run`` checked before anything is made (RunError, exit 4); the reference directory."""
     if args.expected_gpus is not None and args.expected_gpus < 0:
         raise RunError(f"--expected-gpus {args.expected_gpus}: a GPU count is 0 or more")
     if args.repeat < 1:
@@ -350,14 +325,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RunError(f"--node-type: {err}") from None
     if args.reframe_config and not Path(args.reframe_config).is_file():
         raise RunError(f"--reframe-config {args.reframe_config}: no such file")
-    minutes = burnin_minutes(args)
-    extra = [*(["-S", f"GpuBurnin.minutes={minutes:g}"] if minutes is not None else []), *args.reframe_options]
+    return reference_dir
 
-    if args.slurm_inventory:
-        return run_slurm(args, extra)
-    if args.distribute or args.drain:
-        raise RunError("--distribute and --drain belong to a Slurm run: give --slurm-inventory")
 
+def _node_facts(args: argparse.Namespace) -> tuple[dict[str, Any], str, Path, bool]:
+    """(facts, node, run directory, whether the facts were gathered here): the run directory made, the facts in it."""
     facts = _load_facts(args.facts)
     node = node_name(args, facts)
     run_dir = run_dir_for(args, node)
@@ -370,13 +342,38 @@ def cmd_run(args: argparse.Namespace) -> int:
         facts = _load_facts(str(facts_file))  # gathered on the node before the run (e.g. through srun)
     else:
         write_text_atomic(facts_file, json.dumps(facts, indent=2, sort_keys=True) + "\n")
-    print(f"== {args.suite} suite on {node}, run {run_dir}")
-    node_type = resolve_node_type(args.node_type, reference_dir, facts)
+    return facts, node, run_dir, gathered_here
+
+
+def resolve_once(
+    args: argparse.Namespace, reference_dir: Path, facts: dict[str, Any], run_dir: Path
+) -> resolve.Resolved:
+    """The run's node type, resolved once (gpuaccept.references.resolve) and written to its node-type.json, which the
+    checks and the judge read; a detected node type must cover the suite too (RunError, exit 4)."""
+    node_type = resolve.resolve(args.node_type, reference_dir, facts)
+    if node_type.warning:
+        print(f"gpuaccept run: warning: {node_type.warning}", file=sys.stderr)
+    resolve.write(run_dir, node_type)
     if node_type.name and args.node_type in ("auto", ""):  # detected: its file must cover the suite too
         try:
             coverage.require_sections(reference_dir, node_type.name, args.suite)
         except references.ReferenceError as err:
             raise RunError(f"--node-type auto: {err}") from None
+    return node_type
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    reference_dir = _check_args(args)
+    minutes = burnin_minutes(args)
+    extra = [*(["-S", f"GpuBurnin.minutes={minutes:g}"] if minutes is not None else []), *args.reframe_options]
+    if args.slurm_inventory:
+        return run_slurm(args, extra)
+    if args.distribute or args.drain:
+        raise RunError("--distribute and --drain belong to a Slurm run: give --slurm-inventory")
+
+    facts, node, run_dir, gathered_here = _node_facts(args)
+    print(f"== {args.suite} suite on {node}, run {run_dir}")
+    node_type = resolve_once(args, reference_dir, facts, run_dir)
     no_gpu = gpu_preflight.from_facts(facts)
     if no_gpu and not args.host_only and not expects_no_gpu(node_type.name, reference_dir):
         return stop_without_gpu(args, run_dir, facts, node, node_type, no_gpu)
@@ -386,16 +383,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     config = Path(args.reframe_config) if args.reframe_config else run_dir / CONFIG_FILE
     reframe = args.reframe or default_reframe()
+    type_file = run_dir / NODE_TYPE_FILE
     outcome: ReframeOutcome
     try:
         if not args.reframe_config:
-            rfmconfig.write(config, facts, node_type.name, reference_dir, facts_file, args.bench_dir,
+            rfmconfig.write(config, facts, node_type.name, reference_dir, run_dir / FACTS_FILE, args.bench_dir,
                             source="gpuaccept run")  # fmt: skip
         argv = reframe_argv(reframe, config, args.suite, run_dir, args.checks_dir, args.repeat,
                             not args.no_suite_options, args.quick, extra)  # fmt: skip
         timeout_s = suite_timeout_s(args)
         print(f"   reframe (time limit {timeout_s:g} s), output in {run_dir / 'reframe.out'}")
-        outcome = run_reframe(argv, run_dir, timeout_s, run_dir / REFRAME_OUT, expected_times(run_dir, args))
+        outcome = run_reframe(argv, run_dir, timeout_s, run_dir / REFRAME_OUT, expected_times(run_dir, args),
+                              type_file)  # fmt: skip
         if gathered_here:
             record_end_facts(run_dir)
     except rfmconfig.ConfigError as err:
@@ -422,6 +421,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                                      not args.no_suite_options, args.quick,
                                                                      [*extra, *more]),
                                         end_facts=gathered_here)  # fmt: skip
+    return _show_verdict(args, result, written, run_dir, node, outcome)
+
+
+def _show_verdict(args: argparse.Namespace, result: verdict.Verdict, written: list[Path], run_dir: Path, node: str,
+                  outcome: ReframeOutcome) -> int:  # fmt: skip
+    """The verdict's table and where it went (pushed to the Pushgateway where asked); the run's exit status,
+    recorded beside it."""
     print(verdict.table(result))
     print(f"\nreport:  {run_dir / VERDICT_FILE}")
     report = run_dir / REPORT_FILE
@@ -452,7 +458,9 @@ def record_exit(run_dir: Path, status: int) -> int:
     return status
 
 
-def stop_without_gpu(args, run_dir: Path, facts: dict[str, Any], node: str, node_type: NodeType, why: str) -> int:
+def stop_without_gpu(
+    args, run_dir: Path, facts: dict[str, Any], node: str, node_type: resolve.Resolved, why: str
+) -> int:
     """No usable GPU or driver: one line saying what is missing and what to do, and a verdict that says the same
     (for the metrics: a node that lost its GPUs shows as not accepted), without running anything; exit 3."""
     line = gpu_preflight.no_gpu_line(node, why)
@@ -503,7 +511,7 @@ def retry_out_of_band(args, result, written, run_dir, facts, node_type, outcome,
               f"{args.retries + 1}, {retry_dir})")  # fmt: skip
         pattern = f"^({'|'.join(names)})( |$)"
         run_reframe(argv_for(retry_dir, ["-n", pattern]), retry_dir, timeout_s, retry_dir / REFRAME_OUT,
-                    expected_times(run_dir, args))  # fmt: skip
+                    expected_times(run_dir, args), run_dir / NODE_TYPE_FILE)  # fmt: skip
         if end_facts:
             record_end_facts(run_dir)
         manifest.write(run_dir)  # the run's files with this retry's
@@ -665,7 +673,9 @@ def cmd_reframe_config(args: argparse.Namespace) -> int:
     facts_file = Path(args.facts) if args.facts else out.with_name(FACTS_FILE)
     if not args.facts:
         write_text_atomic(facts_file, json.dumps(facts, indent=2, sort_keys=True) + "\n")
-    node_type = resolve_node_type(args.node_type, Path(args.reference_dir), facts)
+    node_type = resolve.resolve(args.node_type, Path(args.reference_dir), facts)
+    if node_type.warning:
+        print(f"gpuaccept reframe-config: warning: {node_type.warning}", file=sys.stderr)
     if node_type.error:
         print(f"gpuaccept reframe-config: warning: {node_type.error}", file=sys.stderr)
     try:

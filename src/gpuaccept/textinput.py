@@ -127,25 +127,83 @@ class DepthLimitedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+class YamlError(yaml.YAMLError):
+    """YAML that the strict loader refuses (an alias, a key twice, a key that is not a string where lines are
+    kept); ``line`` (1-based) is where, ``message`` what. A yaml.YAMLError, so that its callers catch it with the
+    parser's own errors."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message, self.line = message, line
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}" if self.line else self.message
+
+
+class Lines(dict):
+    """A mapping that remembers where it was written: ``line`` its own (1-based), ``lines`` each key's."""
+
+    lines: dict[str, int]
+    line: int
+
+
 class _StrictYamlLoader(DepthLimitedLoader):
-    """YAML's safe loader that refuses a key twice in one mapping (as :func:`parse_json` does)."""
+    """YAML's safe loader that refuses an alias (never expanded: a "billion laughs" file costs minutes and
+    gigabytes before anything can be said about it; the files read here need none) and a key twice in one mapping
+    (as :func:`parse_json` does)."""
+
+    keep_lines = False  # mappings as Lines, their keys strings
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise YamlError(f"YAML alias *{event.anchor} is not allowed (write the value out)",
+                            event.start_mark.line + 1)  # fmt: skip
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _value in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = Lines() if self.keep_lines else {}
+        lines: dict[Any, int] = {}
+        self.flatten_mapping(node)  # merge keys (<<) need an alias or a mapping written out: no alias gets here
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if self.keep_lines and not isinstance(key, str):
+                raise YamlError(f"key {_short(key)} is not a string", line)
+            try:
+                seen = key in mapping
+            except TypeError:  # an unhashable key (a list): the safe loader's own message
+                return super().construct_mapping(node, deep=deep)
+            if seen:
+                raise YamlError(f"key {key!r} appears twice in one mapping", line)
+            mapping[key] = self.construct_object(value_node, deep=True)
+            lines[key] = line
+        if isinstance(mapping, Lines):
+            mapping.lines, mapping.line = lines, node.start_mark.line + 1
+        return mapping
 
 
-def parse_yaml(text: str) -> Any:
-    """YAML text parsed safely: no key twice in one mapping, no alias, no deep nesting (the module's docstring);
-    a yaml.YAMLError otherwise (:func:`yaml_problem` words it with its line)."""
-    return yaml.load(text, Loader=_StrictYamlLoader)  # a SafeLoader: no arbitrary objects
+class _LineYamlLoader(_StrictYamlLoader):
+    keep_lines = True
+
+
+def _construct_mapping(loader: _StrictYamlLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    return loader.construct_mapping(node, deep=True)
+
+
+_StrictYamlLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_yaml(text: str, lines: bool = False) -> Any:
+    """YAML text parsed safely (no arbitrary objects): no alias, no key twice in one mapping, nested at most
+    MAX_DEPTH deep (YamlError, or yaml.YAMLError for what the parser itself refuses). ``lines``: every mapping a
+    :class:`Lines` that says on which line it and each of its keys were written (its keys must be strings)."""
+    return yaml.load(text, Loader=_LineYamlLoader if lines else _StrictYamlLoader)
 
 
 def yaml_problem(err: yaml.YAMLError) -> str:
@@ -251,12 +309,3 @@ def load_yaml(
         expected = "a mapping" if kind is dict else f"a YAML {'sequence' if kind is list else kind.__name__}"
         raise error(f"{path}: {what} is a YAML {type(doc).__name__}, expected {expected}")
     return doc
-
-
-#: The formats :func:`load` reads.
-JSON, YAML = "json", "yaml"
-
-
-def load(path: Path, what: str, fmt: str, error: type[Exception]) -> Any:
-    """:func:`load_json` or :func:`load_yaml` (``fmt`` JSON or YAML) of a file of any JSON or YAML type."""
-    return (load_yaml if fmt == YAML else load_json)(Path(path), what, error, object)

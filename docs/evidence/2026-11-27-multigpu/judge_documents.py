@@ -22,7 +22,8 @@ import re
 import sys
 from pathlib import Path
 
-from gpuaccept.judge import load, references, rules, validate, verdict
+from gpuaccept import references
+from gpuaccept.judge import load, rules, validate, verdict
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.layout import REFERENCE_DIR
 

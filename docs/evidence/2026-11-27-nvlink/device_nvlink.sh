@@ -111,7 +111,8 @@ import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 try:
-    from gpuaccept.judge import health_rules, references
+    from gpuaccept.judge import health_rules
+    from gpuaccept import references
     from gpuaccept.layout import REFERENCE_DIR
 except ImportError as err:
     print(f"judge not run: {err} (carry jsonschema and tabulate, as for ReFrame: docs/evidence/README.md)"); sys.exit(0)

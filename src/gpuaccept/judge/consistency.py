@@ -8,7 +8,7 @@ fails the check, naming both numbers.
 - HPL-CUDA (``parameters.backend``): the ranks, the GPUs it used and saw, and each run's process grid (P x Q)
   are the node's GPU count: a run over fewer GPUs than the node has never measured the others.
 
-Rates and residuals out of their physical bounds are gpuaccept.judge.bounds' (the datasheet, the link).
+Rates and residuals out of their physical bounds are gpuaccept.references.bounds' (the datasheet, the link).
 """
 
 from __future__ import annotations

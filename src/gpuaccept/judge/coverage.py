@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpuaccept.judge import metric_table
 from gpuaccept.judge.checks import CHECKS, in_suite
-from gpuaccept.judge.references import NodeType, ReferenceError, load_node_type
+from gpuaccept.references import NodeType, ReferenceError, load_node_type
 
 # Suites whose every non-optional check each node type must expect.
 REQUIRED_SUITES = ("nightly", "commission")

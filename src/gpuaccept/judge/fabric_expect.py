@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gpuaccept.judge.references import NodeType, ReferenceError, _fail
+from gpuaccept.references import NodeType, ReferenceError, _fail
 
 #: Azure's IB validation guide: the port counters ``perfquery -x`` reads and the values that fail a port.
 AZURE_IB_GUIDE = (

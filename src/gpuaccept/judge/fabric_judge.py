@@ -11,7 +11,7 @@ from typing import Any
 
 from gpuaccept.judge import fabric_expect, fabric_growth, fabric_rules
 from gpuaccept.judge.fabric_rules import Finding
-from gpuaccept.judge.references import NodeType
+from gpuaccept.references import NodeType
 
 
 @dataclass

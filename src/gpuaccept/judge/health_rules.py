@@ -16,7 +16,7 @@ from typing import Any
 from gpuaccept.judge import config_drift, nvlink_rules, pcie_rules, xid_actions
 from gpuaccept.judge.config_drift import version_allowed
 from gpuaccept.judge.findings import finding, gpu_label
-from gpuaccept.judge.references import NodeType, ReferenceError, _fail
+from gpuaccept.references import NodeType, ReferenceError, _fail
 
 # ------------------------------------------------------------------------------------------------
 # Expectations: the ``health:`` section of a reference file (docs/reference-values.md).

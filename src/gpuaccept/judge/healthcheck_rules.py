@@ -14,7 +14,7 @@ from typing import Any
 
 from gpuaccept.judge import health_rules, nvlink_rules, pcie_rules, xid_actions
 from gpuaccept.judge.findings import finding, gpu_label
-from gpuaccept.judge.references import NodeType, ReferenceError
+from gpuaccept.references import NodeType, ReferenceError
 
 EXIT = {"ok": 0, "problem": 1, "unknown": 2}
 #: A GPU whose kernels ran this share of NVML's last sample period (``nvmlDeviceGetUtilizationRates``: the percent

@@ -22,18 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept.judge import bounds, rules
+from gpuaccept.judge import rules
 from gpuaccept.judge.checks import CHECKS, in_suite
-from gpuaccept.judge.references import (
+from gpuaccept.layout import FACTS_END_FILE, POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX, SLURM_DIR
+from gpuaccept.references import (
     NODE_BASELINE_FILE,
     NodeType,
     ReferenceError,
     bind_link,
+    bounds,
     load_node_baseline,
     load_node_type,
     with_node_baseline,
 )
-from gpuaccept.layout import FACTS_END_FILE, POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX, SLURM_DIR
 
 
 class ReportError(Exception):
@@ -213,7 +214,7 @@ def load_run(given: Run, reference_dir: str | Path, run_dir: str | Path | None =
                 run.node_type = with_node_baseline(run.node_type, load_node_baseline(baseline_path))
             except ReferenceError as err:
                 run.baseline_error = str(err)
-    try:  # what no figure of this node can exceed: its GPU model's datasheet, its PCIe link (judge/bounds.py)
+    try:  # what no figure of this node can exceed: its GPU model's datasheet, its PCIe link (references/bounds.py)
         run.limits = bounds.node_limits(facts, reference_dir)
     except bounds.BoundsError as err:
         run.limits_error = str(err)  # the signs alone

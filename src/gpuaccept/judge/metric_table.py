@@ -16,7 +16,7 @@ Each metric also has an **owner**, what the figure is a property of, and so what
   load, HPL and MD on the GPU, the link's trained width and generation): judged against the GPU model's figures,
   with a band that catches a 10 % loss.
 - ``link``: the PCIe link carries it (pinned host<->GPU copies): judged as a fraction of the rate of the link
-  NVML reports (``link_fraction``, gpuaccept.judge.link), whatever machine the GPU sits in.
+  NVML reports (``link_fraction``, gpuaccept.references.link), whatever machine the GPU sits in.
 - ``host``: the host, the VM and the moment give it (pageable copies, latencies, the PCIe model's fixed cost,
   host BLAS and host HPL, CPU-only baselines, copies inside a transfer-inclusive rate): never judged against
   another machine's figures; informational in shipped reference files, judged only against the node's own

@@ -1,7 +1,7 @@
 """Which figures a retry may measure again: performance figures only. A retry is for noise (a moment's dip of a
 rate, a copy, a power draw); a fault is not noise. A failed verification (a wrong GEMM, an HPL residual, an FFT or
 an overlap run that computed garbage, a memory test's errors), a tool's error, a health finding or an XID, a figure
-no hardware can measure (judge/bounds.py), a count (XID events, health findings, a link trained down, a BLAS on
+no hardware can measure (references/bounds.py), a count (XID events, health findings, a link trained down, a BLAS on
 generic kernels), a residual or an energy difference (a wrong answer) rejects the node at once and is never
 measured again (docs/verdicts.md, "A figure outside its band is measured again").
 

@@ -13,7 +13,7 @@ truth, so each rule reads it and says what is wrong, with the file named.
 
 The load stage (gpuaccept.judge.load) calls ``load_document``; the validate stage (gpuaccept.judge.validate)
 calls the others, once per test case. Metric values against references are judged by ``MetricReference.assess``
-(gpuaccept.judge.references), the one place a value passes or fails; the health rules are in
+(gpuaccept.references), the one place a value passes or fails; the health rules are in
 gpuaccept.judge.health_rules.
 """
 

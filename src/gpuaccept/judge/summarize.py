@@ -23,6 +23,7 @@ from gpuaccept import layout, manifest, textinput
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
 from gpuaccept.judge import exporter, load, own_baseline, validate, verdict
 from gpuaccept.layout import FACTS_FILE, METRICS_FILE, REPORT_FILE, VERDICT_FILE
+from gpuaccept.references import ReferenceError, resolve
 
 LOCK_FILE = layout.LOCK_FILE
 
@@ -114,6 +115,20 @@ def rejudge(
     return recorded, v
 
 
+def run_node_type(run_dir: Path, node_type: str, node_type_error: str | None) -> tuple[str, str | None]:
+    """(node type, why there is none) to judge a run against: what the run resolved once (its node-type.json,
+    gpuaccept.references.resolve) where it wrote one and the caller names the same node type (or '': none); else the
+    caller's (a run recorded before node-type.json existed, or one judged again as another node type on purpose). A
+    node-type.json that cannot be read is a failed input naming it."""
+    try:
+        resolved = resolve.of_run(run_dir)
+    except ReferenceError as err:
+        return node_type, "; ".join(e for e in (node_type_error, str(err)) if e)
+    if resolved is None or node_type not in ("", resolved.name):
+        return node_type, node_type_error
+    return resolved.name, node_type_error or resolved.error
+
+
 def judge_run_dir(
     run_dir: Path,
     facts: dict[str, Any] | None,
@@ -132,7 +147,8 @@ def judge_run_dir(
     """Judge ``run_dir`` (:func:`judge_run`) and write its verdict and metrics; returns the verdict and the files
     written.
     ``facts`` None: read ``facts_file`` (default: the run's node-facts.json). ``node_type_error``: why no node
-    type could be resolved (the verdict then says so for every check). ``report_error``: why checks are missing
+    type could be resolved (the verdict then says so for every check); the run's node-type.json, where it wrote one,
+    says both (:func:`run_node_type`). ``report_error``: why checks are missing
     from ReFrame's report, or why there is none, as the caller knows it (ReFrame did not start, or was stopped at
     the time limit); ``nothing_selected``: ReFrame ran and selected no check for this node, so it wrote no report
     and each check's own reason (no GPU, not selected) is given instead of "the report is missing". ``node``: the
@@ -157,6 +173,7 @@ def judge_run_dir(
             report = load.load_report(run_dir / REPORT_FILE, within=load.roots(run_dir))
         except load.ReportError as err:
             load_error = None if nothing_selected else str(err)
+        node_type, node_type_error = run_node_type(run_dir, node_type, node_type_error)
         if node_type_error:
             input_errors.append(node_type_error)
         result = judge_run(

@@ -24,7 +24,7 @@ from gpuaccept.judge import (
 )
 from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.load import Case, Run
-from gpuaccept.judge.references import NodeType, ReferenceError
+from gpuaccept.references import NodeType, ReferenceError
 
 
 @dataclass

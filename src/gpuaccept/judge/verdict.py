@@ -22,15 +22,15 @@ from typing import Any
 import tabulate
 
 from gpuaccept import __version__
-from gpuaccept.judge import bounds, completeness, load, metric_table, pergpu, retry, validate
+from gpuaccept.judge import completeness, load, metric_table, pergpu, retry, validate
 from gpuaccept.judge import coverage as sections
 from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 
 # ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
 from gpuaccept.judge.load import ReportError as ReportError  # noqa: PLC0414
 from gpuaccept.judge.load import load_report as load_report  # noqa: PLC0414
-from gpuaccept.judge.references import NodeType, wrong_gpus
 from gpuaccept.judge.validate import Findings
+from gpuaccept.references import NodeType, bounds, wrong_gpus
 
 PASS, FAIL, NOT_RUN, WAIVED, INFO = "pass", "fail", "not_run", "waived", "info"
 SCHEMA = "gpuaccept.verdict/1"
@@ -297,7 +297,7 @@ def _judge_case(
         })  # fmt: skip
     rows = _metric_rows(key, metrics, found.waived, node_type, why_no_refs, per_gpu)
     # A figure out of its physical bounds (above the datasheet or the link, zero or negative) is a broken or forged
-    # measurement: it fails the check whatever its reference says (gpuaccept.judge.bounds). Each GPU's own figure
+    # measurement: it fails the check whatever its reference says (gpuaccept.references.bounds). Each GPU's own figure
     # is held to the same bounds as the aggregate.
     impossible = bounds.problems(key, metrics, limits)
     problems += list(impossible.values())

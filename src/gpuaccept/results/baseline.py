@@ -29,9 +29,9 @@ import yaml
 from gpuaccept import textinput
 from gpuaccept.judge import metric_table
 from gpuaccept.judge.checks import CHECKS
-from gpuaccept.judge.references import GPU_DIR, GPU_SCHEMA, NODE_BASELINE_SCHEMA, SCHEMA, SCHEMA_V1
 from gpuaccept.layout import VERDICT_FILE
 from gpuaccept.probe import peaks
+from gpuaccept.references import GPU_DIR, GPU_SCHEMA, NODE_BASELINE_SCHEMA, SCHEMA, SCHEMA_V1
 
 FLOORS = {"GB/s": 0.05, "TFLOP/s": 0.05, "GFLOP/s": 0.10, "us": 0.25, "ratio": 0.10}
 CAP = 0.30

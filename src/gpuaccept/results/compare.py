@@ -23,8 +23,8 @@ import tabulate
 
 from gpuaccept import textinput
 from gpuaccept.judge import load, summarize
-from gpuaccept.judge.references import ReferenceError, load_node_type
 from gpuaccept.layout import FACTS_FILE, REPORT_FILE, VERDICT_FILE
+from gpuaccept.references import ReferenceError, load_node_type
 
 SCHEMA = "gpuaccept.verdict/1"
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import tabulate
 
-from gpuaccept import manifest, textinput
-from gpuaccept.judge import config_drift, health_rules, readback, references
+from gpuaccept import manifest, references, textinput
+from gpuaccept.judge import config_drift, health_rules, readback
 from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, SCHEMA
 from gpuaccept.layout import FACTS_FILE, VERDICT_FILE
 from gpuaccept.probe import gpuconfig

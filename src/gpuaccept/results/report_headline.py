@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuaccept.judge import bounds, link, readback, references
+from gpuaccept import references
+from gpuaccept.judge import readback
 from gpuaccept.layout import REFERENCE_DIR
 from gpuaccept.probe import peaks
+from gpuaccept.references import bounds, link
 
 if TYPE_CHECKING:  # the report's column of runs; only its attributes are used here
     from gpuaccept.results.report_group import Group

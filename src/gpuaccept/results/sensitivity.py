@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept.judge import references, summarize, verdict
+from gpuaccept import references
+from gpuaccept.judge import summarize, verdict
 
 
 @dataclass

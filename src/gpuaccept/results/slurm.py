@@ -26,8 +26,8 @@ from typing import Any
 from gpuaccept import manifest, redact, rfmconfig, textinput
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.judge import summarize, verdict
-from gpuaccept.judge.references import check_name
 from gpuaccept.layout import REPORT_FILE, VERDICT_FILE
+from gpuaccept.references import check_name
 
 SCHEDULERS = ("squeue", "slurm")  # squeue: no accounting database needed; slurm: sacct
 LAUNCHERS = ("local", "srun", "mpirun")

@@ -7,11 +7,11 @@ metric, the value and the bound (docs/judge.md, "Physical bounds"):
   (``reference_values/datasheets/gpu_peaks.yaml``, times the node's GPUs for a node sum), a datasheet fraction
   above 1, a device-to-device copy or the memory test's rate above the GPU memory bandwidth, a share of the GPU's
   memory above 1, a host<->GPU copy above the rate of the PCIe link NVML reports (twice it for a bidirectional
-  copy: gpuaccept.judge.link), an average power above the maximum board power (plus NVML's reading accuracy);
+  copy: gpuaccept.references.link), an average power above the maximum board power (plus NVML's reading accuracy);
 - **zero or negative where that is impossible**: every rate, time, latency, power, energy and memory figure is
   above zero; a count or a ratio is not negative.
 
-The same bounds refuse a reference value (gpuaccept.judge.references), which in addition must be at least the
+The same bounds refuse a reference value (gpuaccept.references), which in addition must be at least the
 unit's ``REFERENCE_FLOOR``: a reference of 1e-9 TFLOP/s with a 10 % band accepts a node that measured nothing.
 
 Instantaneous power samples (``power_peak_w``) overshoot the power cap for a moment (724.7 W recorded on a 700 W
@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuaccept.judge import link, metric_table
+from gpuaccept.judge import metric_table
 from gpuaccept.layout import REFERENCE_DIR
-from gpuaccept.probe import peaks
+from gpuaccept.references import datasheets, link
 
 # The shipped datasheets: the peaks of a GPU model are facts about the model, not site data, so a reference
 # directory without its own datasheets/ (a test's, a site's copy of the node types) is bounded by these.
-SHIPPED_PEAKS = REFERENCE_DIR / peaks.DEFAULT_PATH
+SHIPPED_PEAKS = REFERENCE_DIR / datasheets.DEFAULT_PATH
 
 # NVML's power reading is accurate to about +/-5 % of the draw (nvmlDeviceGetPowerUsage): an average or median
 # power up to 5 % over the board's maximum is a reading, not a forgery.
@@ -70,7 +70,7 @@ class Limits:
     file, so only the signs are bounded) and its slowest PCIe link (None: NVML reported none)."""
 
     gpus: int = 1
-    datasheet: peaks.GpuPeaks | None = None
+    datasheet: datasheets.GpuPeaks | None = None
     link_gbps: float | None = None
     link: str = ""
     unknown: str = ""  # the node has GPUs and no datasheet bounds them: why (what to add), else ""
@@ -87,13 +87,13 @@ class Bound:
 def peaks_file(reference_dir: str | Path | None) -> Path:
     """The datasheet file for a reference directory: its own ``datasheets/gpu_peaks.yaml``, else the shipped one."""
     if reference_dir is not None:
-        own = Path(reference_dir) / peaks.DEFAULT_PATH
+        own = Path(reference_dir) / datasheets.DEFAULT_PATH
         if own.exists():
             return own
     return SHIPPED_PEAKS
 
 
-def _datasheet(reference_dir: str | Path | None, models: list[tuple[str, str | None]]) -> peaks.GpuPeaks | None:
+def _datasheet(reference_dir: str | Path | None, models: list[tuple[str, str | None]]) -> datasheets.GpuPeaks | None:
     """The datasheet of the GPU model every one of ``models`` (name, PCI device id) is; None when any is unknown
     or they differ (:func:`_lookup` says why)."""
     return _lookup(reference_dir, models)[0]
@@ -101,7 +101,7 @@ def _datasheet(reference_dir: str | Path | None, models: list[tuple[str, str | N
 
 def _lookup(
     reference_dir: str | Path | None, models: list[tuple[str, str | None]]
-) -> tuple[peaks.GpuPeaks | None, str]:
+) -> tuple[datasheets.GpuPeaks | None, str]:
     """(the datasheet of the GPU model every one of ``models`` (name, PCI device id) is, "") or (None, why: a model
     the datasheet file does not know, or models that differ). The facts' device id '0x233010DE' (device << 16 |
     vendor) is the table's '0x2330'."""
@@ -109,13 +109,13 @@ def _lookup(
         return None, ""
     path = peaks_file(reference_dir)
     try:
-        table = peaks.load(path)
-    except peaks.PeaksError as err:
+        table = datasheets.load(path)
+    except datasheets.PeaksError as err:
         raise BoundsError(str(err)) from None
-    found: dict[str, peaks.GpuPeaks] = {}
+    found: dict[str, datasheets.GpuPeaks] = {}
     for name, device in models:
         short = device[:6] if isinstance(device, str) and len(device) == 10 else device
-        entry = peaks.find(table, name, short)
+        entry = datasheets.find(table, name, short)
         if entry is None:
             model = f"{name or 'a GPU NVML did not name'}" + (f" (PCI device id {device})" if device else "")
             return None, (
@@ -172,10 +172,10 @@ def bound(check: str, metric: str, limits: Limits) -> Bound | None:
 
 def _high(check: str, metric: str, limits: Limits, gpus: int) -> tuple[float | None, str]:
     sheet = limits.datasheet
-    if check in peaks.CHECKS_ANNOTATED and metric.endswith("_peak_fraction"):
+    if check in datasheets.CHECKS_ANNOTATED and metric.endswith("_peak_fraction"):
         return 1.0, "the datasheet peak itself (a fraction of it is at most 1)"
-    if check == "gemm" and (m := _GEMM_RATE.match(metric)) and m["prec"] in peaks.GEMM_PRECISION:
-        return _peak(limits, peaks.GEMM_PRECISION[m["prec"]], 1)
+    if check == "gemm" and (m := _GEMM_RATE.match(metric)) and m["prec"] in datasheets.GEMM_PRECISION:
+        return _peak(limits, datasheets.GEMM_PRECISION[m["prec"]], 1)
     if check in ("hplstyle", "hpl_nvidia", "hpl_cuda") and metric in ("tflops_min", "tflops_per_gpu"):
         return _peak(limits, "fp64_tensor", 1)
     if check in ("hplstyle", "hpl_nvidia", "hpl_cuda") and metric in ("tflops_sum", "tflops"):

@@ -8,7 +8,10 @@ gate them (Azure's node health checks: 48 GB/s host<->GPU on PCIe Gen5 x16, abou
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+from gpuaccept.references.model import MetricReference, NodeType
 
 # Per lane and direction, in GB/s (1e9 bytes/s), after the line encoding: Gen1 and Gen2 8b/10b, Gen3 to Gen5
 # 128b/130b, Gen6 FLIT mode (242 of 256 bytes carry data).
@@ -48,3 +51,19 @@ def node_link(facts: dict[str, Any]) -> tuple[float | None, str]:
         links.append((rate, gen, width))
     rate, gen, width = min(links)
     return rate, f"PCIe Gen{gen} x{width}, {rate:.1f} GB/s per direction"
+
+
+def bind_link(node_type: NodeType, facts: dict[str, Any]) -> NodeType:
+    """The node type with its link gates bound to the node's slowest PCIe link as the facts report it
+    (gpuaccept.references.link); where NVML reported no link, the gates stay unbound and say why (NOT RUN)."""
+    rate, label = node_link(facts)
+    checks: dict[str, dict[str, MetricReference]] = {}
+    for check, refs in node_type.checks.items():
+        checks[check] = {}
+        for name, ref in refs.items():
+            bound = ref
+            if ref.needs_link:
+                why = f"cannot judge against the PCIe link: {label}"
+                bound = ref.for_link(rate, label) if rate else dataclasses.replace(ref, band=why)
+            checks[check][name] = bound
+    return dataclasses.replace(node_type, checks=checks)
