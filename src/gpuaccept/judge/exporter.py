@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from gpuaccept import __version__
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
 from gpuaccept.judge import deviation
-from gpuaccept.judge.verdict import FAIL, INFO, NOT_RUN, PASS, WAIVED, Verdict, decide
+from gpuaccept.judge.status import FAIL, INFO, NOT_RUN, PASS, WAIVED
+from gpuaccept.judge.verdict import Verdict, decide
 from gpuaccept.layout import METRICS_FILE
 
 # benchmark unit -> (Prometheus base-unit suffix, factor to that unit)
