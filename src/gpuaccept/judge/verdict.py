@@ -259,7 +259,7 @@ def _judge_case(
         return Row(key, None, NOT_RUN, reason=found.not_run), []
     if found.failed:
         return Row(key, None, FAIL, reason=found.failed), []
-    problems, metrics, not_run = list(found.problems), found.metrics, found.cannot_look
+    problems, metrics, not_run = [p.text() for p in found.problems], found.metrics, found.cannot_look
     per_gpu = found.per_gpu
     if adjust is not None:  # gpuaccept sensitivity: the same documents with figures made worse, in memory only
         metrics = {name: _adjusted(key, name, m, adjust) for name, m in metrics.items()}
