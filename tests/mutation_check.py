@@ -91,7 +91,7 @@ MUTATIONS: list[Mutation] = [
       'return Outcome(of_document("hpl", document.hpl_problems(case.doc, case.path), case.path))',
       "return Outcome()", t(R, "test_an_hpl_residual_not_below_the_threshold_fails")),
     M("the throttle rules are applied", "judge/rules/table.py",
-      'return Outcome(of_document("throttle", document.throttle_problems(case.doc, case.path), case.path))',
+      "return Outcome(document.throttle_findings(case.doc, case.path))",
       "return Outcome()", k(R, "clocks_held_back")),
     M("a health check that could not read the kernel log is not run", "judge/rules/table.py",
       'cannot_look=not_run or ""', 'cannot_look=""',

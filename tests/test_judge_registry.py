@@ -61,3 +61,24 @@ def test_each_form_of_finding_keeps_its_line():
     (pin,) = config_drift.pin_differences({"mig_mode_current": "enabled"}, {"mig_mode": "disabled"})
     assert (pin.rule, pin.key, pin.value, pin.expected) == ("pin", "mig_mode_current", "enabled", "disabled")
     assert pin.message == "mig_mode_current is enabled, the node type pins disabled" and "nvidia-smi" in str(pin.fix)
+
+
+def test_the_document_rules_give_the_gpu_and_the_fix_apart():
+    # Built from the layouts of docs/benchmark-json.md: the power check's per-GPU throttle seconds, the memory test's
+    # per-GPU counts.
+    from gpuaccept.judge.rules import document  # noqa: PLC0415
+
+    power = {"devices": [{"index": 1, "pci_bus_id": "00000000:1B:00.0", "serial": "1654024031095"}],
+             "results": {"per_gpu": [{"gpu": 1, "throttled_s": {"hw_slowdown": 12.0, "sw_power_cap": 30.0},
+                                      "temp_c_max": 71}]}}  # fmt: skip
+    (f,) = document.throttle_findings(power, Path("power_check.json"))
+    assert (f.rule, f.gpu, f.key, f.file) == ("throttle", 1, "hw_slowdown", "power_check.json")
+    assert f.fix == document.FAULT_REASONS["hw_slowdown"] and f.text() == document.throttle_problems(
+        power, Path("power_check.json"))[0]  # fmt: skip
+    memtest = {"devices": [{"index": 0, "pci_bus_id": "00000000:18:00.0", "uuid": "GPU-0"}],
+               "parameters": {"passes": 1}, "metrics": {"errors_total": {"value": 3, "unit": "count"}},
+               "results": {"per_gpu": [{"gpu": 0, "mismatches": 3, "passes": 1, "tested_bytes": 1 << 30}]}}  # fmt: skip
+    (bad,) = document.memtest_findings(memtest, Path("memtest.json"))
+    assert (bad.gpu, bad.fix) == (0, document.MEMTEST_FIX) and bad.message.startswith("GPU 0 (bus 00000000:18:00.0")
+    assert [x.text() for x in document.memtest_findings(memtest, Path("memtest.json"))] == document.memtest_problems(
+        memtest, Path("memtest.json"))  # fmt: skip

@@ -18,9 +18,9 @@ from gpuaccept.judge.rules.finding import Finding
 #: Each rule a check may name, with what it judges (docs/judge.md, "The rules").
 NAMES: dict[str, str] = {
     "hpl": "HPL's residual rule on every run the document lists (gpuaccept.judge.rules.document.hpl_problems)",
-    "throttle": "clocks held back under load by a fault (gpuaccept.judge.rules.document.throttle_problems)",
+    "throttle": "clocks held back under load by a fault (gpuaccept.judge.rules.document.throttle_findings)",
     "memtest": "every word of every GPU's memory held what was written, over the memory and time asked "
-    "(gpuaccept.judge.rules.document.memtest_problems)",
+    "(gpuaccept.judge.rules.document.memtest_findings)",
     "dcgm": "every failed DCGM diagnostic result (gpuaccept.judge.dcgm_rules)",
     "health": "the GPUs' health, NVLink, PCIe and the pinned configuration (gpuaccept.judge.health_rules)",
     "fabric": "the InfiniBand or RoCE ports, GPUDirect RDMA, loopback bandwidth and counters "

@@ -23,17 +23,17 @@ def hpl(case: RuleInput) -> Outcome:
 
 @register("throttle")
 def throttle(case: RuleInput) -> Outcome:
-    return Outcome(of_document("throttle", document.throttle_problems(case.doc, case.path), case.path))
+    return Outcome(document.throttle_findings(case.doc, case.path))
 
 
 @register("memtest")
 def memtest(case: RuleInput) -> Outcome:
-    return Outcome(of_document("memtest", document.memtest_problems(case.doc, case.path), case.path))
+    return Outcome(document.memtest_findings(case.doc, case.path))
 
 
 @register("dcgm")
 def dcgm(case: RuleInput) -> Outcome:
-    return Outcome(of_document("dcgm", dcgm_rules.problems(case.doc, case.path), case.path))
+    return Outcome(dcgm_rules.findings(case.doc, case.path))
 
 
 def _gpu_counts(doc: dict[str, Any], findings: list) -> dict[int, dict[str, Any]]:
