@@ -1,10 +1,11 @@
 """The judge's second stage, validate (docs/judge.md, "From a run directory to a verdict"): each loaded test case
 (gpuaccept.judge.load) through the rules of its check, with no file read. What ReFrame recorded (skipped, no
-result, failed before sanity), the document's own word (gpuaccept.judge.rules: errors, verification, the GPUs
-it saw), the power sampler's document joined, HPL's residuals, throttling, the health rules (with NVLink and the
-pinned configuration), DCGM's results, the fabric's rules and the burn-in's rules give the problems of the case,
-and the metrics and waived metrics it reports. Judging them against references is the next stage
-(gpuaccept.judge.verdict.judge).
+result, failed before sanity) and the rules every check has (gpuaccept.judge.rules.document: errors,
+verification, the GPUs it saw; the power sampler's document joined; the GPUs' identities), then the check's own
+rules by name (``Check.rules``, each a function of gpuaccept.judge.rules.table: HPL's residuals, throttling, the
+memory test, DCGM's results, the health rules with NVLink and the pinned configuration, the fabric's, the
+burn-in's) give the findings of the case (each a gpuaccept.judge.rules.finding.Finding), and the metrics and waived
+metrics it reports. Judging them against references is the next stage (gpuaccept.judge.verdict.judge).
 """
 
 from __future__ import annotations
