@@ -96,8 +96,8 @@ def validate_case(
     gpus = (1 if check.one_gpu else len(facts.get("gpus") or [])) if check.needs_gpu else None
     problems += of_document("document", document_rules.document_problems(doc, path, gpus, check.one_gpu), path)
     if check.needs_gpu:  # every GPU of the node (or the one a one-GPU check measures), each once, by its identities
-        problems += of_document("devices", completeness.document_problems(check.key, doc, path, facts,
-                                                                          every=not check.one_gpu), path)  # fmt: skip
+        devices = completeness.document_problems(check.key, doc, path, facts, every=not check.one_gpu)
+        problems += of_document("devices", devices, path)
     power_doc = None
     if case.power is not None:
         power_doc = case.power.doc
