@@ -11,6 +11,8 @@ VENV=${VENV:-.venv}
 QUICK=(
   tests/test_judge.py
   tests/test_judge_rules_fail.py
+  tests/test_judge_registry.py
+  tests/test_judge_status.py
   tests/test_verdict_table.py
   tests/test_pergpu.py
   tests/test_references.py

@@ -371,7 +371,7 @@ def test_a_burn_in_that_recorded_no_gpu_fails():
 def test_vbios_and_mig_pins_are_judged():
     config = {"vbios_version": "96.00.A5.00.1A", "mig_mode_current": "enabled", "power_enforced_limit_w": 700.0}
     found = config_drift.pin_differences(config, {"vbios_versions": ["96.00.99"], "mig_mode": "disabled"})
-    assert [(d.field, d.value) for d in found] == [("vbios_version", "96.00.A5.00.1A"),
+    assert [(d.key, d.value) for d in found] == [("vbios_version", "96.00.A5.00.1A"),
                                                    ("mig_mode_current", "enabled")]  # fmt: skip
 
 

@@ -357,7 +357,7 @@ def test_validate_gives_not_run_without_an_hca_and_problems_with_a_fault(tmp_pat
     make_port(root / "class" / "infiniband" / "mlx5_ib1", 1, phys="2: Polling", state="1: DOWN")
     doc = fabric_doc.probe([], root, modules, run_bw=False, gpus=8, size=8)
     found = validate.validate_case(case_of(tmp_path, doc), {"gpus": []}, loose, None)
-    assert not found.not_run and any("mlx5_ib1 port 1: physical state Polling" in p for p in found.problems)
+    assert not found.not_run and any("mlx5_ib1 port 1: physical state Polling" in p.text() for p in found.problems)
     assert found.metrics["ports_active"]["value"] == 7 and found.metrics["fabric_findings"]["value"] == 2
 
 

@@ -43,7 +43,7 @@ def obs():
 
 
 def rules(findings):
-    return [f["rule"] for f in findings]
+    return [f.rule for f in findings]
 
 
 def test_recorded_h100_is_healthy(obs, h100):
@@ -73,10 +73,10 @@ def test_recorded_h200_is_healthy():
 
 
 def one(findings, rule):
-    (f,) = [f for f in findings if f["rule"] == rule]
-    assert f["gpu"] == 0 and f["pci_bus_id"] == "00000000:00:06.0" and f["serial"] == "1752824029119"
-    assert f["message"].startswith("GPU 0 (bus 00000000:00:06.0, serial 1752824029119): ")
-    assert f["fix"]
+    (f,) = [f for f in findings if f.rule == rule]
+    assert f.gpu == 0 and f.pci_bus_id == "00000000:00:06.0" and f.serial == "1752824029119"
+    assert f.message.startswith("GPU 0 (bus 00000000:00:06.0, serial 1752824029119): ")
+    assert f.fix
     return f
 
 
@@ -104,7 +104,7 @@ def test_a_changed_field_fails_naming_the_gpu_and_the_fix(obs, h100, field, valu
         bad["gpus"][0][target] = value
     findings, _ = health_rules.judge(bad, h100, [(1, "the inventory")], [])
     assert rules(findings) == [rule]
-    assert says in one(findings, rule)["message"]
+    assert says in one(findings, rule).message
 
 
 def test_the_recorded_gemm_process_is_a_foreign_process(h100):
@@ -114,7 +114,7 @@ def test_the_recorded_gemm_process_is_a_foreign_process(h100):
     loaded["gpus"][0]["pcie_gen_loaded"], loaded["gpus"][0]["pcie_width_loaded"] = 5, 16
     findings, _ = health_rules.judge(loaded, h100, [], [])
     f = one(findings, "foreign_process")
-    assert "compute process pid 1965" in f["message"] and "kill 1965" in f["fix"]
+    assert "compute process pid 1965" in f.message and "kill 1965" in f.fix
 
 
 def test_gpu_count_driver_and_cuda_versions(obs, h100):
@@ -122,14 +122,14 @@ def test_gpu_count_driver_and_cuda_versions(obs, h100):
     bad["driver_version"], bad["cuda_version"] = "570.86.15", "12.8"
     findings, _ = health_rules.judge(bad, h100, [(8, "the inventory"), (1, "node type h100_sxm5_80gb")], [])
     assert rules(findings) == ["gpu_count", "driver_version", "cuda_version"]
-    assert "1 GPUs found (00000000:00:06.0), the inventory says 8" in findings[0]["message"]
-    assert "driver 570.86.15 is not one the node type allows (580)" in findings[1]["message"]
+    assert "1 GPUs found (00000000:00:06.0), the inventory says 8" in findings[0].message
+    assert "driver 570.86.15 is not one the node type allows (580)" in findings[1].message
 
 
 def test_nvlink_links_expected_by_the_node_type(obs, h100):
     findings, _ = health_rules.judge(obs, {**h100, "nvlink_links_up": 18}, [], [])
     assert "NVLink not read (nvidia-smi -q lists no link states), the node type expects 18 links up" in one(
-        findings, "nvlink")["message"]
+        findings, "nvlink").message
 
 
 XID = "NVRM: Xid (PCI:0000:00:06): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
@@ -142,9 +142,9 @@ def test_an_xid_line_after_the_given_time_fails(obs, h100):
     assert [(e["xid"], e["pci"], e["time_unix"]) for e in xids] == [(79, "0000:00:06", boot + 5000.123456)]
     findings, _ = health_rules.judge(obs, h100, [], xids)
     f = one(findings, "xid")
-    assert "XID 79 (GPU has fallen off the bus) at 2023-11-14T23:36:40Z" in f["message"]
-    assert "reseat the GPU" in f["fix"]
-    assert "immediate action: reboot the node (the catalogue's RESTART_BM)" in f["message"]
+    assert "XID 79 (GPU has fallen off the bus) at 2023-11-14T23:36:40Z" in f.message
+    assert "reseat the GPU" in f.fix
+    assert "immediate action: reboot the node (the catalogue's RESTART_BM)" in f.message
     # The same line before the window is not counted.
     assert health.parse_xids(text, since=boot + 6000, boot=boot) == []
 

@@ -224,7 +224,7 @@ def test_sxids_only_where_nvlink_ends_at_an_nvswitch():
     assert xid_actions.judge_sxids([e], [gpu], findings, []).startswith("not applicable") and findings == []
     gpu["nvlink"]["links"][0]["remote_type"] = "switch"
     assert xid_actions.judge_sxids([e], [gpu], findings, []) == "1 SXID event(s)"
-    assert findings[0]["rule"] == "sxid" and "SXID 24007 (Fatal)" in findings[0]["message"]
+    assert findings[0].rule == "sxid" and "SXID 24007 (Fatal)" in findings[0].message
 
 
 def test_the_suites_health_rule_names_the_action_and_warns_on_restart_app():
@@ -233,7 +233,7 @@ def test_the_suites_health_rule_names_the_action_and_warns_on_restart_app():
     xids = health.parse_xids(f"1.0 n kernel: {XID.format(xid=8, what='timeout')}\n"
                              f"2.0 n kernel: {XID.format(xid=79, what='off the bus')}\n", 0.0, 0.0)  # fmt: skip
     findings, notes = health_rules.judge(obs, expect, [], xids)
-    assert [(f["rule"], f["action"]) for f in findings] == [("xid", "reboot_node")]
+    assert [(f.rule, f.action) for f in findings] == [("xid", "reboot_node")]
     assert any("XID 8 (GPU stopped processing)" in n for n in notes)
 
 
@@ -249,7 +249,7 @@ def test_suite_pcie_growth_old_facts_waive_new_unreadable_are_not_run_and_growth
     b = {"gpus": [{"index": 0, "uuid": "G0", "pcie_counters": {**counters, "replay": 82}}]}
     findings: list = []
     assert pcie_rules.growth(a, b, findings, [])["pcie_replay_growth"] == (81, "")
-    assert findings[0]["rule"] == "pcie_replay" and "during the suite" in findings[0]["message"]
+    assert findings[0].rule == "pcie_replay" and "during the suite" in findings[0].message
 
 
 def test_the_node_problem_detector_plugin_in_the_docs_runs_as_documented(tmp_path):

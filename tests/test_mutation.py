@@ -17,11 +17,12 @@ import mutation_check
 import pytest
 
 # The modules of the judge that decide pass or fail (or what a retry may replace, or what is read): each must have
-# mutants. checks.py, metric_table.py, checkdoc.py, findings.py, references/link.py and pushgateway.py hold tables, data
-# or plumbing.
-DECIDING = ("judge/validate.py", "judge/rules.py", "judge/load.py", "judge/summarize.py", "judge/verdict.py",
-            "judge/retry.py", "references/model.py", "references/parse.py", "references/detect.py",
-            "references/baselines.py", "references/resolve.py", "references/bounds.py", "judge/readback.py",
+# mutants. checks.py, metric_table.py, checkdoc.py, rules/finding.py, rules/registry.py, status.py, row.py,
+# references/link.py and pushgateway.py hold tables, data or plumbing.
+DECIDING = ("judge/validate.py", "judge/rules/document.py", "judge/load.py", "judge/summarize.py", "judge/verdict.py",
+            "judge/rules/table.py", "judge/retry.py", "references/model.py", "references/parse.py",
+            "references/detect.py", "references/baselines.py", "references/resolve.py", "references/bounds.py",
+            "judge/readback.py",
             "judge/exporter.py",
             "judge/health_rules.py", "judge/pergpu.py", "judge/burnin_rules.py", "judge/dcgm_rules.py",
             "judge/nvlink_rules.py", "judge/config_drift.py", "judge/coverage.py", "textinput.py",

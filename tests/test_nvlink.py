@@ -104,8 +104,8 @@ def test_a_gpu_off_a_pin_fails_naming_the_gpu_and_the_field(pair_obs, field, val
     expect = health_rules.expectations(pinned(**PINS))
     findings, _ = health_rules.judge(bad, expect, [], [])
     (f,) = findings
-    assert f["rule"] == "config_drift" and f["gpu"] == 1 and f["serial"] == "1654024031095"
-    assert f["message"].startswith("GPU 1 (bus 00000000:00:07.0, serial 1654024031095): ") and says in f["message"]
+    assert f.rule == "config_drift" and f.gpu == 1 and f.serial == "1654024031095"
+    assert f.message.startswith("GPU 1 (bus 00000000:00:07.0, serial 1654024031095): ") and says in f.message
 
 
 def test_the_config_drift_metric_counts_fields_off_the_pins_driver_among_them(pair_obs):
@@ -115,7 +115,7 @@ def test_the_config_drift_metric_counts_fields_off_the_pins_driver_among_them(pa
     bad["gpus"][0]["config"]["vbios_version"] = "96.00.B0.00.01"
     doc = {"results": {"observations": bad, "kernel_log": {"xid_events": []}}}
     findings, _, not_run = health_rules.assess(doc, nt, None)
-    assert not_run is None and sorted(f["rule"] for f in findings) == ["config_drift", "driver_version"]
+    assert not_run is None and sorted(f.rule for f in findings) == ["config_drift", "driver_version"]
     metrics, waived = health_rules.judged_metrics(doc, findings, health_rules.expectations(nt), {}, None)
     assert metrics["config_drift"] == {"value": 2, "unit": "count"}
     assert waived == dict.fromkeys(("nvlink_error_growth", "pcie_replay_growth", "pcie_aer_growth"),
@@ -157,7 +157,7 @@ def test_ecc_pending_disabled_fails(pair_obs):
     bad["gpus"][0]["ecc_pending_enabled"] = False  # changed in the test
     expect = health_rules.expectations(references.load_node_type(REFERENCE_DIR, "h200_x2"))
     (f,) = health_rules.judge(bad, expect, [], [])[0]
-    assert f["rule"] == "ecc_mode" and "disabled at the next reset" in f["message"]
+    assert f.rule == "ecc_mode" and "disabled at the next reset" in f.message
 
 
 # ------------------------------------------------------------------------------------------------
@@ -311,14 +311,14 @@ def test_clean_links_before_and_after_pass_with_zero_growth():
 def test_a_replay_error_during_the_suite_fails_naming_the_gpu_and_link():
     total, _, findings, _ = growth(snapshot(), snapshot({1: {"counters": {(5, "replay"): 3}}}))
     (f,) = findings
-    assert total == 3 and f["rule"] == "nvlink_errors" and f["gpu"] == 1
-    assert f["message"] == ("GPU 1 (bus 00000000:00:07.0, serial 1654024031095): NVLink link 5: 3 replay errors "
+    assert total == 3 and f.rule == "nvlink_errors" and f.gpu == 1
+    assert f.message == ("GPU 1 (bus 00000000:00:07.0, serial 1654024031095): NVLink link 5: 3 replay errors "
                             "during the suite (0 -> 3)")  # fmt: skip
 
 
 def test_crc_growth_fails_above_the_node_types_allowance_only():
     after = snapshot({0: {"counters": {(2, "crc_flit"): 4}}})
-    assert [f["rule"] for f in growth(snapshot(), after)[2]] == ["nvlink_errors"]
+    assert [f.rule for f in growth(snapshot(), after)[2]] == ["nvlink_errors"]
     assert growth(snapshot(), after, {"nvlink_crc_growth_max": 10})[2] == []
     # Recovery errors are never allowed, whatever the CRC allowance.
     after = snapshot({0: {"counters": {(2, "recovery"): 1}}})
@@ -336,7 +336,7 @@ def test_crc_growth_is_judged_as_a_rate_over_the_suite_where_the_snapshots_have_
     before = timed(snapshot(), 1000.0)
     assert growth(before, timed(snapshot({0: {"counters": {(3, "crc_data"): 86}}}), 1075.0))[2] == []
     (f,) = growth(before, timed(snapshot({0: {"counters": {(3, "crc_data"): 7600}}}), 1075.0))[2]
-    assert "7600 crc_data errors" in f["message"] and "(allowed: 7500: 100 per second over the 75 s" in f["message"]
+    assert "7600 crc_data errors" in f.message and "(allowed: 7500: 100 per second over the 75 s" in f.message
     assert len(growth(before, timed(snapshot({0: {"counters": {(3, "replay"): 1}}}), 1075.0))[2]) == 1
     slower = {"nvlink_crc_rate_max": 1}
     assert len(growth(before, timed(snapshot({0: {"counters": {(3, "crc_data"): 86}}}), 1075.0), slower)[2]) == 1
@@ -355,26 +355,26 @@ def test_a_counter_that_went_back_is_a_reset_and_fails():
     before = snapshot({0: {"counters": {(1, "crc_data"): 7}}})
     total, _, findings, _notes = growth(before, snapshot())
     (f,) = findings
-    assert f["rule"] == "nvlink_errors" and f["gpu"] == 0 and total == 0
-    assert "link 1: the crc_data counter went from 7 to 0 during the suite: reset" in f["message"]
+    assert f.rule == "nvlink_errors" and f.gpu == 0 and total == 0
+    assert "link 1: the crc_data counter went from 7 to 0 during the suite: reset" in f.message
 
 
 def test_a_link_that_went_down_during_the_suite_fails():
     findings = growth(snapshot(), snapshot({1: {"down": (11,)}}))[2]
-    assert [(f["rule"], f["gpu"]) for f in findings] == [("nvlink", 1)]
-    assert "NVLink link 11 went down during the suite (up before it)" in findings[0]["message"]
+    assert [(f.rule, f.gpu) for f in findings] == [("nvlink", 1)]
+    assert "NVLink link 11 went down during the suite (up before it)" in findings[0].message
 
 
 def test_nvlink_unreadable_after_the_suite_fails():
     (f,) = growth(snapshot(), snapshot({0: {"nvlink": False}}))[2]
-    assert f["rule"] == "nvlink" and f["gpu"] == 0 and "NVLink read before the suite, not after it" in f["message"]
+    assert f.rule == "nvlink" and f.gpu == 0 and "NVLink read before the suite, not after it" in f.message
 
 
 def test_a_gpu_missing_after_the_suite_fails():
     after = snapshot()
     after["gpus"] = after["gpus"][:1]
     (f,) = growth(snapshot(), after)[2]
-    assert f["rule"] == "gpu_count" and f["gpu"] == 1 and "not found after it" in f["message"]
+    assert f.rule == "gpu_count" and f.gpu == 1 and "not found after it" in f.message
 
 
 @pytest.mark.parametrize(
@@ -431,8 +431,8 @@ def test_on_a_node_type_with_nvlink_counters_that_cannot_be_compared_fail(before
 
     findings, notes = [], []
     nvlink_rules.growth(facts(before), facts(after), NVLINK_TYPE, findings, notes)
-    assert any(says in f["message"] for f in findings), findings
-    assert all(f["rule"] in ("nvlink", "nvlink_unread") for f in findings)
+    assert any(says in f.message for f in findings), findings
+    assert all(f.rule in ("nvlink", "nvlink_unread") for f in findings)
     # the same readings on a node type without NVLink links to count: waived, nothing fails for it
     if before != "gpu 0 unread" and after in (None, "nvlink"):
         findings = []
@@ -449,10 +449,10 @@ def test_links_up_against_the_node_type_name_the_links_down():
     findings, notes = [], []
     nvlink_rules.links_up(probe_gpus({0: {"down": (2, 9)}}), {"nvlink_links_up": 18}, findings, notes)
     (f,) = findings
-    assert f["gpu"] == 0 and "16 NVLink links up (down: link 2, 9), the node type has 18" in f["message"]
+    assert f.gpu == 0 and "16 NVLink links up (down: link 2, 9), the node type has 18" in f.message
     findings = []
     nvlink_rules.links_up(probe_gpus(), {"nvlink_links_up": 18, "nvlink_speed_mbps": 26000}, findings, notes)
-    assert len(findings) == 36 and "runs at 25781 MB/s, the node type expects 26000 MB/s" in findings[0]["message"]
+    assert len(findings) == 36 and "runs at 25781 MB/s, the node type expects 26000 MB/s" in findings[0].message
 
 
 def test_an_informational_expectation_notes_instead_of_failing():
@@ -605,4 +605,4 @@ def test_a_fleet_of_one_value_per_field_has_no_drift_and_split_values_name_every
 
 def test_majority_differences_leave_unknown_values_out():
     got = config_drift.majority_differences([("a", "1"), ("b", "1"), ("c", None), ("d", "2")])
-    assert [(who, d.value, d.why) for who, d in got] == [("d", "2", "majority")]
+    assert [(who, d.value, d.rule) for who, d in got] == [("d", "2", "majority")]

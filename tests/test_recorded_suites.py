@@ -47,7 +47,7 @@ def test_recorded_nvml_readings_with_a_changed_field_fail(expect, field, value, 
     obs["gpus"][0][field] = value
     findings, _ = health_rules.judge(obs, expect, [(1, "the inventory")], [])
     (finding,) = findings
-    assert finding["message"].startswith(GPU + says) and finding["fix"]
+    assert finding.message.startswith(GPU + says) and finding.fix
 
 
 def test_recorded_foreign_process_is_named_with_pid_and_user(expect):
@@ -59,8 +59,8 @@ def test_recorded_foreign_process_is_named_with_pid_and_user(expect):
     # Recorded before issue 17, the document holds the process's command line. Judged today, the same
     # observations name it by pid, user and executable only (this recording has no executable name).
     (rejudged,), _ = health_rules.judge(doc["results"]["observations"], expect, [(1, "the inventory")], [])
-    assert rejudged["message"] == GPU + "compute process pid 851 of user root (executable unknown) runs on it"
-    assert {k: v for k, v in rejudged.items() if k != "message"} == {
+    assert rejudged.message == GPU + "compute process pid 851 of user root (executable unknown) runs on it"
+    assert {k: v for k, v in rejudged.record().items() if k != "message"} == {
         k: v for k, v in finding.items() if k != "message"
     }
     assert "851" in (RUN1 / "foreign-process.csv").read_text()

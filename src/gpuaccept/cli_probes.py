@@ -28,7 +28,7 @@ def cmd_health(args: argparse.Namespace) -> int:
         return status
     findings, notes, not_run = health_rules.assess(doc, node_type, args.expected_gpus)
     for f in findings:
-        print(f"UNHEALTHY: {f['message']}\n  fix: {f['fix']}")
+        print(f"UNHEALTHY: {f.message}\n  fix: {f.fix}")
     for note in notes:
         print(f"note: {note}")
     if findings:

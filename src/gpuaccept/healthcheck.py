@@ -153,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
     record = {
         "schema": SCHEMA, "node": args.slurm_node or socket.gethostname().split(".")[0], "node_type": node_type.name,
         "checked_utc": document.utc_iso(now), "status": out.status, "exit_status": out.exit_status, "line": text,
-        "findings": out.findings, "warnings": out.warnings, "not_run": out.not_run, "sxid": out.sxid,
+        "findings": [f.record() for f in out.findings], "warnings": out.warnings, "not_run": out.not_run,
+        "sxid": out.sxid,
         "xid_catalogue": xid_actions.source_line(), "slurm": None, "observations": doc,
     }  # fmt: skip
     if args.slurm:

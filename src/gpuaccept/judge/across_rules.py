@@ -18,8 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpuaccept.judge import across_blame
-
-PASS, FAIL, NOT_RUN = "pass", "fail", "not_run"
+from gpuaccept.judge.status import FAIL, NOT_RUN, PASS
 
 
 @dataclass(frozen=True)

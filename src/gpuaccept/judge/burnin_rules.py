@@ -24,12 +24,12 @@ with the reason, never passed.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from typing import Any
 
 from gpuaccept.judge import xid_actions
 from gpuaccept.judge.health_rules import XID_DEFAULT_FIX, XID_FIXES
-from gpuaccept.judge.rules import FAULT_REASONS
+from gpuaccept.judge.rules.document import FAULT_REASONS
+from gpuaccept.judge.rules.finding import Finding
 from gpuaccept.probe import burnin
 from gpuaccept.probe import burnin_timeline as tl
 
@@ -56,17 +56,9 @@ OTHER_REASON_FIXES = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One rule that failed on one GPU: ``rule`` names it, ``message`` says what and when, ``fix`` what to try."""
-
-    rule: str
-    gpu: int | None
-    message: str
-    fix: str
-
-    def text(self) -> str:
-        return f"{self.message} -> {self.fix}"
+def _finding(rule: str, gpu: int | None, message: str, fix: str) -> Finding:
+    """A burn-in finding: ``message`` says what and when (led by the GPU's label where ``gpu`` is set)."""
+    return Finding(rule, message, fix, gpu=gpu)
 
 
 def _utc(started_unix: float | None, t_s: float | None) -> str:
@@ -99,7 +91,7 @@ class _Gpu:
         return f"at {self.moment(t_s)}"
 
     def finding(self, rule: str, message: str, fix: str) -> Finding:
-        return Finding(rule, self.index, f"{self.label}: {message}", fix)
+        return _finding(rule, self.index, f"{self.label}: {message}", fix)
 
 
 def _watched(gpu: _Gpu, elapsed_s: float) -> list[Finding]:
@@ -299,15 +291,15 @@ def _duration(planned: Any, elapsed: Any, window: Any) -> list[Finding]:
     if not _number(window):  # an older document: the window its schedule gave
         window = burnin.WINDOW_S_MAX
     if not _number(planned) or not _number(elapsed):
-        return [Finding("duration", None, f"the document does not say how long the burn-in was asked to run and ran "
+        return [_finding("duration", None, f"the document does not say how long the burn-in was asked to run and ran "
                         f"(duration_s {planned!r}, elapsed_s {elapsed!r}, window_s {window!r})", rerun)]  # fmt: skip
     out = []
     # The window the schedule gives a burn-in of that length (gpuaccept.probe.burnin), whatever the document says.
     window = min(window, burnin.WINDOW_S_MAX, max(burnin.WINDOW_S_MIN, planned / 6.0))
     if elapsed < planned - window:
-        out.append(Finding("duration", None, f"the burn-in ran {elapsed:.0f} s of the {planned:g} s asked", rerun))
+        out.append(_finding("duration", None, f"the burn-in ran {elapsed:.0f} s of the {planned:g} s asked", rerun))
     if planned < MIN_DURATION_S:
-        out.append(Finding("duration", None, f"the burn-in was asked for {planned:g} s: shorter than the "
+        out.append(_finding("duration", None, f"the burn-in was asked for {planned:g} s: shorter than the "
                            f"{MIN_DURATION_S:g} s any burn-in must last",
                            "run it for at least a minute (30 minutes to commission a node)"))  # fmt: skip
     return out
@@ -333,13 +325,13 @@ def assess(doc: dict[str, Any]) -> tuple[list[Finding], str | None]:
     cannot: list[str] = []
     per_gpu = results.get("per_gpu")
     if not isinstance(per_gpu, list) or not per_gpu:
-        return [Finding("document", None, "the burn-in recorded no GPU", "see the document's errors")], None
+        return [_finding("document", None, "the burn-in recorded no GPU", "see the document's errors")], None
     findings += _duration(planned, elapsed, window)
     for g in per_gpu:
         try:
             gpu = _Gpu(g, started)
         except tl.TimelineError as err:
-            findings.append(Finding("document", g.get("gpu"), f"{_label(g)}: {err}", "rerun the burn-in"))
+            findings.append(_finding("document", g.get("gpu"), f"{_label(g)}: {err}", "rerun the burn-in"))
             continue
         findings += _watched(gpu, elapsed if _number(elapsed) else 0.0)
         for rule in RULES:
@@ -347,7 +339,7 @@ def assess(doc: dict[str, Any]) -> tuple[list[Finding], str | None]:
         cannot += _cannot_look(g, gpu, doc)
     for e in (results.get("xid") or {}).get("unplaced_events") or []:
         findings.append(
-            Finding(
+            _finding(
                 "xid",
                 None,
                 f"XID {e.get('xid')} on a GPU NVML does not list ({e.get('text')}) at {e.get('t_s')} s",

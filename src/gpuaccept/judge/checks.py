@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuaccept.judge.rules.registry import check_names
+
 # multinode: checks between nodes (MPI, NCCL), run through a scheduler across several nodes at once (docs/fleet.md).
 # burnin: every GPU under sustained load for a duration, after the health probe (docs/checks/burnin.md).
 SUITES = ("nightly", "commission", "evaluation", "multinode", "burnin")
@@ -54,10 +56,9 @@ class Check:
     # An optional backend (a tool the site may not have, e.g. NVIDIA's xhpl): a node type may leave it out of
     # its reference file, and then it is not expected of the node (measured node types cover the others).
     optional: bool = False
-    # The judge's rules beyond the generic ones (gpuaccept.judge.rules): "hpl" (HPL's residual rule), "throttle"
-    # (clocks held back under load by a fault), "health" (gpuaccept.judge.health_rules), "memtest" (every word of
-    # every GPU's memory held what was written), "burnin" (gpuaccept.judge.burnin_rules), "dcgm" (every failed DCGM
-    # diagnostic result: gpuaccept.judge.dcgm_rules), "fabric" (gpuaccept.judge.fabric_judge).
+    # The judge's rules beyond the ones every check has, by name (gpuaccept.judge.rules.registry.NAMES: "hpl",
+    # "throttle", "memtest", "dcgm", "health", "fabric", "burnin"), applied in this order; a name not declared there
+    # raises when the table loads.
     rules: tuple[str, ...] = ()
     # Run under the power sampler: its document (layout.POWER_FILE) joins the check's, with GFLOP/s per watt of this
     # metric ("" none).
@@ -72,6 +73,9 @@ class Check:
     # Measures one GPU by design (the host's BLAS or FFT against one GPU with its copies): its document must name
     # exactly one GPU, a GPU of the node; the others are not expected in it. Every other GPU check names them all.
     one_gpu: bool = False
+
+    def __post_init__(self) -> None:
+        check_names(f"check {self.key!r}", self.rules)
 
     def owner_of(self, metric: Metric) -> str:
         return metric.owner or self.owner or metric.layer

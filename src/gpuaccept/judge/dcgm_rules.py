@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpuaccept.judge.rules.finding import Finding
+
 FAILING = ("fail", "warn")
 
 
@@ -21,8 +23,9 @@ def _message(r: dict[str, Any]) -> str:
     return "; ".join(parts) or "DCGM gave no message"
 
 
-def problems(doc: dict[str, Any], path: Path) -> list[str]:
-    """One problem per failing result, naming the level, the test, its category and the GPU (or entity)."""
+def findings(doc: dict[str, Any], path: Path) -> list[Finding]:
+    """One finding per failing result, naming the level, the test (``key``), its category and the GPU (``gpu``; or
+    the entity)."""
     results = doc.get("results") if isinstance(doc.get("results"), dict) else {}
     level = (doc.get("parameters") or {}).get("level")
     out = []
@@ -36,6 +39,13 @@ def problems(doc: dict[str, Any], path: Path) -> list[str]:
             f"{r['entity_group']} {r.get('entity_id')}" if r.get("entity_group") else "the whole test")
         what = {"fail": "failed", "warn": "warned (a warning fails: DCGM 4's JSON reports it as Fail)"}.get(
             status, f"has a status gpuaccept does not know ({r.get('dcgm_status')!r})")
-        out.append(f"{path.name}: DCGM diag level {level}: {r.get('test')} ({r.get('category')}) {what} on {who}: "
+        message = (f"{path.name}: DCGM diag level {level}: {r.get('test')} ({r.get('category')}) {what} on {who}: "
                    f"{_message(r)}; run dcgmi diag -r {level} -v on the node for the details")  # fmt: skip
+        gpu = r.get("gpu") if isinstance(r.get("gpu"), int) and not isinstance(r.get("gpu"), bool) else None
+        out.append(Finding("dcgm", message, gpu=gpu, file=path.name, key=str(r.get("test") or "")))
     return out
+
+
+def problems(doc: dict[str, Any], path: Path) -> list[str]:
+    """``findings`` as the lines the verdict shows."""
+    return [f.text() for f in findings(doc, path)]

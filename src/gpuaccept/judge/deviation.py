@@ -39,7 +39,8 @@ from typing import Any
 from gpuaccept import textinput
 from gpuaccept.judge import retry
 from gpuaccept.judge.checks import CHECKS
-from gpuaccept.judge.verdict import FAIL, INFO, PASS, Row
+from gpuaccept.judge.row import Row
+from gpuaccept.judge.status import FAIL, INFO, PASS
 
 SIBLINGS, FLEET, BASELINE = "siblings", "fleet", "baseline"
 RULES = (SIBLINGS, FLEET, BASELINE)

@@ -16,7 +16,9 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from gpuaccept import __version__
 from gpuaccept.atomic import OutputError, clean_stale_temps, locked, write_text_atomic
 from gpuaccept.judge import deviation
-from gpuaccept.judge.verdict import FAIL, INFO, NOT_RUN, PASS, WAIVED, Verdict, decide
+from gpuaccept.judge.row import Row
+from gpuaccept.judge.status import FAIL, INFO, NOT_RUN, PASS, WAIVED
+from gpuaccept.judge.verdict import Verdict, decide
 from gpuaccept.layout import METRICS_FILE
 
 # benchmark unit -> (Prometheus base-unit suffix, factor to that unit)
@@ -52,8 +54,20 @@ def textfile_name(suite: str) -> str:
 
 
 def render(verdict: Verdict) -> str:
+    """The verdict's series (see the module) as the text node_exporter's textfile collector reads."""
     reg = CollectorRegistry()
     base = {"suite": verdict.suite, "node_type": verdict.node_type}
+    run_series(reg, base, verdict)
+    check_series(reg, base, verdict.rows)
+    metric_series(reg, base, verdict.rows)
+    burnin_series(reg, base, verdict.rows)
+    deviation_series(reg, base, verdict.rows)
+    return generate_latest(reg).decode("utf-8")
+
+
+def run_series(reg: CollectorRegistry, base: dict[str, str], verdict: Verdict) -> None:
+    """The run as a whole: versions, when it finished and how long it took, whether the node passed, its GPUs and
+    whether the manifest vouched for every input."""
     facts = verdict.facts or {}
     gpus = facts.get("gpus") or []
     info = Gauge(
@@ -86,13 +100,16 @@ def render(verdict: Verdict) -> str:
     node_gauge("gpuaccept_inputs_vouched", "1 when the run's manifest holds every file the verdict was judged from, "
                "unchanged, else 0 (the verdict's inputs rows say why)", vouched)  # fmt: skip
 
+
+def check_series(reg: CollectorRegistry, base: dict[str, str], rows: list[Row]) -> None:
+    """Each check's status (one series per state) and how many times it was measured."""
     status = Gauge(
         "gpuaccept_check_status",
         "Verdict of each check: 1 for the state it is in (pass, fail, not_run), 0 for the others",
         ["suite", "node_type", "check", "status"],
         registry=reg,
     )
-    for row in verdict.rows:
+    for row in rows:
         # An optional backend the node type does not list (e.g. xhpl without its artifact) is not one of the
         # node's checks: verdict.json names it as not run, Prometheus gets no series (and no alert) for it.
         if row.metric is None and (row.expected or row.status != NOT_RUN):
@@ -106,12 +123,15 @@ def render(verdict: Verdict) -> str:
         ["suite", "node_type", "check"],
         registry=reg,
     )
-    for row in verdict.rows:
+    for row in rows:
         if row.metric is None and row.expected:
             attempts.labels(**base, check=row.check).set(row.attempts)
 
+
+def metric_series(reg: CollectorRegistry, base: dict[str, str], rows: list[Row]) -> None:
+    """Each metric's value, reference and bounds in base units, and whether it passed (judged metrics)."""
     # Per-GPU rows (a document with gpu_metrics): one series per GPU, told apart by a bounded gpu label.
-    per_gpu = any(row.gpu is not None for row in verdict.rows)
+    per_gpu = any(row.gpu is not None for row in rows)
     labelnames = [*LABELS, "gpu"] if per_gpu else list(LABELS)
     passed = Gauge(
         "gpuaccept_metric_passed",
@@ -143,7 +163,7 @@ def render(verdict: Verdict) -> str:
             }
         return families[suffix]
 
-    for row in verdict.rows:
+    for row in rows:
         if row.metric is None or row.status in (WAIVED,) or deviation.is_figure_row(row):
             continue
         suffix, factor = UNITS.get(row.unit, ("number", 1.0))
@@ -161,9 +181,6 @@ def render(verdict: Verdict) -> str:
                 fam[key].labels(**labels).set(value * factor)
         if row.status != INFO:
             passed.labels(**labels).set(1 if row.status == PASS else 0)
-    burnin_series(reg, base, verdict.rows)
-    deviation_series(reg, base, verdict.rows)
-    return generate_latest(reg).decode("utf-8")
 
 
 # The burn-in's summary series (docs/checks/burnin.md): metric -> series name. Label gpu: the GPU's index for a

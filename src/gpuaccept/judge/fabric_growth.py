@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpuaccept.judge.fabric_expect import COUNTER_LIMITS
-from gpuaccept.judge.fabric_rules import Finding
+from gpuaccept.judge.fabric_rules import finding
+from gpuaccept.judge.rules.finding import Finding
 from gpuaccept.probe import fabric
 
 
@@ -44,14 +45,14 @@ def growth(before: dict[str, Any], after: dict[str, Any], expect: dict[str, Any]
         where = f"{h.get('name')} port {p.get('port')}"
         q = later.get(_port_key(h, p))
         if q is None:
-            out.append(Finding("port_missing", where, "read before the suite, not after it"))
+            out.append(finding("port_missing", where, "read before the suite, not after it"))
             continue
         reset = []
         for group in ("counters", "hw_counters"):
             c0, c1 = p.get(group) or {}, q.get(group) or {}
             reset += [f"{group}/{n} {c0[n]} -> {c1[n]}" for n in sorted(set(c0) & set(c1)) if c1[n] < c0[n]]
         if reset:
-            out.append(Finding("counter_reset", where, "counters went down over the suite: " + ", ".join(reset[:6])
+            out.append(finding("counter_reset", where, "counters went down over the suite: " + ", ".join(reset[:6])
                                + (f" and {len(reset) - 6} more" if len(reset) > 6 else "")))  # fmt: skip
             continue
         c0, c1 = p.get("counters") or {}, q.get("counters") or {}
@@ -64,14 +65,14 @@ def growth(before: dict[str, Any], after: dict[str, Any], expect: dict[str, Any]
                 notes.append(f"{where}: {lim.counter} was {c0[lim.counter]} before the suite (since the driver "
                              "loaded or the counters were last reset)")  # fmt: skip
             if delta > lim.limit:
-                out.append(Finding("port_counters", where, f"{lim.counter} ({lim.pma_name}) grew by {delta} over "
+                out.append(finding("port_counters", where, f"{lim.counter} ({lim.pma_name}) grew by {delta} over "
                                    f"the suite, more than {lim.limit}: {lim.meaning}"))  # fmt: skip
         k0, k1 = p.get("carrier_changes"), q.get("carrier_changes")
         if isinstance(k0, int) and isinstance(k1, int):
             if k1 < k0:
-                out.append(Finding("counter_reset", where, f"carrier_changes of {p.get('netdev')} went from {k0} to "
+                out.append(finding("counter_reset", where, f"carrier_changes of {p.get('netdev')} went from {k0} to "
                                    f"{k1}: the net device was re-created"))  # fmt: skip
             elif k1 - k0 > flaps_max:
-                out.append(Finding("link_flap", where, f"{p.get('netdev')} changed carrier {k1 - k0} times over "
+                out.append(finding("link_flap", where, f"{p.get('netdev')} changed carrier {k1 - k0} times over "
                                    f"the suite (allowed {flaps_max}): the link flapped"))  # fmt: skip
     return out, total

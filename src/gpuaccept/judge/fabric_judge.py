@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuaccept.judge import fabric_expect, fabric_growth, fabric_rules
-from gpuaccept.judge.fabric_rules import Finding
+from gpuaccept.judge.fabric_rules import finding
+from gpuaccept.judge.rules.finding import Finding
 from gpuaccept.references import NodeType
 
 
@@ -41,7 +42,7 @@ def assess(
     if not after.get("hcas") and not (isinstance(before, dict) and before.get("hcas")):
         why = after.get("why") or "no InfiniBand or RoCE HCA read"
         if expect.get("ports"):
-            out.findings.append(Finding("no_fabric", "", f"{why}; the node type expects {expect['ports']} ports"))
+            out.findings.append(finding("no_fabric", "", f"{why}; the node type expects {expect['ports']} ports"))
             out.metrics["fabric_findings"] = {"value": len(out.findings), "unit": "count"}
             return out
         out.not_run = f"no fabric to look at: {why}"

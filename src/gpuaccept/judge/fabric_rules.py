@@ -15,10 +15,10 @@ after its ib_write_bw runs stand in, and a note says which window was judged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from gpuaccept.judge.fabric_expect import FULL_MEMBER
+from gpuaccept.judge.rules.finding import Finding
 from gpuaccept.probe import fabric
 
 #: The rules, each a closed name with what it means (a finding's rule is one of these).
@@ -61,18 +61,12 @@ FIX = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    where: str  # "mlx5_ib0 port 1", "mlx5_ib0", or "" (the node)
-    message: str
-
-    def __post_init__(self) -> None:
-        if self.rule not in RULES:
-            raise ValueError(f"unknown fabric rule {self.rule!r}")
-
-    def text(self) -> str:
-        return f"fabric: {self.where + ': ' if self.where else ''}{self.message} -> {FIX[self.rule]}"
+def finding(rule: str, where: str, message: str) -> Finding:
+    """A fabric finding: ``where`` the port ("mlx5_ib0 port 1"), the HCA ("mlx5_ib0") or "" (the node); its text
+    "fabric: <where>: <message> -> <the rule's FIX>"."""
+    if rule not in RULES:
+        raise ValueError(f"unknown fabric rule {rule!r}")
+    return Finding(rule, message, FIX[rule], scope="fabric", where=where, key=where)
 
 
 def _where(hca: dict[str, Any], port: dict[str, Any] | None = None) -> str:
@@ -96,21 +90,21 @@ def port_findings(reading: dict[str, Any], expect: dict[str, Any], notes: list[s
     want = expect.get("ports")
     if want and len(pairs) < want:
         layer = expect.get("link_layer") or "any"
-        out.append(Finding("port_count", "", f"{len(pairs)} ports of link layer {layer}, the node type has {want}"))
+        out.append(finding("port_count", "", f"{len(pairs)} ports of link layer {layer}, the node type has {want}"))
     for h, p in pairs:
         w = _where(h, p)
         if p.get("state") != "ACTIVE":
-            out.append(Finding("port_state", w, f"state {p.get('state') or 'unreadable'}, not ACTIVE"))
+            out.append(finding("port_state", w, f"state {p.get('state') or 'unreadable'}, not ACTIVE"))
         phys = p.get("phys_state")
         if phys != "LinkUp":
             lost = ": the link to the switch is lost" if phys == "Polling" else ""
-            out.append(Finding("phys_state", w, f"physical state {phys or 'unreadable'}{lost}"))
+            out.append(finding("phys_state", w, f"physical state {phys or 'unreadable'}{lost}"))
         rate = p.get("rate_gbps")
         if expect.get("rate_gbps") and (rate is None or rate < expect["rate_gbps"]):
-            out.append(Finding("port_rate", w, f"rate {p.get('rate_text') or 'unreadable'}, the node type "
+            out.append(finding("port_rate", w, f"rate {p.get('rate_text') or 'unreadable'}, the node type "
                                f"expects {expect['rate_gbps']:g} Gb/s"))  # fmt: skip
         if expect.get("width") and p.get("width") != expect["width"]:
-            out.append(Finding("port_width", w, f"width {p.get('width') or 'unreadable'}, the node type expects "
+            out.append(finding("port_width", w, f"width {p.get('width') or 'unreadable'}, the node type expects "
                                f"{expect['width']}"))  # fmt: skip
         out += _pkey_findings(w, p, expect)
     return out
@@ -122,14 +116,14 @@ def _pkey_findings(where: str, port: dict[str, Any], expect: dict[str, Any]) -> 
         return []
     keys = port.get("pkeys")
     if keys is None:
-        return [Finding("pkey", where, "the P_Key table could not be read")]
+        return [finding("pkey", where, "the P_Key table could not be read")]
     values = {int(k, 16) for k in keys}
     out = []
     if not any(v & FULL_MEMBER for v in values):
-        out.append(Finding("pkey", where, f"no full-member partition key (table: {', '.join(keys) or 'empty'})"))
+        out.append(finding("pkey", where, f"no full-member partition key (table: {', '.join(keys) or 'empty'})"))
     want = expect.get("pkey")
     if want and int(want, 16) not in values:
-        out.append(Finding("pkey", where, f"partition key {want} not in the table ({', '.join(keys) or 'empty'})"))
+        out.append(finding("pkey", where, f"partition key {want} not in the table ({', '.join(keys) or 'empty'})"))
     return out
 
 
@@ -144,7 +138,7 @@ def gpudirect_findings(reading: dict[str, Any], bw: dict[str, Any], expect: dict
                   and "--use_cuda_dmabuf" in (r.get("client") or [])]  # fmt: skip
     if dmabuf_ran:
         return []
-    return [Finding("gpudirect", "", f"no GPUDirect RDMA: {gd.get('why') or 'no peer-memory module'}, and no "
+    return [finding("gpudirect", "", f"no GPUDirect RDMA: {gd.get('why') or 'no peer-memory module'}, and no "
                     "ib_write_bw loopback through DMA-BUF ran")]  # fmt: skip
 
 
@@ -158,8 +152,8 @@ def bandwidth_findings(bw: dict[str, Any], expect: dict[str, Any]) -> tuple[list
     out = []
     for r in bw.get("runs") or []:
         if r.get("gbps") is None:
-            out.append(Finding("ib_write_bw", r["hca"], f"ib_write_bw loopback failed: {r.get('error')}"))
+            out.append(finding("ib_write_bw", r["hca"], f"ib_write_bw loopback failed: {r.get('error')}"))
         elif r["gbps"] < floor:
-            out.append(Finding("ib_write_bw", r["hca"], f"ib_write_bw loopback {r['gbps']:g} Gb/s with "
+            out.append(finding("ib_write_bw", r["hca"], f"ib_write_bw loopback {r['gbps']:g} Gb/s with "
                                f"{r.get('memory')}, below the floor {floor:g} Gb/s"))  # fmt: skip
     return out, None

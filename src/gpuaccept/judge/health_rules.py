@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuaccept.judge import config_drift, nvlink_rules, pcie_rules, xid_actions
 from gpuaccept.judge.config_drift import version_allowed
-from gpuaccept.judge.findings import finding, gpu_label
+from gpuaccept.judge.rules.finding import Finding, finding, gpu_label
 from gpuaccept.references import NodeType, ReferenceError, _fail
 
 # ------------------------------------------------------------------------------------------------
@@ -150,12 +150,12 @@ def judge(
     facts: dict[str, Any] | None = None,
     facts_end: dict[str, Any] | None = None,
     sxids: Any = ...,
-) -> tuple[list[dict[str, Any]], list[str]]:
+) -> tuple[list[Finding], list[str]]:
     """Findings (failures) and notes. ``expected_gpus``: (count, who says so); ``xids``: None = unreadable, each
     judged by its XID catalogue action (gpuaccept.judge.xid_actions); ``facts``, ``facts_end``: the node facts
     before and after the suite (the NVLink and PCIe counters' growth; None: not compared); ``sxids``: the NVSwitch
     events (None: not read; left out: a document that predates them)."""
-    findings: list[dict[str, Any]] = []
+    findings: list[Finding] = []
     notes: list[str] = []
     gpus = obs.get("gpus") or []
     for count, who in expected_gpus:
@@ -220,9 +220,8 @@ _MEMORY_FLAGS = (
 )
 
 
-def _judge_gpu(
-    g: dict[str, Any], expect: dict[str, Any], load: dict[str, Any], findings: list, notes: list[str]
-) -> None:
+def _pcie_link(g: dict[str, Any], expect: dict[str, Any], load: dict[str, Any], findings: list[Finding]) -> None:
+    """The GPU's PCIe link under the probe's load (generation and width), or at idle in a passive check."""
     gen_want = expect.get("pcie_gen") or g.get("pcie_gen_max")
     width_want = expect.get("pcie_width") or g.get("pcie_width_max")
     gen, width = g.get("pcie_gen_loaded"), g.get("pcie_width_loaded")
@@ -258,6 +257,11 @@ def _judge_gpu(
                     f"lspci -vv -s {g.get('pci_bus_id')} shows LnkSta against LnkCap",
                 )
             )
+
+
+def _memory(g: dict[str, Any], expect: dict[str, Any], findings: list[Finding], notes: list[str]) -> None:
+    """The GPU's memory: ECC on (and staying on), no uncorrectable error since the driver loaded, no remapping
+    failure or pending, retired pages within the limit."""
     if expect["ecc"] and g.get("ecc_enabled") is not True:
         state = {None: "unknown", False: "disabled"}[g.get("ecc_enabled")]
         findings.append(
@@ -309,6 +313,15 @@ def _judge_gpu(
                     "RMA the GPU: it is near the end of its spare pages",
                 )
             )
+
+
+def _judge_gpu(
+    g: dict[str, Any], expect: dict[str, Any], load: dict[str, Any], findings: list, notes: list[str]
+) -> None:
+    """One GPU's rules, in order: its PCIe link, its memory (ECC, remapping, retired pages), its persistence mode
+    and processes on it."""
+    _pcie_link(g, expect, load, findings)
+    _memory(g, expect, findings, notes)
     want = expect["persistence_mode"]
     mode = g.get("persistence_mode")
     if want != "any" and mode is not (want == "enabled"):
@@ -337,7 +350,7 @@ def _judge_gpu(
         )
 
 
-def _passive_link(g: dict[str, Any], gen_want: int | None, width_want: int | None) -> list[dict[str, Any]]:
+def _passive_link(g: dict[str, Any], gen_want: int | None, width_want: int | None) -> list[Finding]:
     """The PCIe link of a passive check (``gpuaccept health-check``: no load, and an idle link trains its speed
     down): the generation the GPU and the slot can reach together (NVML's maximum "possible with this device and
     system") against the node type's, and the width at idle against the link's maximum (an idle link keeps its
@@ -361,18 +374,7 @@ def _passive_link(g: dict[str, Any], gen_want: int | None, width_want: int | Non
     return out
 
 
-FIX_PINS = {
-    "vbios_version": "flash the qualified VBIOS (the vendor's firmware bundle for the board), or add this version to "
-    "the node type's health.vbios_versions once it has been qualified",
-    "inforom_image_version": "update the InfoROM with the vendor's firmware bundle, or add this version to the node "
-    "type's health.inforom_image_versions once it has been qualified",
-    "power_enforced_limit_w": "set the limit (nvidia-smi -i N -pl WATTS, persistently through the BMC or the "
-    "site's GPU configuration), and look for a lower limit set by the BMC or a power-capping agent",
-    "mig_mode_current": "set it (nvidia-smi -i N -mig 0 or 1) and reset the GPU",
-}
-
-
-def pin_findings(gpus: list[dict[str, Any]], expect: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def pin_findings(gpus: list[dict[str, Any]], expect: dict[str, Any]) -> tuple[list[Finding], list[str]]:
     """Where a GPU's configuration (the probe's ``config`` reading) is not what the node type pins: findings
     (rule ``config_drift``), and why a pinned field could not be checked (not read: the check cannot look)."""
     pinned = [k for k in config_drift.PIN_KEYS if expect.get(k) not in (None, "any")]
@@ -386,11 +388,10 @@ def pin_findings(gpus: list[dict[str, Any]], expect: dict[str, Any]) -> tuple[li
             continue
         for d in config_drift.pin_differences(config, expect):
             if d.value is None:
-                why = (config.get("unavailable") or {}).get(d.field) or "not read"
-                unread.append(f"{gpu_label(g)}: {d.field} could not be read ({why}), the node type pins {d.expected}")
+                why = (config.get("unavailable") or {}).get(d.key) or "not read"
+                unread.append(f"{gpu_label(g)}: {d.key} could not be read ({why}), the node type pins {d.expected}")
             else:
-                message = f"{d.field} is {d.value}, the node type pins {d.expected}"
-                findings.append(finding("config_drift", g, message, FIX_PINS[d.field]))
+                findings.append(finding("config_drift", g, d.message, str(d.fix)))
     return findings, unread
 
 
@@ -399,7 +400,7 @@ DRIFT_RULES = ("driver_version", "cuda_version", "config_drift")
 
 
 def judged_metrics(
-    doc: dict[str, Any], findings: list[dict[str, Any]], expect: dict[str, Any], facts: dict[str, Any],
+    doc: dict[str, Any], findings: list[Finding], expect: dict[str, Any], facts: dict[str, Any],
     facts_end: dict[str, Any] | None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The figures the judge adds to a health document's (docs/checks/health.md): ``config_drift``, the fields
@@ -416,7 +417,7 @@ def judged_metrics(
     elif not all(isinstance(g.get("config"), dict) for g in gpus):
         waived["config_drift"] = "the health document records no GPU configuration (written by an older gpuaccept)"
     else:
-        metrics["config_drift"] = {"value": sum(f["rule"] in DRIFT_RULES for f in findings), "unit": "count"}
+        metrics["config_drift"] = {"value": sum(f.rule in DRIFT_RULES for f in findings), "unit": "count"}
     total, why = nvlink_rules.growth(facts, facts_end, expect, [], [])
     if total is None:
         waived["nvlink_error_growth"] = why
@@ -436,7 +437,7 @@ def assess(
     expected_gpus: int | None,
     facts: dict[str, Any] | None = None,
     facts_end: dict[str, Any] | None = None,
-) -> tuple[list[dict[str, Any]], list[str], str | None]:
+) -> tuple[list[Finding], list[str], str | None]:
     """A health document judged: (findings, notes, why it could not look). The last is set when the probe could
     not read the GPUs or the kernel log, or a field the node type pins: the check is then NOT RUN with that reason
     and its fix, never a pass. ``facts``, ``facts_end``: the node facts before and after the suite (NVLink

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuaccept.judge import health_rules, nvlink_rules, pcie_rules, xid_actions
-from gpuaccept.judge.findings import finding, gpu_label
+from gpuaccept.judge.rules.finding import Finding, finding, gpu_label
 from gpuaccept.references import NodeType, ReferenceError
 
 EXIT = {"ok": 0, "problem": 1, "unknown": 2}
@@ -31,7 +31,7 @@ FIX_HANG = (
 @dataclass
 class Outcome:
     status: str = "ok"
-    findings: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     not_run: list[str] = field(default_factory=list)
     sxid: str = ""
@@ -117,9 +117,9 @@ def reason(out: Outcome, limit: int = 200) -> str:
     rule with its GPUs, and an XID's action."""
     parts: list[str] = []
     for f in out.findings:
-        what = f["rule"] + (f" GPU {f['gpu']}" if f.get("gpu") is not None else "")
-        if f.get("action"):
-            what += f" ({f['action']})"
+        what = f.rule + (f" GPU {f.gpu}" if f.gpu is not None else "")
+        if f.action:
+            what += f" ({f.action})"
         if what not in parts:
             parts.append(what)
     text = "; ".join(parts)

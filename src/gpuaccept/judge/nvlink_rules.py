@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuaccept.judge.findings import finding, gpu_label
+from gpuaccept.judge.rules.finding import Finding, finding, gpu_label
 from gpuaccept.probe import nvlink
 
 NO_END_SNAPSHOT = (
@@ -60,7 +60,7 @@ def links_up(
     ``nvlink_informational`` set, what falls short is a note, not a finding."""
     want, speed = expect.get("nvlink_links_up") or 0, expect.get("nvlink_speed_mbps")
     informational = expect.get("nvlink_informational")
-    out: list[dict[str, Any]] = []
+    out: list[Finding] = []
     for g in gpus:
         reading = g.get("nvlink")
         up = nvlink.summary(reading)[1] if isinstance(reading, dict) else g.get("nvlink_up")
@@ -77,7 +77,7 @@ def links_up(
                 out.append(finding("nvlink", g, f"NVLink link {ln['link']} runs at {ln['speed_mbps']} MB/s, the "
                                    f"node type expects {speed} MB/s", FIX_LINK))  # fmt: skip
     if informational:
-        notes += [f"{f['message']} (informational: {informational})" for f in out]
+        notes += [f"{f.message} (informational: {informational})" for f in out]
     else:
         findings += out
 

@@ -18,7 +18,9 @@ from typing import Any
 
 from gpuaccept import textinput
 from gpuaccept.judge import deviation, readback
-from gpuaccept.judge.verdict import FAIL, Row, Verdict
+from gpuaccept.judge.row import Row
+from gpuaccept.judge.status import FAIL
+from gpuaccept.judge.verdict import Verdict
 from gpuaccept.layout import FACTS_FILE, VERDICT_FILE
 
 COMMISSION = "commission"

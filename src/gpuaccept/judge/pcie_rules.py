@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuaccept.judge.findings import finding, gpu_label
+from gpuaccept.judge.rules.finding import finding, gpu_label
 
 #: New PCIe replays on one GPU between two readings that fail it (DCGM's PCIe test default; see the module).
 REPLAY_GROWTH_MAX = 80

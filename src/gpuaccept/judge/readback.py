@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept import textinput
-from gpuaccept.judge.verdict import FAIL, NOT_RUN, PASS, Row, decide, incomplete
+from gpuaccept.judge.row import Row
+from gpuaccept.judge.status import FAIL, NOT_RUN, PASS
+from gpuaccept.judge.verdict import decide, incomplete
 
 
 def read(path: Path, error: type[Exception]) -> dict[str, Any]:

@@ -22,48 +22,20 @@ from typing import Any
 import tabulate
 
 from gpuaccept import __version__
-from gpuaccept.judge import completeness, load, metric_table, pergpu, retry, validate
+from gpuaccept.judge import completeness, deviation, load, metric_table, pergpu, retry, validate
 from gpuaccept.judge import coverage as sections
 from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 
 # ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
 from gpuaccept.judge.load import ReportError as ReportError  # noqa: PLC0414
 from gpuaccept.judge.load import load_report as load_report  # noqa: PLC0414
+from gpuaccept.judge.row import Row as Row  # noqa: PLC0414
+from gpuaccept.judge.status import FAIL, INFO, NOT_RUN, PASS, WAIVED
+from gpuaccept.judge.status import Status as Status  # noqa: PLC0414
 from gpuaccept.judge.validate import Findings
 from gpuaccept.references import NodeType, bounds, wrong_gpus
 
-PASS, FAIL, NOT_RUN, WAIVED, INFO = "pass", "fail", "not_run", "waived", "info"
 SCHEMA = "gpuaccept.verdict/1"
-
-
-@dataclass
-class Row:
-    check: str
-    metric: str | None  # None: the row of the check itself
-    status: str
-    value: float | None = None
-    unit: str = ""
-    reference: float | None = None
-    lower_bound: float | None = None
-    upper_bound: float | None = None
-    reason: str = ""
-    expected: bool = True  # False: the node type has no references for this check, so it does not count
-    owner: str = ""  # a metric's owner: gpu, link, host or node (gpuaccept.judge.metric_table.owner)
-    band: str = ""  # why its band is what it is (the reference's 'band')
-    attempts: int = 1  # a retried check: how many times it was measured (the last one is judged)
-    warning: str = ""  # a pass that needed a retry: what the earlier attempts measured
-    out_of_band: bool = False  # a check row that failed on figures outside their bands alone: measured again
-    gpu: int | None = None  # a per-GPU figure's GPU (the node facts' index); None: the node's or the check's row
-
-    @property
-    def tolerance(self) -> str:
-        parts = []
-        if self.reference:
-            if self.lower_bound is not None:
-                parts.append(f"-{(1 - self.lower_bound / self.reference) * 100:.0f}%")
-            if self.upper_bound is not None:
-                parts.append(f"+{(self.upper_bound / self.reference - 1) * 100:.0f}%")
-        return "/".join(parts)
 
 
 @dataclass
@@ -287,7 +259,7 @@ def _judge_case(
         return Row(key, None, NOT_RUN, reason=found.not_run), []
     if found.failed:
         return Row(key, None, FAIL, reason=found.failed), []
-    problems, metrics, not_run = list(found.problems), found.metrics, found.cannot_look
+    problems, metrics, not_run = [p.text() for p in found.problems], found.metrics, found.cannot_look
     per_gpu = found.per_gpu
     if adjust is not None:  # gpuaccept sensitivity: the same documents with figures made worse, in memory only
         metrics = {name: _adjusted(key, name, m, adjust) for name, m in metrics.items()}
@@ -695,8 +667,6 @@ def table(verdict: Verdict, width: int = WIDTH) -> str:
     (rows that share a reason share its number; a passed row needs none), the warnings, and the headline. The
     whole reasons, bounds and documents are in verdict.json and the report."""
     # The deviation rules' figure rows (siblings, fleet, own baseline) go to a short section of their own.
-    from gpuaccept.judge import deviation  # noqa: PLC0415 (it imports this module)
-
     notes: dict[str, int] = {}
     body = []
     # A verdict with per-GPU rows has a gpu column (the node facts' index; the notes name bus id and serial).

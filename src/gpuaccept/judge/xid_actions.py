@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept import textinput
-from gpuaccept.judge.findings import finding
+from gpuaccept.judge.rules.finding import Finding, finding
 
 CATALOGUE = Path(__file__).with_name("xid_catalogue.yaml")
 UNKNOWN = "unknown: investigate"
@@ -101,7 +101,7 @@ def _action(e: dict[str, Any], events: list[dict[str, Any]]) -> tuple[str, str |
 
 def judge_xids(
     xids: list[dict[str, Any]], by_pci: dict[str, dict[str, Any]], fixes: dict[int, str], default_fix: str,
-    findings: list[dict[str, Any]], notes: list[str],
+    findings: list[Finding], notes: list[str],
 ) -> None:
     """Each XID event judged by its catalogue action (see the module): a finding, or a note for an XID after
     which the node stays in service. ``fixes``: what an operator tries after the action, by XID."""
@@ -118,7 +118,7 @@ def judge_xids(
             notes.append(f"{message} (a warning: the node stays in service)")
             continue
         fix = f"{FIX_ACTION[action]}; then: {fixes.get(e['xid'], default_fix)}"
-        findings.append({**finding("xid", g, message, fix), "action": action})
+        findings.append(finding("xid", g, message, fix).with_action(action))
 
 
 def has_nvswitch(gpus: list[dict[str, Any]]) -> bool | None:
@@ -130,7 +130,7 @@ def has_nvswitch(gpus: list[dict[str, Any]]) -> bool | None:
 
 
 def judge_sxids(
-    sxids: list[dict[str, Any]] | None, gpus: list[dict[str, Any]], findings: list[dict[str, Any]], notes: list[str]
+    sxids: list[dict[str, Any]] | None, gpus: list[dict[str, Any]], findings: list[Finding], notes: list[str]
 ) -> str:
     """SXID events judged where the node has NVSwitches; returns what was judged, in words (the health check's
     record): "not applicable (...)", "not read (...)" or the count."""
@@ -150,5 +150,5 @@ def judge_sxids(
             continue
         fix = ("look the SXID up in NVIDIA's Fabric Manager User Guide; check the fabric manager "
                "(systemctl status nvidia-fabricmanager) and the NVSwitch trays")  # fmt: skip
-        findings.append({**finding("sxid", None, message, fix), "action": action})
+        findings.append(finding("sxid", None, message, fix).with_action(action))
     return f"{len(sxids)} SXID event(s)"

@@ -156,7 +156,7 @@ def drift(
     for field_name in config_drift.NODE_FIELDS:
         readings = [((node, nt), facts.get(field_name)) for node, (nt, facts) in sorted(nodes.items())]
         for (node, nt), d in config_drift.majority_differences(readings):
-            rows.append(Drift(node, nt, None, None, field_name, d.value, d.expected, d.why))
+            rows.append(Drift(node, nt, None, None, field_name, d.value, d.expected, d.rule))
     models: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
     for node, (nt, facts) in sorted(nodes.items()):
         gpus = _gpus(facts)
@@ -170,7 +170,7 @@ def drift(
         for field_name in gpuconfig.FIELDS:
             readings = [((node, nt, g), g["config"].get(field_name)) for node, nt, g in gpus]
             for (node, nt, g), d in config_drift.majority_differences(readings):
-                rows.append(Drift(node, nt, g.get("index"), g.get("serial"), field_name, d.value, d.expected, d.why))
+                rows.append(Drift(node, nt, g.get("index"), g.get("serial"), field_name, d.value, d.expected, d.rule))
     if reference_dir is not None:
         rows += _pinned(nodes, Path(reference_dir), notes)
     return rows, notes
@@ -194,7 +194,7 @@ def _pinned(nodes: dict[str, tuple[str, dict[str, Any]]], reference_dir: Path, n
         for g in _gpus(facts):
             if isinstance(g.get("config"), dict):
                 for d in config_drift.pin_differences(g["config"], expect):
-                    rows.append(Drift(node, nt, g.get("index"), g.get("serial"), d.field, d.value, d.expected, "pin"))
+                    rows.append(Drift(node, nt, g.get("index"), g.get("serial"), d.key, d.value, d.expected, "pin"))
     return rows
 
 

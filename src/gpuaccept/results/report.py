@@ -31,6 +31,7 @@ from typing import Any
 
 from gpuaccept import __version__, atomic, manifest, textinput
 from gpuaccept.judge import readback
+from gpuaccept.judge.status import FAIL, NOT_RUN
 from gpuaccept.layout import BENCH_SCHEMA, VERDICT_FILE
 from gpuaccept.probe import fft, offload, overlap
 from gpuaccept.results import across_heatmap, archive, burnin_plot, report_deviation, report_headline, report_pergpu
@@ -1078,7 +1079,7 @@ def verdict_summary(groups: list[Group]) -> str:
     for g in groups:
         for v in g.verdicts:
             for r in v.get("rows", []):
-                if r.get("status") in ("fail", "not_run") and r.get("expected", True):
+                if r.get("status") in (FAIL, NOT_RUN) and r.get("expected", True):
                     failed.append(
                         [
                             g.label,

@@ -8,6 +8,7 @@ import html
 from typing import Any
 
 from gpuaccept.judge.deviation import RULES
+from gpuaccept.judge.status import FAIL
 
 SHOWN = 5  # per run: every failed figure and the worst others up to this many
 
@@ -32,8 +33,8 @@ def section(groups: list[Any]) -> str:
     for g in groups:
         for v in g.verdicts:
             figures = rows_of(v)
-            shown = [r for r in figures if r.get("status") == "fail"]
-            shown += [r for r in figures if r.get("status") != "fail"][: max(0, SHOWN - len(shown))]
+            shown = [r for r in figures if r.get("status") == FAIL]
+            shown += [r for r in figures if r.get("status") != FAIL][: max(0, SHOWN - len(shown))]
             for r in shown:
                 bound = r.get("lower_bound") if r.get("lower_bound") is not None else r.get("upper_bound")
                 lines.append([g.label, v.get("node"), v.get("suite"), r["check"], r["metric"],

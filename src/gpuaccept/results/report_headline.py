@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuaccept import references
 from gpuaccept.judge import readback
+from gpuaccept.judge.status import FAIL, INFO, NOT_RUN, PASS, WAIVED
 from gpuaccept.layout import REFERENCE_DIR
 from gpuaccept.probe import peaks
 from gpuaccept.references import bounds, link
@@ -206,7 +207,7 @@ class Value:
 
 
 # A figure's statuses, worst first: a run's status for a per-GPU figure is its worst GPU's.
-STATUS_ORDER = ("fail", "not_run", "pass", "info", "waived")
+STATUS_ORDER = (FAIL, NOT_RUN, PASS, INFO, WAIVED)
 
 
 def _worst(statuses: list[str]) -> str:
@@ -242,11 +243,11 @@ def run_figure(verdict: dict[str, Any], fig: Figure) -> RunFigure:
     if use:
         values = [r.value for r in use if r.value is not None]
         pick = min if fig.better == "higher" else max
-        missing = next((_why(r.reason, r.status) for r in use if r.status in ("waived", "not_run")), "")
+        missing = next((_why(r.reason, r.status) for r in use if r.status in (WAIVED, NOT_RUN)), "")
         return RunFigure(pick(values) if values else None, use[0].unit, _worst([r.status for r in use]),
                          not node_rows, "" if values else missing)  # fmt: skip
     check = next((r for r in rows if r.check == fig.check and r.metric is None), None)
-    if check is not None and check.status == "not_run":
+    if check is not None and check.status == NOT_RUN:
         return RunFigure(None, missing=_why(check.reason, "not run"))
     return RunFigure(None)
 
@@ -492,10 +493,10 @@ def verdict_cell(value: Value) -> str:
     total = sum(seen.values())
     parts = []
     for status in sorted(seen, key=lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER)):
-        cls = {"fail": "fail", "not_run": "fail", "pass": "pass"}.get(status, "")
-        word = {"info": "reported", "not_run": "not run"}.get(status, status)
+        cls = {FAIL: "fail", NOT_RUN: "fail", PASS: "pass"}.get(status, "")
+        word = {INFO: "reported", NOT_RUN: "not run"}.get(status, str(status))
         parts.append((f"<span class='{cls}'>{word}</span>" if cls else word) + f" {seen[status]}/{total}")
-    every = " <span class='note'>(every GPU)</span>" if value.per_gpu and seen.get("pass") else ""
+    every = " <span class='note'>(every GPU)</span>" if value.per_gpu and seen.get(PASS) else ""
     return ", ".join(parts) + every
 
 
@@ -584,7 +585,7 @@ def one_line(text: str, limit: int = 150) -> str:
 def _reasons(v: dict[str, Any]) -> list[tuple[str, str]]:
     """(what, reason) of each failed or not-run expected row of a verdict: the metrics' own, and a check's where
     none of its metrics says more."""
-    rows = [r for r in v.get("rows") or [] if r.get("status") in ("fail", "not_run") and r.get("expected", True)]
+    rows = [r for r in v.get("rows") or [] if r.get("status") in (FAIL, NOT_RUN) and r.get("expected", True)]
     with_metric = {r.get("check") for r in rows if r.get("metric")}
     out = []
     for r in rows:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpuaccept.judge import readback
+from gpuaccept.judge.status import FAIL
 from gpuaccept.results import report_headline
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ def _verdict_marks(group: Group) -> dict[tuple[str, str, int], tuple[str, str]]:
             continue
         for r in rows:
             key = (r.check, str(r.metric), r.gpu) if r.gpu is not None else None
-            if key and marks.get(key, ("", ""))[0] != "fail":
+            if key and marks.get(key, ("", ""))[0] != FAIL:
                 marks[key] = (r.status, r.reason)
     return marks
 
@@ -230,9 +231,9 @@ def gpu_table(group: Group) -> str:
                 classes.append("slowest")
                 text += f" <span class='note'>({worst[1]:+.{1 if abs(worst[1]) >= 0.01 else 2}%})</span>"
             status, reason = marks.get((TOOL_CHECK.get(c.tool, ""), c.metric, g), ("", ""))
-            if status == "fail":
+            if status == FAIL:
                 classes.append("fail")
-            title = f" title='{html.escape(reason, quote=True)}'" if status == "fail" else ""
+            title = f" title='{html.escape(reason, quote=True)}'" if status == FAIL else ""
             cells.append(f"<td class='{' '.join(classes)}' data-gpu='{g}' data-metric='{html.escape(c.metric)}'"
                          f" data-value='{value!r}'{title}>{text}</td>")  # fmt: skip
         rows.append("<tr>" + "".join(cells) + "</tr>")

@@ -7,8 +7,10 @@ truth, so each rule reads it and says what is wrong, with the file named.
   document must list its ``devices``).
 - ``hpl_problems``: HPL's correctness rule on every run the document lists (residual below a finite threshold of
   at most 16, PASSED, output not cut short).
-- ``throttle_problems``: clocks held back under load by anything but the power cap.
-- ``memtest_problems``: a GPU whose memory did not hold what was written, or that was not tested.
+- ``throttle_findings``: clocks held back under load by anything but the power cap (each a Finding naming the GPU,
+  the reason and its fix; ``throttle_problems`` their lines).
+- ``memtest_findings``: a GPU whose memory did not hold what was written, or that was not tested (``memtest_problems``
+  their lines).
 - ``combine``: the power sampler's document joined to a check's, with GFLOP/s per watt.
 
 The load stage (gpuaccept.judge.load) calls ``load_document``; the validate stage (gpuaccept.judge.validate)
@@ -27,6 +29,7 @@ import jsonschema
 
 from gpuaccept import textinput
 from gpuaccept.judge import completeness
+from gpuaccept.judge.rules.finding import Finding
 from gpuaccept.layout import BENCH_SCHEMA
 
 MAX_DOCUMENT_BYTES = 256 << 20  # the largest document a tool writes is a few MB (the bandwidth sweep)
@@ -184,20 +187,31 @@ def hpl_problems(doc: dict[str, Any], path: Path) -> list[str]:
     return problems
 
 
-def throttle_problems(doc: dict[str, Any], path: Path) -> list[str]:
-    """Clocks held back under load by a fault (FAULT_REASONS, or a reason NVML did not name) on any GPU."""
+def throttle_findings(doc: dict[str, Any], path: Path) -> list[Finding]:
+    """Clocks held back under load by a fault (FAULT_REASONS, or a reason NVML did not name) on any GPU: one finding
+    per GPU and reason (``key``), with the fix for that reason."""
     devices = {d.get("index"): d for d in doc.get("devices") or [] if isinstance(d, dict)}
-    problems = []
+    out = []
     for row in (doc.get("results") or {}).get("per_gpu") or []:
         d = devices.get(row.get("gpu"), {})
         label = f"GPU {row.get('gpu')} (bus {d.get('pci_bus_id')}, serial {d.get('serial') or 'unknown'})"
         for reason, seconds in sorted((row.get("throttled_s") or {}).items()):
             if reason in FAULT_REASONS or reason.startswith("unknown"):
-                problems.append(
-                    f"{label}: clocks held back by {reason} for {seconds:.1f} s under load (max "
-                    f"{row.get('temp_c_max')} C) -> {FAULT_REASONS.get(reason, 'look the reason bit up in NVML')}"
-                )
-    return problems
+                message = (f"{label}: clocks held back by {reason} for {seconds:.1f} s under load (max "
+                           f"{row.get('temp_c_max')} C)")  # fmt: skip
+                out.append(Finding("throttle", message, FAULT_REASONS.get(reason, "look the reason bit up in NVML"),
+                                   gpu=_gpu(row.get("gpu")), file=path.name, key=reason))  # fmt: skip
+    return out
+
+
+def throttle_problems(doc: dict[str, Any], path: Path) -> list[str]:
+    """``throttle_findings`` as the lines the verdict shows."""
+    return [f.text() for f in throttle_findings(doc, path)]
+
+
+def _gpu(index: Any) -> int | None:
+    """A GPU index from a document (None where it is not a whole number)."""
+    return index if isinstance(index, int) and not isinstance(index, bool) else None
 
 
 # What an operator does about a GPU whose memory returned other bits than were written.
@@ -229,48 +243,60 @@ def _first_bad(row: dict[str, Any]) -> str:
     return "no bad word recorded"
 
 
-def memtest_problems(doc: dict[str, Any], path: Path) -> list[str]:
+def memtest_findings(doc: dict[str, Any], path: Path) -> list[Finding]:
     """The memory test's rule over gpuaccept-memtest's ``results.per_gpu``: every GPU the document lists was tested
     (a pass completed over some memory) and every word held what was written (``mismatches`` 0); the node's
     ``errors_total`` is the sum of the GPUs' counts. A self-test run (``parameters.inject_error``) is named as
-    one: its bad word was put there on purpose."""
+    one: its bad word was put there on purpose. A GPU's finding names it (``gpu``); a bad word's gives MEMTEST_FIX."""
     devices = {d.get("index"): d for d in doc.get("devices") or [] if isinstance(d, dict)}
     rows = (doc.get("results") or {}).get("per_gpu")
+
+    def found(message: str, gpu: Any = None, fix: str | None = None) -> Finding:
+        return Finding("memtest", message, fix, gpu=_gpu(gpu), file=path.name)
+
     if not isinstance(rows, list) or not rows:
-        return [f"{path.name}: no GPU's memory test recorded (results.per_gpu): the test did not run"]
+        return [found(f"{path.name}: no GPU's memory test recorded (results.per_gpu): the test did not run")]
     problems = []
     if (doc.get("parameters") or {}).get("inject_error") is True:
-        problems.append(f"{path.name}: a self-test run (--inject-error flipped one bit on each GPU on purpose): "
-                        "rerun without it")  # fmt: skip
-    problems += completeness.records_problems(rows, "results.per_gpu", path, doc)
+        problems.append(found(f"{path.name}: a self-test run (--inject-error flipped one bit on each GPU on "
+                              "purpose): rerun without it"))  # fmt: skip
+    problems += [found(p) for p in completeness.records_problems(rows, "results.per_gpu", path, doc)]
     total = 0
     for row in rows:
         if not isinstance(row, dict):
-            problems.append(f"{path.name}: results.per_gpu holds {type(row).__name__}, not an object per GPU")
+            problems.append(found(f"{path.name}: results.per_gpu holds {type(row).__name__}, not an object per GPU"))
             continue
         gpu = row.get("gpu")
         d = devices.get(gpu, {})
         label = f"GPU {gpu} (bus {row.get('pci_bus_id') or d.get('pci_bus_id')}, {d.get('uuid') or 'uuid unknown'})"
         bad, passes, tested = _count(row.get("mismatches")), _count(row.get("passes")), _count(row.get("tested_bytes"))
         if bad is None:
-            problems.append(f"{label}: no count of bad words ({row.get('mismatches')!r})")
+            problems.append(found(f"{label}: no count of bad words ({row.get('mismatches')!r})", gpu))
             continue
         total += bad
         injected = row.get("injected") if isinstance(row.get("injected"), dict) else None
         if bad and injected and injected.get("reported") is True:
-            problems.append(f"{label}: the self-test's flipped bit at offset {injected.get('offset')} was found "
-                            f"({bad} bad word(s) in all)")  # fmt: skip
+            problems.append(found(f"{label}: the self-test's flipped bit at offset {injected.get('offset')} was "
+                                  f"found ({bad} bad word(s) in all)", gpu))  # fmt: skip
         elif bad:
-            problems.append(f"{label}: {bad} bad 64-bit word(s) in its memory, {_first_bad(row)} -> {MEMTEST_FIX}")
+            problems.append(found(f"{label}: {bad} bad 64-bit word(s) in its memory, {_first_bad(row)}", gpu,
+                                  MEMTEST_FIX))  # fmt: skip
         if not passes or not tested:
             why = row.get("stopped") or "no pass completed"
-            problems.append(f"{label}: memory not tested ({passes or 0} passes over {tested or 0} bytes): {why}")
+            problems.append(found(f"{label}: memory not tested ({passes or 0} passes over {tested or 0} bytes): {why}",
+                                  gpu))  # fmt: skip
         else:
-            problems += [f"{label}: {p}" for p in memtest_coverage(row, doc.get("parameters") or {})]
+            problems += [found(f"{label}: {p}", gpu) for p in memtest_coverage(row, doc.get("parameters") or {})]
     errors_total = ((doc.get("metrics") or {}).get("errors_total") or {}).get("value")
     if errors_total is not None and errors_total != total:
-        problems.append(f"{path.name}: errors_total {errors_total!r} is not the sum of the GPUs' bad words ({total})")
+        problems.append(found(f"{path.name}: errors_total {errors_total!r} is not the sum of the GPUs' bad words "
+                              f"({total})"))  # fmt: skip
     return problems
+
+
+def memtest_problems(doc: dict[str, Any], path: Path) -> list[str]:
+    """``memtest_findings`` as the lines the verdict shows."""
+    return [f.text() for f in memtest_findings(doc, path)]
 
 
 #: The memory test's budget by time is spent when one more pass would end after it (gpuaccept-memtest), so a GPU's
