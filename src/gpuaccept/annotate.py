@@ -148,7 +148,8 @@ def add_parser(sub: Any) -> None:
     reference_dir = default_reference_dir()
     sp = sub.add_parser("annotate", help="add an annotator's analysis to a benchmark's document (in place)",
                         description=__doc__.split("\n\n")[0].replace("``", ""))  # fmt: skip
-    kinds = sp.add_subparsers(dest="kind", required=True, metavar="KIND")
+    kinds = sp.add_subparsers(dest="kind", required=True, metavar="KIND",
+                             help=f"the annotator: {', '.join(ANNOTATORS)}")
     for name, annotator in ANNOTATORS.items():
         kp = kinds.add_parser(name, help=annotator.help)
         kp.add_argument("document", help=f"a {annotator.tool} JSON document")

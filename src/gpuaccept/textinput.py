@@ -103,18 +103,13 @@ def parse_json(text: str) -> Any:
 
 
 class DepthLimitedLoader(yaml.SafeLoader):
-    """YAML's safe loader that refuses aliases and sequences and mappings nested deeper than MAX_DEPTH while it
-    composes them (before anything is expanded or recurses deeper: a file nested thousands deep is a clear error,
-    never a RecursionError)."""
+    """YAML's safe loader that refuses sequences and mappings nested deeper than MAX_DEPTH while it composes them
+    (before anything recurses deeper: a file nested thousands deep is a clear error, never a RecursionError). The
+    strict loader below it also refuses aliases and keys twice: it is the one every YAML input is read with."""
 
     _depth = 0
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, f"YAML alias *{event.anchor} is not allowed (write the value out)", event.start_mark
-            )
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
