@@ -13,8 +13,8 @@ from pathlib import Path
 import yaml
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept import layout
-from gpuaccept.judge import metric_table, summarize, verdict
+from gpuaccept import layout, metric_table
+from gpuaccept.judge import summarize, verdict
 from gpuaccept.references import SCHEMA_V1, MetricReference, load_node_type
 
 DERIVED = verdict.DERIVED_METRICS

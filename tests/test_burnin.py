@@ -26,9 +26,10 @@ import yaml
 from conftest import REFERENCE_DIR, ROOT
 from rfm_support import render_config
 
+from gpuaccept import metric_table
 from gpuaccept import run as gpuaccept_run
-from gpuaccept.judge import burnin_rules, exporter, metric_table, verdict
-from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
+from gpuaccept.checks import CHECKS, SUITES, in_suite
+from gpuaccept.judge import burnin_rules, exporter, verdict
 from gpuaccept.layout import BENCH_SCHEMA
 from gpuaccept.probe import burnin, burnin_sampler
 from gpuaccept.probe import burnin_timeline as tl

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
+from gpuaccept.checks import CHECKS
 from gpuaccept.judge import checkdoc
-from gpuaccept.judge.checks import CHECKS
 
 
 def test_the_committed_docs_are_what_the_declarations_give():

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from conftest import FIXTURES, REFERENCE_DIR
 
-from gpuaccept import references
-from gpuaccept.judge import checkdoc, coverage, metric_table, summarize, verdict
-from gpuaccept.judge.checks import CHECKS, SAMPLER, SUITES, in_suite
+from gpuaccept import metric_table, references
+from gpuaccept.checks import CHECKS, SAMPLER, SUITES, in_suite
+from gpuaccept.judge import checkdoc, coverage, summarize, verdict
 
 NODE_TYPES = sorted(p.stem for p in REFERENCE_DIR.glob("*.yaml"))
 SKUS = sorted(p.stem for p in (REFERENCE_DIR / references.GPU_DIR).glob("*.yaml"))

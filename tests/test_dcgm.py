@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from rfm_support import run_reframe
 
-from gpuaccept import rfmconfig
-from gpuaccept.judge import checks, dcgm_rules, verdict
+from gpuaccept import checks, rfmconfig
+from gpuaccept.judge import dcgm_rules, verdict
 from gpuaccept.probe import dcgm
 
 GPUACCEPT = [sys.executable, "-m", "gpuaccept"]

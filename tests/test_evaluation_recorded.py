@@ -3,7 +3,7 @@ one pass, on 1 x H200 and 2 x H200 at one revision) judged again against today's
 
 - 2 x H200: the verdict the machine printed was REJECTED for offload_gemm and fft_offload alone ("the benchmark saw
   1 GPUs, the node has 2"): both measure one GPU by design (the host against one GPU with its copies,
-  gpuaccept.judge.checks' ``one_gpu``). Judged today it is ACCEPTED, every GPU check but those two naming both GPUs.
+  gpuaccept.checks' ``one_gpu``). Judged today it is ACCEPTED, every GPU check but those two naming both GPUs.
 - 1 x H200: the APOA1 input set was removed under the suite (the device tool's refresh of the checkout; the
   evidence README says how), so both MD checks are NOT RUN and the node is still not accepted: an expected check
   that could not look rejects the node.
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from judge_support import rejudge_today
 
+from gpuaccept.checks import CHECKS
 from gpuaccept.judge import completeness, rules, verdict
-from gpuaccept.judge.checks import CHECKS
 
 EVIDENCE = Path(__file__).resolve().parents[1] / "docs" / "evidence" / "2026-11-28-evaluation"
 TWO = EVIDENCE / "two-h200" / "results" / "localhost" / "20261128T142259Z-evaluation"

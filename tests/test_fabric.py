@@ -18,9 +18,9 @@ import yaml
 from conftest import FIXTURES, REFERENCE_DIR
 
 from gpuaccept import references
+from gpuaccept.checks import CHECKS, in_suite
 from gpuaccept.judge import fabric_expect, fabric_judge, validate
 from gpuaccept.judge import rules as document_rules
-from gpuaccept.judge.checks import CHECKS, in_suite
 from gpuaccept.judge.load import Case, Document
 from gpuaccept.probe import fabric, fabric_doc, perftest
 

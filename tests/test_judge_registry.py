@@ -1,6 +1,6 @@
-"""The judge's rules by name (gpuaccept.judge.rules.registry and .table): every key a check names is a declared
-rule with one function, a misspelt key fails when the checks table loads, and a finding's text is the line the
-verdict has always printed."""
+"""The judge's rules by name (declared in gpuaccept.checks, their functions in gpuaccept.judge.rules.registry and
+.table): every key a check names is a declared rule with one function, a misspelt key fails when the checks table
+loads, and a finding's text is the line the verdict has always printed."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuaccept import checks
+from gpuaccept.checks import CHECKS, Check
 from gpuaccept.judge import config_drift, fabric_rules
-from gpuaccept.judge.checks import CHECKS, Check
 from gpuaccept.judge.rules import registry, table
 from gpuaccept.judge.rules.finding import Finding, finding
 
@@ -29,11 +30,11 @@ def test_a_misspelt_rule_key_is_refused():
 
 def test_a_misspelt_rule_key_in_the_checks_table_fails_its_import(tmp_path: Path):
     # The checks table with one key misspelt, loaded in a fresh interpreter: the import itself raises.
-    source = Path(registry.__file__).parents[1] / "checks.py"
+    source = Path(checks.__file__)
     text = source.read_text()
     assert text.count('rules=("memtest",)') == 1
     (tmp_path / "checks_misspelt.py").write_text(text.replace('rules=("memtest",)', 'rules=("memtset",)'))
-    env = {"PYTHONPATH": f"{tmp_path}:{Path(registry.__file__).parents[3]}"}
+    env = {"PYTHONPATH": f"{tmp_path}:{Path(checks.__file__).parents[1]}"}
     out = subprocess.run([sys.executable, "-c", "import checks_misspelt"], cwd=tmp_path, capture_output=True,
                          check=False, text=True, env=env)  # fmt: skip
     assert out.returncode == 1 and "UnknownRuleError: check 'memtest': unknown rule(s) 'memtset'" in out.stderr

@@ -15,8 +15,8 @@ import yaml
 from conftest import RECORDED, REFERENCE_DIR
 from judge_support import ACCEPTED_EVALUATION, DOC, edit, references_before_later_checks
 
-from gpuaccept import references
-from gpuaccept.judge import metric_table, verdict
+from gpuaccept import metric_table, references
+from gpuaccept.judge import verdict
 from gpuaccept.references import bounds
 
 NODE_TYPE, SUITE = "h100_sxm5_80gb", "evaluation"

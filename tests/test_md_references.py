@@ -6,7 +6,7 @@ shipped node type expects it."""
 import conftest
 from conftest import RECORDED
 
-from gpuaccept.judge.checks import CHECKS
+from gpuaccept.checks import CHECKS
 from gpuaccept.results import baseline
 
 SOURCE = "h100-md-apoa1-2026-11-23"

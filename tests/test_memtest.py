@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import RECORDED, REFERENCE_DIR
 
-from gpuaccept import references
-from gpuaccept.judge import metric_table, rules, verdict
-from gpuaccept.judge.checks import CHECKS, in_suite
+from gpuaccept import metric_table, references
+from gpuaccept.checks import CHECKS, in_suite
+from gpuaccept.judge import rules, verdict
 from gpuaccept.references import bounds
 
 GIB = 2**30

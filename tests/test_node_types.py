@@ -21,10 +21,10 @@ from conftest import (
     ROOT,
 )
 
-from gpuaccept import references
+from gpuaccept import metric_table, references
+from gpuaccept.checks import CHECKS
 from gpuaccept.cli import main
-from gpuaccept.judge import health_rules, metric_table, verdict
-from gpuaccept.judge.checks import CHECKS
+from gpuaccept.judge import health_rules, verdict
 from gpuaccept.references import ReferenceError
 from gpuaccept.results import slurm
 

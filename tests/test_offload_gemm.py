@@ -238,8 +238,7 @@ def test_without_a_host_tool_the_crossovers_are_waived_with_the_reason_and_the_r
 def test_recorded_metrics_are_in_the_table_owned_by_the_host_and_only_reported(gpu, node_type):
     """The H100's and the H200's annotated documents agree with the metric table, and the shipped references of
     their node types give every figure as informational (owner host): reported, never a verdict."""
-    from gpuaccept import references  # noqa: PLC0415 (the analysis itself needs neither)
-    from gpuaccept.judge import metric_table  # noqa: PLC0415
+    from gpuaccept import metric_table, references  # noqa: PLC0415
 
     doc = json.loads((FIXTURES / gpu / "xgemm-crossover.json").read_text())
     assert metric_table.document_problems("offload_gemm", doc) == []

@@ -9,8 +9,7 @@ import math
 import pytest
 from conftest import ROOT
 
-from gpuaccept import cli
-from gpuaccept.judge import metric_table
+from gpuaccept import cli, metric_table
 from gpuaccept.probe import overlap
 from gpuaccept.probe.overlap import Inputs, Link
 

@@ -17,8 +17,9 @@ import yaml
 from conftest import RECORDED, REFERENCE_DIR
 from judge_support import ref_entry
 
-from gpuaccept.judge import exporter, load, metric_table, pergpu, rules, summarize, validate, verdict
-from gpuaccept.judge.checks import CHECKS
+from gpuaccept import metric_table
+from gpuaccept.checks import CHECKS
+from gpuaccept.judge import exporter, load, pergpu, rules, summarize, validate, verdict
 from gpuaccept.probe import document, health, peaks, powercheck
 from gpuaccept.references import SCHEMA_V1, load_node_type
 from gpuaccept.results import baseline, compare

@@ -21,8 +21,8 @@ from conftest import (
 )
 
 from gpuaccept import references
+from gpuaccept.checks import CHECKS
 from gpuaccept.judge import verdict
-from gpuaccept.judge.checks import CHECKS
 from gpuaccept.probe import facts
 from gpuaccept.results import baseline
 

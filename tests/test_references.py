@@ -6,9 +6,8 @@ from pathlib import Path
 import pytest
 from conftest import REFERENCE_DIR
 
-from gpuaccept import references, textinput
-from gpuaccept.judge import metric_table
-from gpuaccept.judge.checks import CHECKS, node_checks
+from gpuaccept import metric_table, references, textinput
+from gpuaccept.checks import CHECKS, node_checks
 from gpuaccept.references import ReferenceError
 
 GOOD = """\

@@ -13,9 +13,9 @@ from conftest import RECORDED, REFERENCE_DIR
 from judge_support import OUT, edit, make_retry, references_before_later_checks
 
 from gpuaccept import references
+from gpuaccept.checks import CHECKS
 from gpuaccept.cli import main
 from gpuaccept.judge import exporter, summarize, verdict
-from gpuaccept.judge.checks import CHECKS
 from gpuaccept.results import sensitivity
 
 NIGHTLY = RECORDED / "2026-11-22-h100-suites" / "run2" / "results" / "localhost" / "20261122T070352Z-nightly"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gpuaccept import references
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.checks import CHECKS
 from gpuaccept.cli_common import (
     InputError,
     add_reference_dir,
@@ -18,7 +19,6 @@ from gpuaccept.cli_common import (
 from gpuaccept.judge import (
     readback,
 )
-from gpuaccept.judge.checks import CHECKS
 from gpuaccept.layout import VERDICT_FILE
 from gpuaccept.results import baseline
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.checks import SUITES
 from gpuaccept.cli_common import default_reference_dir
-from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import PROJECT_ROOT, VERDICT_FILE
 from gpuaccept.probe import document
 from gpuaccept.results import fleet, fleet_deviation, slurm

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from gpuaccept import references
+from gpuaccept import metric_table, references
 from gpuaccept.atomic import write_text_atomic
 from gpuaccept.cli_common import (
     add_reference_dir,
@@ -17,7 +17,6 @@ from gpuaccept.judge import (
     coverage,
     fabric_expect,
     health_rules,
-    metric_table,
     verdict,
 )
 from gpuaccept.probe import facts

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from gpuaccept import manifest, redact, references, run
+from gpuaccept.checks import SUITES
 from gpuaccept.cli_common import (
     EXIT_REJECTED,
     InputError,
@@ -19,7 +20,6 @@ from gpuaccept.judge import (
     summarize,
     verdict,
 )
-from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import METRICS_FILE, REPORT_FILE, VERDICT_FILE
 from gpuaccept.probe import facts
 

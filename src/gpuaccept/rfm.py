@@ -22,8 +22,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import performance_function, run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
+from gpuaccept.checks import CHECKS, tags_for
 from gpuaccept.judge import rules
-from gpuaccept.judge.checks import CHECKS, tags_for
 from gpuaccept.layout import POWER_FILE
 from gpuaccept.references import ReferenceError, resolve
 
@@ -191,10 +191,10 @@ class BenchCheck(rfm.RunOnlyRegressionTest):
 
     @run_after("init")
     def take_declaration(self):
-        """The test's identity from its check's declaration (gpuaccept.judge.checks): ``descr`` its title (unless the
+        """The test's identity from its check's declaration (gpuaccept.checks): ``descr`` its title (unless the
         class gives one), ``tags`` its suites and ``gpu`` or ``cpu``."""
         if self.check_key not in CHECKS:
-            raise ValueError(f"check_key {self.check_key!r} is not declared in src/gpuaccept/judge/checks.py")
+            raise ValueError(f"check_key {self.check_key!r} is not declared in src/gpuaccept/checks.py")
         self.descr = self.descr or CHECKS[self.check_key].title
         self.tags |= tags_for(self.check_key)
 

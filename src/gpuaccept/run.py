@@ -32,8 +32,8 @@ from typing import Any
 
 from gpuaccept import helptext, layout, manifest, progress, redact, references, rfmconfig, textinput
 from gpuaccept.atomic import write_text_atomic
+from gpuaccept.checks import SUITES
 from gpuaccept.judge import coverage, summarize, verdict
-from gpuaccept.judge.checks import SUITES
 from gpuaccept.layout import (
     CONFIG_FILE,
     FACTS_END_FILE,

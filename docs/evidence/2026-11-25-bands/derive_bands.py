@@ -25,7 +25,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, "src")
-from gpuaccept.judge import metric_table  # noqa: E402
+from gpuaccept import metric_table  # noqa: E402
 from gpuaccept.results import baseline  # noqa: E402
 
 LOSS = 0.10

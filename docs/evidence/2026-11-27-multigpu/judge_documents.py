@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 from gpuaccept import references
+from gpuaccept.checks import CHECKS
 from gpuaccept.judge import load, rules, validate, verdict
-from gpuaccept.judge.checks import CHECKS
 from gpuaccept.layout import REFERENCE_DIR
 
 BY_FILE = {check.result_file: key for key, check in CHECKS.items()}

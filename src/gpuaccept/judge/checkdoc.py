@@ -1,4 +1,4 @@
-"""The docs' lists of checks and metrics, written from the checks' declarations (gpuaccept.judge.checks).
+"""The docs' lists of checks and metrics, written from the checks' declarations (gpuaccept.checks).
 
 Each list stands in a Markdown file between two marker lines, ``<!-- BEGIN <block>: ... -->`` and
 ``<!-- END <block> -->``; ``python -m gpuaccept.judge.checkdoc`` rewrites what stands between them, and
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gpuaccept.judge.checks import CHECKS, SAMPLER, Check
+from gpuaccept.checks import CHECKS, SAMPLER, Check
 from gpuaccept.judge.exporter import UNITS
 from gpuaccept.layout import PROJECT_ROOT
 

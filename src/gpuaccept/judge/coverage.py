@@ -1,4 +1,4 @@
-"""Whether a node type's references cover what its checks gate: every gated metric (gpuaccept.judge.checks.Metric)
+"""Whether a node type's references cover what its checks gate: every gated metric (gpuaccept.checks.Metric)
 of every check the node type expects, name by name, has a reference entry (judged, or informational with its
 reason). ``gpuaccept references`` and CI fail on a gap, so that a healthy node is never rejected for a reference
 nobody wrote (docs/reference-values.md).
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuaccept.judge import metric_table
-from gpuaccept.judge.checks import CHECKS, in_suite
+from gpuaccept import metric_table
+from gpuaccept.checks import CHECKS, in_suite
 from gpuaccept.references import NodeType, ReferenceError, load_node_type
 
 # Suites whose every non-optional check each node type must expect.

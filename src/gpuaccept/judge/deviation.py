@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuaccept import textinput
+from gpuaccept.checks import CHECKS
 from gpuaccept.judge import retry
-from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.row import Row
 from gpuaccept.judge.status import FAIL, INFO, PASS
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuaccept.checks import CHECKS, in_suite
 from gpuaccept.judge import rules
-from gpuaccept.judge.checks import CHECKS, in_suite
 from gpuaccept.layout import FACTS_END_FILE, POWER_FILE, REFRAME_LOG, RETRIED_FILE, RETRY_PREFIX, SLURM_DIR
 from gpuaccept.references import (
     NODE_BASELINE_FILE,

@@ -2,7 +2,7 @@
 ``devices`` and the node facts, so that the judge gives each GPU's figure of a per-GPU metric a row of its own
 that names the GPU (index, PCI bus id, serial) instead of one row for the minimum or maximum over the GPUs.
 
-Only metrics whose declared layer is ``gpu`` (src/gpuaccept/judge/checks.py) and that the document reports in
+Only metrics whose declared layer is ``gpu`` (src/gpuaccept/checks.py) and that the document reports in
 ``metrics`` are judged per GPU; the figures of other metrics in ``gpu_metrics`` are not read. A document
 without ``gpu_metrics`` has no per-GPU figures: its metrics are judged as the aggregates they are, as before.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept.judge import metric_table
+from gpuaccept import metric_table
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 
-from gpuaccept.judge import metric_table
+from gpuaccept import metric_table
 
 #: Units of the figures that move with the moment (clocks under the power cap, the host, traffic on the link):
 #: rates, copies, times, latencies, power and energy.

@@ -18,7 +18,7 @@ class Row:
     upper_bound: float | None = None
     reason: str = ""
     expected: bool = True  # False: the node type has no references for this check, so it does not count
-    owner: str = ""  # a metric's owner: gpu, link, host or node (gpuaccept.judge.metric_table.owner)
+    owner: str = ""  # a metric's owner: gpu, link, host or node (gpuaccept.metric_table.owner)
     band: str = ""  # why its band is what it is (the reference's 'band')
     attempts: int = 1  # a retried check: how many times it was measured (the last one is judged)
     warning: str = ""  # a pass that needed a retry: what the earlier attempts measured

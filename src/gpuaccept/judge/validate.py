@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuaccept.checks import CHECKS
 from gpuaccept.judge import completeness, consistency, pergpu
-from gpuaccept.judge.checks import CHECKS
 from gpuaccept.judge.load import Case, Run
 from gpuaccept.judge.rules import document as document_rules
 from gpuaccept.judge.rules.finding import Finding, of_document

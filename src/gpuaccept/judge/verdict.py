@@ -21,10 +21,10 @@ from typing import Any
 
 import tabulate
 
-from gpuaccept import __version__
-from gpuaccept.judge import completeness, deviation, load, metric_table, pergpu, retry, validate
+from gpuaccept import __version__, metric_table
+from gpuaccept.checks import CHECKS, SUITES, in_suite
+from gpuaccept.judge import completeness, deviation, load, pergpu, retry, validate
 from gpuaccept.judge import coverage as sections
-from gpuaccept.judge.checks import CHECKS, SUITES, in_suite
 
 # ReFrame's report is read by the load stage; its reader is still found here, where its callers look for it.
 from gpuaccept.judge.load import ReportError as ReportError  # noqa: PLC0414

@@ -8,7 +8,7 @@
   sums, health expectations such as NVLink links).
 - A self-contained ``gpuaccept.references/1`` file (both layers in one file) still loads.
 
-Which layer a metric belongs to, and its unit, is its check's declaration (src/gpuaccept/judge/checks.py). A node
+Which layer a metric belongs to, and its unit, is its check's declaration (src/gpuaccept/checks.py). A node
 of a known SKU with no node type file for its GPU count gets the node type ``<sku>_x<count>``: its per-GPU
 figures are judged, its node layer is missing (NodeType.node_layer_missing says why) and the node is not accepted
 until a node type file is added. The format is described in docs/reference-values.md; every error names the

@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuaccept.judge import metric_table
+from gpuaccept import metric_table
 from gpuaccept.references.model import (
     NODE_BASELINE_SCHEMA,
     MetricReference,

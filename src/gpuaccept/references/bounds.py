@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuaccept.judge import metric_table
+from gpuaccept import metric_table
 from gpuaccept.layout import REFERENCE_DIR
 from gpuaccept.references import datasheets, link
 

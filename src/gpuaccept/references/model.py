@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuaccept.judge import metric_table
+from gpuaccept import metric_table
 
 SCHEMA_V1 = "gpuaccept.references/1"  # one file holding both layers
 SCHEMA = "gpuaccept.references/2"  # a node type naming its GPU SKU: the node layer only

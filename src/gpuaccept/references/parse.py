@@ -14,8 +14,7 @@ from typing import Any
 
 import yaml
 
-from gpuaccept import textinput
-from gpuaccept.judge import metric_table
+from gpuaccept import metric_table, textinput
 from gpuaccept.references import bounds
 from gpuaccept.references.model import (
     GPU_DIR,
@@ -108,7 +107,7 @@ def _parse_metric(
         raise _fail(
             path, entry, "owner",
             f"{context}.owner {_show(entry['owner'])}: the metric is owned by {owner!r} "
-            "(its declaration in src/gpuaccept/judge/checks.py)",
+            "(its declaration in src/gpuaccept/checks.py)",
         )
     if host_baseline:
         if owner != metric_table.HOST:

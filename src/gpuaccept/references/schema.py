@@ -8,8 +8,7 @@ from typing import Any
 
 import jsonschema
 
-from gpuaccept import textinput
-from gpuaccept.judge import metric_table
+from gpuaccept import metric_table, textinput
 from gpuaccept.references.model import (
     GPU_SCHEMA,
     NODE_BASELINE_SCHEMA,

@@ -26,9 +26,8 @@ from typing import Any
 
 import yaml
 
-from gpuaccept import textinput
-from gpuaccept.judge import metric_table
-from gpuaccept.judge.checks import CHECKS
+from gpuaccept import metric_table, textinput
+from gpuaccept.checks import CHECKS
 from gpuaccept.layout import VERDICT_FILE
 from gpuaccept.probe import peaks
 from gpuaccept.references import GPU_DIR, GPU_SCHEMA, NODE_BASELINE_SCHEMA, SCHEMA, SCHEMA_V1
@@ -428,7 +427,7 @@ def derive(
 def split_layers(checks: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(per-GPU, node-level) sections of a derived checks section, by the metric table's layer. A metric the
     table does not know is an error: the table must learn it first (its check's declaration,
-    src/gpuaccept/judge/checks.py)."""
+    src/gpuaccept/checks.py)."""
     layers: dict[str, dict[str, dict[str, Any]]] = {metric_table.GPU: {}, metric_table.NODE: {}}
     for check, metrics in checks.items():
         for metric, entry in metrics.items():

@@ -35,7 +35,7 @@ class Case:
 
     figure: str
     scope: str
-    owner: str = ""  # gpu, link, node (gpuaccept.judge.metric_table)
+    owner: str = ""  # gpu, link, node (gpuaccept.metric_table)
     cases: int = 0
     caught: dict[float, int] = field(default_factory=dict)
     by: dict[float, dict[str, int]] = field(default_factory=dict)

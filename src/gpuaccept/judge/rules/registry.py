@@ -1,9 +1,8 @@
-"""The judge's rules by name: what ``Check.rules`` (gpuaccept.judge.checks) may name, and the table of the rule
-functions (gpuaccept.judge.rules.table registers them), one signature for all: ``rule(RuleInput) -> Outcome``.
-
-The names are declared here, low, so that the checks table can refuse a misspelt name when it loads (a check that
-named an unknown rule would otherwise skip it silently); the table's module refuses, when it loads, a name
-registered twice, a name not declared here and a declared name with no function.
+"""The judge's rules by name: the table of the rule functions (gpuaccept.judge.rules.table registers them), one
+signature for all: ``rule(RuleInput) -> Outcome``, under the names the checks table declares (gpuaccept.checks'
+RULE_NAMES, with the table, so that it refuses a misspelt name when it loads: a check that named an unknown rule
+would otherwise skip it silently). The table's module refuses, when it loads, a name registered twice, a name not
+declared and a declared name with no function.
 """
 
 from __future__ import annotations
@@ -13,33 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuaccept.checks import RULE_NAMES as NAMES
+from gpuaccept.checks import UnknownRuleError, check_names
 from gpuaccept.judge.rules.finding import Finding
 
-#: Each rule a check may name, with what it judges (docs/judge.md, "The rules").
-NAMES: dict[str, str] = {
-    "hpl": "HPL's residual rule on every run the document lists (gpuaccept.judge.rules.document.hpl_problems)",
-    "throttle": "clocks held back under load by a fault (gpuaccept.judge.rules.document.throttle_findings)",
-    "memtest": "every word of every GPU's memory held what was written, over the memory and time asked "
-    "(gpuaccept.judge.rules.document.memtest_findings)",
-    "dcgm": "every failed DCGM diagnostic result (gpuaccept.judge.dcgm_rules)",
-    "health": "the GPUs' health, NVLink, PCIe and the pinned configuration (gpuaccept.judge.health_rules)",
-    "fabric": "the InfiniBand or RoCE ports, GPUDirect RDMA, loopback bandwidth and counters "
-    "(gpuaccept.judge.fabric_judge)",
-    "burnin": "the burn-in's timelines, turns and events, GPU by GPU (gpuaccept.judge.burnin_rules)",
-}
-
-
-class UnknownRuleError(ValueError):
-    """A check names a rule that is not declared (a misspelt key)."""
-
-
-def check_names(owner: str, names: tuple[str, ...]) -> None:
-    """Raise UnknownRuleError where ``names`` (``owner``'s rules) holds a name NAMES does not declare."""
-    unknown = [n for n in names if n not in NAMES]
-    if unknown:
-        raise UnknownRuleError(f"{owner}: unknown rule(s) {', '.join(map(repr, unknown))}; the rules are "
-                               f"{', '.join(NAMES)} (gpuaccept.judge.rules.registry.NAMES)")  # fmt: skip
-
+__all__ = ["NAMES", "RULES", "Outcome", "RuleInput", "UnknownRuleError", "check_names", "complete", "register"]
 
 @dataclass(frozen=True)
 class RuleInput:

@@ -1,4 +1,4 @@
-"""The rule table: each rule a check names in ``Check.rules`` (gpuaccept.judge.checks), registered by its name
+"""The rule table: each rule a check names in ``Check.rules`` (gpuaccept.checks), registered by its name
 (gpuaccept.judge.rules.registry) with one signature, ``rule(RuleInput) -> Outcome``. The validate stage
 (gpuaccept.judge.validate) applies a check's rules in the order the check names them, after the rules every check
 has (the document's own word, the power sampler's document, the GPUs' identities)."""

@@ -24,7 +24,7 @@ Each metric also has an **owner**, what the figure is a property of, and so what
 - ``node``: the node as built (GPU count, peers, collectives, every GPU at once, node sums): judged against
   the node type's figures.
 
-The table is built from the checks' declarations (gpuaccept.judge.checks: each ``Check``'s ``metrics``, then the
+The table is built from the checks' declarations (gpuaccept.checks: each ``Check``'s ``metrics``, then the
 power sampler's, ``SAMPLER``); patterns are ``fnmatch`` patterns, and the first that matches a metric name wins.
 Add a metric to its check's declaration when a tool learns it, and the references and the judge follow.
 """
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import fnmatch
 
-from gpuaccept.judge.checks import CHECKS, GPU, HOST, LAYERS, LINK, NODE, OWNERS, SAMPLER
+from gpuaccept.checks import CHECKS, GPU, HOST, LAYERS, LINK, NODE, OWNERS, SAMPLER
 
 __all__ = ["GPU", "HOST", "LAYERS", "LINK", "METRICS", "NODE", "OWNERS", "UNITS", "UnknownMetric"]
 
@@ -45,7 +45,7 @@ METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
 _OWNERS: dict[str, tuple[str, ...]] = {
     key: tuple(check.owner_of(m) for m in (*check.metrics, *SAMPLER)) for key, check in CHECKS.items()
 }
-# check -> (gated, ...): whether a node type must reference the row's metrics (gpuaccept.judge.checks.Metric).
+# check -> (gated, ...): whether a node type must reference the row's metrics (gpuaccept.checks.Metric).
 _GATED: dict[str, tuple[bool, ...]] = {
     key: tuple(m.gated for m in (*check.metrics, *SAMPLER)) for key, check in CHECKS.items()
 }
@@ -69,7 +69,7 @@ def _row(check: str, metric: str) -> int:
         if fnmatch.fnmatchcase(metric, pattern):
             return i
     raise UnknownMetric(
-        f"check {check!r} has no metric {metric!r} (src/gpuaccept/judge/checks.py declares the metrics of each check)"
+        f"check {check!r} has no metric {metric!r} (src/gpuaccept/checks.py declares the metrics of each check)"
     )
 
 

@@ -1,19 +1,43 @@
 """The checks gpuaccept knows, the suites that run them and the metrics each reports: one declaration per check,
 from which follow the ReFrame class's identity (``check_key``, ``descr``, ``tags``: ``tags_for``), the verdict's
 list of expected checks (``in_suite``), the judge's rules (``Check.rules``), the metric table
-(gpuaccept.judge.metric_table: units, layers, owners), the Prometheus series and the check list in
+(gpuaccept.metric_table: units, layers, owners), the Prometheus series and the check list in
 docs/running.md (``python -m gpuaccept.judge.checkdoc``).
 
 A metric's **layer** says where its reference lives (``gpu``: ``reference_values/gpus/<sku>.yaml``; ``node``:
 ``reference_values/<node_type>.yaml``); its **owner** what it may be judged against (``gpu``, ``link``, ``host``,
-``node``; gpuaccept.judge.metric_table's docstring, docs/verdicts.md). A metric names a ``fnmatch`` pattern;
+``node``; gpuaccept.metric_table's docstring, docs/verdicts.md). A metric names a ``fnmatch`` pattern;
 within a check the first that matches a metric name wins."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuaccept.judge.rules.registry import check_names
+#: Each rule a check may name, with what it judges (docs/judge.md, "The rules").
+RULE_NAMES: dict[str, str] = {
+    "hpl": "HPL's residual rule on every run the document lists (gpuaccept.judge.rules.document.hpl_problems)",
+    "throttle": "clocks held back under load by a fault (gpuaccept.judge.rules.document.throttle_findings)",
+    "memtest": "every word of every GPU's memory held what was written, over the memory and time asked "
+    "(gpuaccept.judge.rules.document.memtest_findings)",
+    "dcgm": "every failed DCGM diagnostic result (gpuaccept.judge.dcgm_rules)",
+    "health": "the GPUs' health, NVLink, PCIe and the pinned configuration (gpuaccept.judge.health_rules)",
+    "fabric": "the InfiniBand or RoCE ports, GPUDirect RDMA, loopback bandwidth and counters "
+    "(gpuaccept.judge.fabric_judge)",
+    "burnin": "the burn-in's timelines, turns and events, GPU by GPU (gpuaccept.judge.burnin_rules)",
+}
+
+
+class UnknownRuleError(ValueError):
+    """A check names a rule that is not declared (a misspelt key)."""
+
+
+def check_names(owner: str, names: tuple[str, ...]) -> None:
+    """Raise UnknownRuleError where ``names`` (``owner``'s rules) holds a name RULE_NAMES does not declare."""
+    unknown = [n for n in names if n not in RULE_NAMES]
+    if unknown:
+        raise UnknownRuleError(f"{owner}: unknown rule(s) {', '.join(map(repr, unknown))}; the rules are "
+                               f"{', '.join(RULE_NAMES)} (gpuaccept.checks.RULE_NAMES)")  # fmt: skip
+
 
 # multinode: checks between nodes (MPI, NCCL), run through a scheduler across several nodes at once (docs/fleet.md).
 # burnin: every GPU under sustained load for a duration, after the health probe (docs/checks/burnin.md).
@@ -21,7 +45,7 @@ SUITES = ("nightly", "commission", "evaluation", "multinode", "burnin")
 # The suites of the short checks that run everywhere (bandwidth, GEMM, power); health runs in every suite.
 _EVERY = ("nightly", "commission", "evaluation", "multinode")
 
-# Layers and owners (gpuaccept.judge.metric_table's docstring).
+# Layers and owners (gpuaccept.metric_table's docstring).
 GPU, NODE = "gpu", "node"
 LAYERS = (GPU, NODE)
 LINK, HOST = "link", "host"
@@ -56,7 +80,7 @@ class Check:
     # An optional backend (a tool the site may not have, e.g. NVIDIA's xhpl): a node type may leave it out of
     # its reference file, and then it is not expected of the node (measured node types cover the others).
     optional: bool = False
-    # The judge's rules beyond the ones every check has, by name (gpuaccept.judge.rules.registry.NAMES: "hpl",
+    # The judge's rules beyond the ones every check has, by name (RULE_NAMES above: "hpl",
     # "throttle", "memtest", "dcgm", "health", "fabric", "burnin"), applied in this order; a name not declared there
     # raises when the table loads.
     rules: tuple[str, ...] = ()
