@@ -29,6 +29,9 @@ QUICK=(
   tests/test_dcgm_recorded.py
   tests/test_node_refs_derivation.py
   tests/test_one_reader.py
+  tests/test_node_type_file.py
+  tests/test_evaluation_recorded.py
+  tests/test_code_shape.py
 )
 if [ ! -x "$VENV/bin/pytest" ] || ! "$VENV/bin/python" -c 'import xdist' 2>/dev/null; then
   echo "test-quick.sh: no test tool environment in $VENV (pytest and pytest-xdist): run 'make test' once, or" \
