@@ -59,6 +59,7 @@ def render(verdict: Verdict) -> str:
     base = {"suite": verdict.suite, "node_type": verdict.node_type}
     run_series(reg, base, verdict)
     check_series(reg, base, verdict.rows)
+    findings_series(reg, base, verdict.rows)
     metric_series(reg, base, verdict.rows)
     burnin_series(reg, base, verdict.rows)
     deviation_series(reg, base, verdict.rows)
@@ -126,6 +127,29 @@ def check_series(reg: CollectorRegistry, base: dict[str, str], rows: list[Row]) 
     for row in rows:
         if row.metric is None and row.expected:
             attempts.labels(**base, check=row.check).set(row.attempts)
+
+
+def findings_series(reg: CollectorRegistry, base: dict[str, str], rows: list[Row]) -> None:
+    """A failed check's findings counted by rule and GPU (gpu "" for the node, a port or the document), read from
+    its row's ``findings``: an alert or a dashboard names the GPU and the rule without parsing the reason. No series
+    (nor its HELP lines) where no check failed on a finding."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for row in rows:
+        if row.metric is None and row.expected:
+            for f in row.findings:
+                found = (row.check, str(f.get("rule") or ""), "" if f.get("gpu") is None else str(f["gpu"]))
+                counts[found] = counts.get(found, 0) + 1
+    if not counts:
+        return
+    gauge = Gauge(
+        "gpuaccept_check_findings",
+        "Findings of a failed check by rule and GPU (gpu empty: the node, a port or the document); the check's "
+        "reason in verdict.json gives each one's line and fix",
+        ["suite", "node_type", "check", "rule", "gpu"],
+        registry=reg,
+    )
+    for (check, rule, gpu), n in sorted(counts.items()):
+        gauge.labels(**base, check=check, rule=rule, gpu=gpu).set(n)
 
 
 def metric_series(reg: CollectorRegistry, base: dict[str, str], rows: list[Row]) -> None:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -24,6 +25,16 @@ class Row:
     warning: str = ""  # a pass that needed a retry: what the earlier attempts measured
     out_of_band: bool = False  # a check row that failed on figures outside their bands alone: measured again
     gpu: int | None = None  # a per-GPU figure's GPU (the node facts' index); None: the node's or the check's row
+    # A failed check's row: each finding of its rules as data (gpuaccept.judge.rules.finding.Finding.summary: rule,
+    # GPU, fix, file, field, the line), so that the exporter and the report read the GPU and the fix apart.
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as verdict.json holds it: every field, ``findings`` only where there are some."""
+        out = asdict(self)
+        if not out["findings"]:
+            del out["findings"]
+        return out
 
     @property
     def tolerance(self) -> str:

@@ -15,7 +15,7 @@ import dataclasses
 import math
 import textwrap
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from gpuaccept.judge import coverage as sections
 from gpuaccept.judge.load import ReportError as ReportError  # noqa: PLC0414
 from gpuaccept.judge.load import load_report as load_report  # noqa: PLC0414
 from gpuaccept.judge.row import Row as Row  # noqa: PLC0414
+from gpuaccept.judge.rules.finding import Finding
 from gpuaccept.judge.status import FAIL, INFO, NOT_RUN, PASS, WAIVED
 from gpuaccept.judge.status import Status as Status  # noqa: PLC0414
 from gpuaccept.judge.validate import Findings
@@ -78,7 +79,7 @@ class Verdict:
             # The checks of the suite, each of which has a row: a reader refuses a verdict that lacks one
             # (gpuaccept.judge.readback.incomplete).
             "suite_checks": [c.key for c in in_suite(self.suite)] if self.suite in SUITES else [],
-            "rows": [asdict(r) for r in self.rows],
+            "rows": [r.to_json() for r in self.rows],
         }
 
     @classmethod
@@ -273,6 +274,7 @@ def _judge_case(
     # is held to the same bounds as the aggregate.
     impossible = bounds.problems(key, metrics, limits)
     problems += list(impossible.values())
+    findings = [*found.problems, *(Finding("bounds", why, key=name) for name, why in impossible.items())]
     gpus = per_gpu.gpus()
     for r in rows:
         if r.gpu is None and r.metric in impossible:
@@ -280,9 +282,10 @@ def _judge_case(
         elif r.gpu is not None and r.metric and (why := bounds.problem(key, r.metric, r.value, limits)):
             r.status, r.reason = FAIL, f"{gpus[r.gpu].label}: {why}"
             problems.append(r.reason)
+            findings.append(Finding("bounds", r.reason, gpu=r.gpu, key=r.metric))
     failed_metrics = [_named(r, gpus) for r in rows if r.status == FAIL]
     if problems:
-        row = Row(key, None, FAIL, reason="; ".join(problems))
+        row = Row(key, None, FAIL, reason="; ".join(problems), findings=[f.summary() for f in findings])
     elif not_run:
         row = Row(key, None, NOT_RUN, reason=not_run)
     elif node_type is None:

@@ -1109,6 +1109,26 @@ def verdict_summary(groups: list[Group]) -> str:
         out += "<p>What failed or did not run, as each verdict judged it:</p>" + _table(
             ["group", "node", "suite", "check", "metric", "value", "reference", "status", "reason"], failed, "failed"
         )
+    found = findings_rows(groups)
+    if found:
+        out += "<p>The failed checks' findings, GPU by GPU, with the fix to try first:</p>" + _table(
+            ["group", "node", "suite", "check", "GPU", "rule", "finding", "fix"], found, "findings"
+        )
+    return out
+
+
+def findings_rows(groups: list[Group]) -> list[list[Any]]:
+    """Each finding of a failed check (its row's ``findings`` in verdict.json), its GPU ("node" where it is about the
+    node, a port or the document) and its fix apart from the line."""
+    out = []
+    for g in groups:
+        for v in g.verdicts:
+            for r in v.get("rows", []):
+                for f in r.get("findings") or [] if r.get("metric") is None else []:
+                    if isinstance(f, dict):
+                        gpu = "node" if f.get("gpu") is None else f"GPU {f['gpu']}"
+                        out.append([g.label, v.get("node"), v.get("suite"), r["check"], gpu, f.get("rule") or "",
+                                    (f.get("text") or "")[:300], f.get("fix") or ""])  # fmt: skip
     return out
 
 

@@ -47,6 +47,13 @@ class Finding:
                "message": self.message, "fix": self.fix}  # fmt: skip
         return {**out, "action": self.action} if self.action else out
 
+    def summary(self) -> dict[str, Any]:
+        """The finding as verdict.json's check row holds it (``findings``): rule, GPU index (None: the node, a port or
+        the document), the fix, the file and field where set, and the whole line (``text``)."""
+        out: dict[str, Any] = {"rule": self.rule, "gpu": self.gpu, "fix": self.fix}
+        out.update({k: v for k, v in (("file", self.file), ("key", self.key), ("action", self.action)) if v})
+        return {**out, "text": self.text()}
+
     def with_action(self, action: str) -> Finding:
         return dataclasses.replace(self, action=action)
 
