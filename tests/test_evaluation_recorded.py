@@ -1,5 +1,5 @@
-"""The evaluation suite's two end-to-end runs (docs/evidence/2026-11-28-evaluation: `make accept SUITE=evaluation`,
-one pass, on 1 x H200 and 2 x H200 at one revision) judged again against today's references.
+"""The evaluation suite's two end-to-end runs (`make accept SUITE=evaluation`, one pass, on 1 x H200 and 2 x H200 at
+one revision; tests/fixtures/recorded/2026-11-28-evaluation) judged again against today's references.
 
 - 2 x H200: the verdict the machine printed was REJECTED for offload_gemm and fft_offload alone ("the benchmark saw
   1 GPUs, the node has 2"): both measure one GPU by design (the host against one GPU with its copies,
@@ -16,12 +16,13 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import RECORDED
 from judge_support import rejudge_today
 
 from gpuaccept.checks import CHECKS
 from gpuaccept.judge import completeness, rules, verdict
 
-EVIDENCE = Path(__file__).resolve().parents[1] / "docs" / "evidence" / "2026-11-28-evaluation"
+EVIDENCE = RECORDED / "2026-11-28-evaluation"
 TWO = EVIDENCE / "two-h200" / "results" / "localhost" / "20261128T142259Z-evaluation"
 ONE = EVIDENCE / "one-h200" / "results" / "localhost" / "20261128T140938Z-evaluation"
 
