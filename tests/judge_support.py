@@ -116,7 +116,7 @@ def references_of_verdict(recorded: dict, out_dir: Path) -> Path:
             return r["unit"]
 
     for r in recorded["rows"]:
-        skipped = ("node", "references", "inputs", "suite", *RETIRED_CHECKS)
+        skipped = ("node", "references", "inputs", "suite", "siblings", "fleet", "baseline", *RETIRED_CHECKS)
         if not r["metric"] or r["check"] in skipped or r["metric"] in DERIVED:
             continue
         if r["status"] == "info" and r["reason"].startswith("informational: "):
@@ -145,6 +145,8 @@ def references_of_verdict(recorded: dict, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     plain = json.loads(json.dumps(doc))  # the loader's line-keeping mappings as plain data
     (out_dir / f"{name}.yaml").write_text(yaml.safe_dump(plain, sort_keys=False))
+    if (REFERENCE_DIR / "deviation").is_dir() and not (out_dir / "deviation").exists():  # the deviation rules' as today
+        shutil.copytree(REFERENCE_DIR / "deviation", out_dir / "deviation")
     return out_dir
 
 

@@ -34,6 +34,13 @@ NIGHTLY = RECORDED / "2026-11-22-h100-suites" / "run2" / "results" / "localhost"
 # HPL-CUDA's GFLOP/s per watt: the sampler's average covers all of xhpl, most of it HPL's residual check on the host
 # since the solver moved to the GPU (issue 28), so the check no longer derives it from its documents.
 NO_LONGER_DERIVED = {("hpl_cuda", "gflops_per_watt")}
+# Recorded runs judged differently today by design, and the check rows that changed: the evaluation on 2 x H200,
+# rejected that day for offload_gemm and fft_offload, which measure one GPU by design (gpuaccept.checks' one_gpu,
+# tests/test_evaluation_recorded.py).
+CHANGED_BY_DESIGN = {
+    "2026-11-28-evaluation/two-h200/results/localhost/20261128T142259Z-evaluation": {
+        ("offload_gemm", None): "pass", ("fft_offload", None): "pass"},
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("run", recorded_runs(), ids=lambda p: str(p.relative_to(RECORDED)))
@@ -42,6 +49,13 @@ def test_every_recorded_run_rejudges_to_its_verdict(run, tmp_path):
     status for every check and for every metric whose document was kept."""
     recorded = json.loads((run / "verdict.json").read_text())
     _, v = rejudge(run, references_of_verdict(recorded, tmp_path / "refs"))
+    changed = CHANGED_BY_DESIGN.get(str(run.relative_to(RECORDED)), {})
+    for r in recorded["rows"] if changed else []:
+        if (r["check"], r["metric"]) in changed:
+            r["status"] = changed[(r["check"], r["metric"])]
+    if changed:  # the run's verdict by its rows as judged today: accepted when no expected row fails
+        recorded["verdict"] = "pass" if not any(
+            r["status"] in ("fail", "not_run") and r.get("expected", True) for r in recorded["rows"]) else "fail"
     assert v.accepted == (recorded["verdict"] == "pass")
     new: dict[tuple, list[str]] = {}
     for r in v.rows:  # a repeated check (evaluation) has one row per repetition, in order

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,8 +303,6 @@ def section(rows: list[Row], limit: int = 3) -> list[str]:
     for rule in RULES:
         figures = sorted((r for r in rows if r.check == rule and r.metric and r.value is not None), key=off,
                          reverse=True)  # fmt: skip
-        if not figures:
-            continue
         shown = [r for r in figures if r.status == FAIL] or []
         shown += [r for r in figures if r.status != FAIL][: max(0, limit - len(shown))]
         for r in shown:
@@ -314,6 +313,11 @@ def section(rows: list[Row], limit: int = 3) -> list[str]:
                          f"{r.status.upper()}")  # fmt: skip
         if len(figures) > len(shown):
             lines.append(f"  {rule:9} ({len(figures) - len(shown)} more within their threshold: verdict.json)")
+        unjudged = [r for r in rows if r.check == rule and r.metric and r.value is None and r.reason]
+        if unjudged:  # e.g. a suite whose noise was never measured: said once, each figure's reason in verdict.json
+            lines += textwrap.wrap(f"{rule:9} {len(unjudged)} figure(s) not judged, e.g. {unjudged[0].metric}: "
+                                   f"{unjudged[0].reason} (each one's reason: verdict.json)", 118,
+                                   initial_indent="  ", subsequent_indent=" " * 12)  # fmt: skip
     if not lines:
         return []
     return ["deviation from siblings, fleet median and own commissioning run (worst first; gpu, figure/reference - 1):",

@@ -178,6 +178,11 @@ def _own(pooled: Noise) -> list[tuple[str, Noise]]:
 
 def thresholds_doc(noise: Measured, runs: list[str], command: str) -> dict[str, Any]:
     """The thresholds file (reference_values/deviation/thresholds.yaml) from the measured noise."""
+    # A figure measured on fewer than MIN_STARTS machine starts has no threshold (one board's runs say nothing of
+    # the next board's noise): the rule then cannot judge it, and says so.
+    noise = {rule: {suite: kept for suite, figures in suites.items()
+                    if (kept := {name: n for name, n in figures.items() if len(n.starts) >= MIN_STARTS})}
+             for rule, suites in noise.items()}  # fmt: skip
     rules: dict[str, Any] = {}
     for rule, suites in noise.items():
         rules[rule] = {suite: {name: n.entry() for name, n in sorted(figures.items())}
