@@ -220,7 +220,8 @@ CHECKS: dict[str, Check] = {
             "gemm.json",
             doc="gemm.md",
             metrics=(
-                # The rate over the datasheet peak of its precision (gpuaccept peaks, reference_values/datasheets).
+                # The rate over the datasheet peak of its precision (gpuaccept annotate peaks,
+                # reference_values/datasheets).
                 Metric("*_concurrent_tflops_min_peak_fraction", "ratio", NODE, gated=False),
                 Metric("*_tflops_min_peak_fraction", "ratio", GPU, gated=False),
                 # every GPU at once: the node's power, cooling
@@ -552,7 +553,7 @@ CHECKS: dict[str, Check] = {
             metrics=(
                 # host FFT time over cuFFT time (kernel, pinned, pageable)
                 Metric("fft*_speedup_*", "ratio", GPU, gated=False),
-                # from the sweep (python -m gpuaccept.probe.fft)
+                # from the sweep (gpuaccept annotate fft)
                 Metric("fft*_crossover_points_*", "points", GPU, gated=False),
             ),
         ),

@@ -9,6 +9,7 @@ file.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
@@ -133,12 +134,8 @@ def findings_series(reg: CollectorRegistry, base: dict[str, str], rows: list[Row
     """A failed check's findings counted by rule and GPU (gpu "" for the node, a port or the document), read from
     its row's ``findings``: an alert or a dashboard names the GPU and the rule without parsing the reason. No series
     (nor its HELP lines) where no check failed on a finding."""
-    counts: dict[tuple[str, str, str], int] = {}
-    for row in rows:
-        if row.metric is None and row.expected:
-            for f in row.findings:
-                found = (row.check, str(f.get("rule") or ""), "" if f.get("gpu") is None else str(f["gpu"]))
-                counts[found] = counts.get(found, 0) + 1
+    counts = Counter((row.check, str(f.get("rule") or ""), "" if f.get("gpu") is None else str(f["gpu"]))
+                     for row in rows if row.metric is None and row.expected for f in row.findings)  # fmt: skip
     if not counts:
         return
     gauge = Gauge(

@@ -1124,11 +1124,10 @@ def findings_rows(groups: list[Group]) -> list[list[Any]]:
     for g in groups:
         for v in g.verdicts:
             for r in v.get("rows", []):
-                for f in r.get("findings") or [] if r.get("metric") is None else []:
-                    if isinstance(f, dict):
-                        gpu = "node" if f.get("gpu") is None else f"GPU {f['gpu']}"
-                        out.append([g.label, v.get("node"), v.get("suite"), r["check"], gpu, f.get("rule") or "",
-                                    (f.get("text") or "")[:300], f.get("fix") or ""])  # fmt: skip
+                found = [f for f in r.get("findings") or [] if isinstance(f, dict)] if r.get("metric") is None else []
+                out += [[g.label, v.get("node"), v.get("suite"), r["check"],
+                         "node" if f.get("gpu") is None else f"GPU {f['gpu']}", f.get("rule") or "",
+                         (f.get("text") or "")[:300], f.get("fix") or ""] for f in found]  # fmt: skip
     return out
 
 
